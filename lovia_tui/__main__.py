@@ -1,0 +1,3 @@
+from lovia_tui.cli import main
+
+raise SystemExit(main())

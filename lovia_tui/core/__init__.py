@@ -1,0 +1,1 @@
+"""The Textual-free core: opening lovia databases, reading, analysis, actions."""
