@@ -1,0 +1,113 @@
+"""Parsing stored entry JSON and the analysis lovia's semantics call for.
+
+Mirrors ``lovia.transcript`` (entry types, dangling-call pairing) without
+importing lovia, which is slow to load and not needed to read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import orjson
+
+from lovia_tui.core.models import DanglingCall
+
+ENTRY_TYPES = frozenset({"input", "assistant_text", "reasoning", "tool_call", "tool_result"})
+TRIM_SENTINEL = "archived to a result store]"
+
+
+class UnreadableError(ValueError):
+    """Stored JSON that does not parse, or holds an entry lovia does not know."""
+
+
+def parse_json(text: str | bytes | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise UnreadableError(f"invalid JSON ({exc})") from exc
+
+
+def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
+    """Parse an ``entries_json`` column, checking each entry's shape."""
+    data = parse_json(text)
+    if not isinstance(data, list):
+        raise UnreadableError(f"expected a JSON list of entries, got {type(data).__name__}")
+    for position, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise UnreadableError(f"entry {position} is not an object")
+        kind = entry.get("type")
+        if kind not in ENTRY_TYPES:
+            raise UnreadableError(f"entry {position} has unknown type {kind!r}")
+    return data
+
+
+def parse_object(text: str | bytes | None) -> dict[str, Any] | None:
+    data = parse_json(text)
+    if data is not None and not isinstance(data, dict):
+        raise UnreadableError(f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def dangling_calls(entries: list[dict[str, Any]]) -> list[DanglingCall]:
+    """Tool calls with no matching result, paired by call_id occurrence.
+
+    A call_id may repeat (providers reuse ids across turns); the n-th call is
+    answered by the n-th result with that id, as lovia's resume pairs them.
+    """
+    results = Counter(e.get("call_id") for e in entries if e.get("type") == "tool_result")
+    dangling = []
+    for entry in entries:
+        if entry.get("type") != "tool_call":
+            continue
+        call_id = entry.get("call_id")
+        if results[call_id] > 0:
+            results[call_id] -= 1
+        else:
+            dangling.append(
+                DanglingCall(
+                    call_id=str(call_id),
+                    name=str(entry.get("name", "?")),
+                    arguments=str(entry.get("arguments", "")),
+                )
+            )
+    return dangling
+
+
+def text_of(content: Any) -> str:
+    """The readable text of an entry's content (a string or a list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, dict):
+                if part.get("type") == "text":
+                    texts.append(str(part.get("text", "")))
+                else:
+                    texts.append(f"[{part.get('type', 'part')}]")
+        return " ".join(texts)
+    return "" if content is None else str(content)
+
+
+def entry_text(entry: dict[str, Any]) -> str:
+    """The searchable, previewable text of any entry."""
+    kind = entry.get("type")
+    if kind == "tool_call":
+        return f"{entry.get('name', '')}({entry.get('arguments', '')})"
+    if kind == "tool_result":
+        return str(entry.get("output", ""))
+    return text_of(entry.get("content"))
+
+
+def is_trimmed(entry: dict[str, Any]) -> bool:
+    return entry.get("type") == "tool_result" and str(entry.get("output", "")).endswith(
+        TRIM_SENTINEL
+    )
+
+
+def shorten(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"

@@ -1,0 +1,13 @@
+"""Errors the core raises for the user: each carries one readable line."""
+
+
+class LoviaTuiError(Exception):
+    """A problem to show the user as one line (never a traceback)."""
+
+
+class OpenError(LoviaTuiError):
+    """A path could not be opened as a lovia database."""
+
+
+class ActionError(LoviaTuiError):
+    """An action was refused or failed; the message says why."""

@@ -1,0 +1,121 @@
+"""Frozen records the read layer returns: plain data, no lovia objects.
+
+Rendering works from these and from plain entry dicts; lovia's dataclasses
+(and lovia itself, slow to import) stay off the browsing path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+RunStatus = Literal["running", "interrupted", "completed", "failed"]
+LinkKind = Literal["segment", "web"]
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A stored row that could not be parsed; the rest stays usable."""
+
+    where: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One session in a sessions list, newest activity first."""
+
+    file: Path
+    session_id: str
+    runs: int
+    last_id: int
+    last_activity: float | None
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One completed run's segment (a ``session_runs`` row) without its entries."""
+
+    file: Path
+    row_id: int
+    session_id: str
+    run_id: str
+    entry_count: int | None
+    first_index: int | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    has_context_state: bool
+    has_notice: bool
+    stored_bytes: int
+    unreadable: Unreadable | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One transcript entry as stored, with its flat index in the session.
+
+    ``index`` is what ``rewind(keep_entries=)`` counts; ``None`` for the
+    entries of an in-flight checkpoint, which are not in the session yet.
+    """
+
+    index: int | None
+    data: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.data.get("type", "?"))
+
+
+@dataclass(frozen=True)
+class DanglingCall:
+    """A tool call with no result: a resume executes it (again)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A checkpoint: its head (every RunHead field) plus entry count and last seq."""
+
+    file: Path
+    run_id: str
+    agent_name: str
+    status: str
+    turns: int
+    usage: dict[str, Any]
+    output: Any
+    error: dict[str, Any] | None
+    last_input_tokens: int | None
+    context_state: dict[str, Any]
+    pending_handoff: str | None
+    updated_at: float
+    started_at: float | None
+    entries: int
+    last_seq: int | None
+    head: dict[str, Any] = field(repr=False)
+    unreadable: Unreadable | None = None
+
+    def is_stale(self, now: float, stale_after: float) -> bool:
+        """Running with no save for ``stale_after`` seconds: likely crashed."""
+        return self.status == "running" and now - self.updated_at >= stale_after
+
+    def is_live(self, now: float, stale_after: float) -> bool:
+        """Running and saved recently: another process may still own it."""
+        return self.status == "running" and not self.is_stale(now, stale_after)
+
+
+@dataclass(frozen=True)
+class SessionLink:
+    """Which session a checkpoint belongs to, and how we know it."""
+
+    file: Path
+    session_id: str
+    kind: LinkKind

@@ -1,0 +1,321 @@
+"""The read API over one open :class:`Database`: short statements, frozen results.
+
+Every statement is bounded (by LIMIT, an index lookup or an id range) so that
+it stays short on a million-segment file and never holds up lovia's writers.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from lovia_tui.core.database import Database
+from lovia_tui.core.entries import (
+    UnreadableError,
+    parse_entries,
+    parse_object,
+    shorten,
+    text_of,
+)
+from lovia_tui.core.models import (
+    Entry,
+    RunInfo,
+    SegmentInfo,
+    SessionSummary,
+    Unreadable,
+)
+
+WALK_CHUNK = 2_000
+SEGMENT_CHUNK = 500
+SCAN_CHUNK = 20_000
+TITLE_WIDTH = 60
+# The first user message, as lovia serialises it, near the start of a segment.
+_FIRST_USER = re.compile(r'"role":\s*"user",\s*"content":\s*("(?:[^"\\]|\\.)*")')
+
+
+def is_missing_table(exc: sqlite3.Error) -> bool:
+    return "no such table" in str(exc)
+
+
+async def recent_session_ids(
+    db: Database, limit: int, *, before_id: int | None = None
+) -> list[tuple[str, int]]:
+    """(session_id, last segment id) of the sessions active most recently.
+
+    A newest-first walk of ``session_runs`` by primary key: it touches only as
+    many rows as it takes to meet ``limit`` distinct sessions.
+    """
+    if not db.stores.session:
+        return []
+    seen: dict[str, int] = {}
+    upper = before_id
+    while len(seen) < limit:
+        if upper is None:
+            rows = await db.fetchall(
+                "SELECT id, session_id FROM session_runs ORDER BY id DESC LIMIT ?",
+                (WALK_CHUNK,),
+            )
+        else:
+            rows = await db.fetchall(
+                "SELECT id, session_id FROM session_runs WHERE id < ? "
+                "ORDER BY id DESC LIMIT ?",
+                (upper, WALK_CHUNK),
+            )
+        if not rows:
+            break
+        for row_id, session_id in rows:
+            if session_id not in seen:
+                seen[session_id] = row_id
+                if len(seen) == limit:
+                    break
+        upper = rows[-1][0]
+    return list(seen.items())
+
+
+async def session_index(db: Database) -> AsyncIterator[tuple[dict[str, tuple[int, int]], float]]:
+    """Every session's (runs, last id), built chunk by chunk over id ranges.
+
+    Yields the partial counts of each chunk and the fraction done, so a caller
+    can merge them and show progress; no statement reads more than one chunk.
+    """
+    if not db.stores.session:
+        return
+    bounds = await db.fetchone("SELECT MIN(id), MAX(id) FROM session_runs")
+    low, high = bounds if bounds and bounds[0] is not None else (1, 0)
+    start = low
+    while start <= high:
+        rows = await db.fetchall(
+            "SELECT session_id, COUNT(*), MAX(id) FROM session_runs "
+            "WHERE id >= ? AND id < ? GROUP BY session_id",
+            (start, start + SCAN_CHUNK),
+        )
+        start += SCAN_CHUNK
+        yield {sid: (count, last) for sid, count, last in rows}, min(
+            1.0, (start - low) / max(1, high - low + 1)
+        )
+
+
+async def session_summary(db: Database, session_id: str) -> SessionSummary | None:
+    """One session's run count, last activity and title (all index lookups)."""
+    row = await db.fetchone(
+        "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?", (session_id,)
+    )
+    if not row or not row[0]:
+        return None
+    runs, last_id = row
+    last = await db.fetchone("SELECT created_at FROM session_runs WHERE id = ?", (last_id,))
+    return SessionSummary(
+        file=db.path,
+        session_id=session_id,
+        runs=runs,
+        last_id=last_id,
+        last_activity=last[0] if last else None,
+        title=await session_title(db, session_id),
+    )
+
+
+async def session_title(db: Database, session_id: str) -> str:
+    """The web UI's chat title when there is one, else the first user message."""
+    if db.stores.chat:
+        row = await db.fetchone("SELECT title FROM chat_sessions WHERE id = ?", (session_id,))
+        if row and row[0]:
+            return shorten(str(row[0]), TITLE_WIDTH)
+    row = await db.fetchone(
+        "SELECT substr(entries_json, 1, 4000) FROM session_runs "
+        "WHERE session_id = ? ORDER BY id LIMIT 1",
+        (session_id,),
+    )
+    if row and row[0]:
+        match = _FIRST_USER.search(row[0])
+        if match:
+            try:
+                return shorten(text_of(orjson.loads(match.group(1))), TITLE_WIDTH)
+            except orjson.JSONDecodeError:
+                return ""
+    return ""
+
+
+async def list_sessions(db: Database, limit: int) -> list[SessionSummary]:
+    summaries = []
+    for session_id, _ in await recent_session_ids(db, limit):
+        summary = await session_summary(db, session_id)
+        if summary is not None:
+            summaries.append(summary)
+    return summaries
+
+
+def _segment(db: Database, row: Any, count: int | None, first: int | None) -> SegmentInfo:
+    row_id, session_id, run_id, created_at, size, meta_json = row[:6]
+    unreadable = None
+    try:
+        meta = parse_object(meta_json) or {}
+    except UnreadableError as exc:
+        meta = {}
+        unreadable = Unreadable(f"{db.name} session_runs id {row_id} meta", str(exc))
+    timing = meta.get("timing") if isinstance(meta.get("timing"), dict) else {}
+    if count is None and unreadable is None:
+        unreadable = Unreadable(f"{db.name} session_runs id {row_id} (run {run_id})", "entries_json is not valid JSON")
+    return SegmentInfo(
+        file=db.path,
+        row_id=row_id,
+        session_id=session_id,
+        run_id=run_id,
+        entry_count=count,
+        first_index=first,
+        created_at=created_at,
+        started_at=timing.get("started_at"),
+        finished_at=timing.get("finished_at"),
+        has_context_state=bool(meta.get("context_state")),
+        has_notice=bool(meta.get("context_notice")),
+        stored_bytes=size or 0,
+        unreadable=unreadable,
+    )
+
+
+async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
+    """A session's segments in run order, each with its first flat index.
+
+    Entry counts come from SQLite's ``json_array_length`` in chunks, so no
+    segment's JSON crosses into Python here. Once a segment is unreadable the
+    flat indices after it are unknown and left ``None``: never guessed.
+    """
+    result: list[SegmentInfo] = []
+    after = 0
+    next_index: int | None = 0
+    while True:
+        rows = await _segment_rows(db, session_id, after)
+        if not rows:
+            return result
+        for row in rows:
+            count = row[6]
+            result.append(_segment(db, row, count, next_index))
+            next_index = None if count is None or next_index is None else next_index + count
+        after = rows[-1][0]
+
+
+async def _segment_rows(db: Database, session_id: str, after: int) -> list[Any]:
+    base = (
+        "SELECT id, session_id, run_id, created_at, length(entries_json), meta_json, {count} "
+        "FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
+    )
+    params = (session_id, after, SEGMENT_CHUNK)
+    try:
+        return await db.fetchall(base.format(count="json_array_length(entries_json)"), params)
+    except sqlite3.OperationalError as exc:
+        if "JSON" not in str(exc):
+            raise
+        # A malformed row in this chunk: count row by row, guarded.
+        return await db.fetchall(
+            base.format(
+                count="CASE WHEN json_valid(entries_json) "
+                "THEN json_array_length(entries_json) END"
+            ),
+            params,
+        )
+
+
+async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
+    """The entries of one segment with their flat indices (raises UnreadableError)."""
+    row = await db.fetchone("SELECT entries_json FROM session_runs WHERE id = ?", (segment.row_id,))
+    if row is None:
+        raise UnreadableError("segment no longer exists")
+    data = parse_entries(row[0])
+    first = segment.first_index
+    return [Entry(None if first is None else first + offset, entry) for offset, entry in enumerate(data)]
+
+
+def _run(db: Database, row: Any) -> RunInfo:
+    run_id, head_json, updated_at, entries, last_seq = row
+    unreadable = None
+    try:
+        head = parse_object(head_json) or {}
+        status = str(head["status"])
+        agent = str(head["agent_name"])
+    except (UnreadableError, KeyError) as exc:
+        head, status, agent = {}, "unreadable", "?"
+        reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)
+    usage = head.get("usage") if isinstance(head.get("usage"), dict) else {}
+    return RunInfo(
+        file=db.path,
+        run_id=run_id,
+        agent_name=agent,
+        status=status,
+        turns=int(head.get("turns") or 0),
+        usage=usage,
+        output=head.get("output"),
+        error=head.get("error") if isinstance(head.get("error"), dict) else None,
+        last_input_tokens=head.get("last_input_tokens"),
+        context_state=head.get("context_state") or {},
+        pending_handoff=head.get("pending_handoff"),
+        updated_at=float(head.get("updated_at") or updated_at),
+        started_at=head.get("started_at"),
+        entries=entries or 0,
+        last_seq=last_seq,
+        head=head,
+        unreadable=unreadable,
+    )
+
+
+_RUNS_SQL = (
+    "SELECT h.run_id, h.head_json, h.updated_at, "
+    "(SELECT SUM({count}) FROM snapshot_turns t WHERE t.run_id = h.run_id), "
+    "(SELECT MAX(seq) FROM snapshot_turns t WHERE t.run_id = h.run_id) "
+    "FROM snapshot_heads h {where} ORDER BY h.updated_at DESC"
+)
+_SAFE_COUNT = "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
+
+
+async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
+    """Every checkpoint in the file (or one), most recently saved first."""
+    if not db.stores.checkpoint:
+        return []
+    where, params = ("WHERE h.run_id = ?", (run_id,)) if run_id else ("", ())
+    rows = await db.fetchall(_RUNS_SQL.format(count=_SAFE_COUNT, where=where), params)
+    return [_run(db, row) for row in rows]
+
+
+async def snapshot_entries(db: Database, run_id: str) -> tuple[list[Entry], list[Unreadable]]:
+    """A checkpoint's own entries in seq order; unreadable batches are reported."""
+    rows = await db.fetchall(
+        "SELECT seq, entries_json FROM snapshot_turns WHERE run_id = ? ORDER BY seq", (run_id,)
+    )
+    entries: list[Entry] = []
+    problems: list[Unreadable] = []
+    for seq, text in rows:
+        try:
+            entries.extend(Entry(None, data) for data in parse_entries(text))
+        except UnreadableError as exc:
+            problems.append(Unreadable(f"{db.name} snapshot_turns run {run_id} seq {seq}", str(exc)))
+    return entries, problems
+
+
+async def search_segments(
+    db: Database, needle: str
+) -> AsyncIterator[tuple[list[tuple[str, int]], float]]:
+    """Segments whose stored JSON contains ``needle``, newest first, in id chunks.
+
+    The needle is escaped the way lovia's ``json.dumps(ensure_ascii=False)``
+    stores text, so quotes and newlines match too. Yields (matches, fraction).
+    """
+    if not db.stores.session or not needle:
+        return
+    stored = orjson.dumps(needle).decode()[1:-1]
+    bounds = await db.fetchone("SELECT MIN(id), MAX(id) FROM session_runs")
+    if not bounds or bounds[0] is None:
+        return
+    low, high = bounds
+    upper = high + 1
+    while upper > low:
+        lower = max(low, upper - SCAN_CHUNK)
+        rows = await db.fetchall(
+            "SELECT session_id, id FROM session_runs WHERE id >= ? AND id < ? "
+            "AND instr(entries_json, ?) > 0 ORDER BY id DESC",
+            (lower, upper, stored),
+        )
+        upper = lower
+        yield [(sid, row_id) for sid, row_id in rows], (high + 1 - upper) / max(1, high + 1 - low)
