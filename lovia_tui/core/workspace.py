@@ -148,3 +148,14 @@ class Workspace:
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+async def runs_for_session(ws: Workspace, session_id: str) -> list[tuple[RunInfo, SessionLink]]:
+    """Checkpoints linked to ``session_id`` (in-flight or already appended)."""
+    all_runs = await ws.all_runs()
+    links = await ws.links(run.run_id for run in all_runs)
+    return [
+        (run, links[run.run_id])
+        for run in all_runs
+        if run.run_id in links and links[run.run_id].session_id == session_id
+    ]

@@ -1,0 +1,94 @@
+"""What a subcommand is, and the plumbing every subcommand shares.
+
+Each module under ``lovia_tui.cli`` lists its subcommands as :class:`Command`
+values; errors surface as one line on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.workspace import Workspace
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its name, one-line help, arguments and async body."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], Awaitable[int] | int]
+
+
+def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
+    parser.add_argument(
+        "paths", nargs=nargs, metavar="PATH", help="lovia SQLite file(s) or directories of *.db"
+    )
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def add_readonly(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--readonly", action="store_true", help="open with SQLite mode=ro: no write of any kind"
+    )
+
+
+def add_stale_after(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="a running run with no save for this long is stale (likely crashed); default 300",
+    )
+
+
+def split_paths_and_id(paths: list[str], what: str) -> tuple[list[str], str]:
+    """``PATH... ID``: the last positional is the id."""
+    if len(paths) < 2:
+        raise LoviaTuiError(f"expected PATH... {what}")
+    return paths[:-1], paths[-1]
+
+
+async def open_workspace(args: argparse.Namespace) -> Workspace:
+    return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def console() -> Console:
+    return Console(highlight=False)
+
+
+def fail(message: str) -> int:
+    print(f"lovia-tui: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def run_command(command: Command, args: argparse.Namespace) -> int:
+    """Run a subcommand's body (sync or async); known errors become one line, exit 2."""
+    try:
+        result = command.run(args)
+        return asyncio.run(result) if inspect.isawaitable(result) else result
+    except LoviaTuiError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return fail("interrupted")

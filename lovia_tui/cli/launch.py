@@ -1,0 +1,48 @@
+"""Starting the inspector app from parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from lovia_tui.cli.command import EXIT_OK, add_readonly, add_stale_after, fail
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.workspace import Workspace
+
+
+def configure_app(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH",
+        help="lovia SQLite files or directories of *.db (default: ./.lovia/*.db)",
+    )
+    add_readonly(parser)
+    add_stale_after(parser)
+    parser.add_argument(
+        "--agent", metavar="MODULE:ATTR",
+        help="the entry Agent (or a zero-argument factory) used to resume runs",
+    )
+    parser.add_argument("--deps", metavar="MODULE:ATTR", help="deps passed to resumed runs")
+
+
+async def _check_opens(args: argparse.Namespace) -> None:
+    workspace = await Workspace.open(args.paths, readonly=args.readonly)
+    await workspace.close()
+
+
+def launch_app(args: argparse.Namespace) -> int:
+    """Open the app; bad paths fail before the screen is taken, as one line."""
+    try:
+        asyncio.run(_check_opens(args))
+    except LoviaTuiError as exc:
+        return fail(str(exc))
+    from lovia_tui.app import make_app
+
+    app = make_app(
+        args.paths,
+        readonly=args.readonly,
+        stale_after=args.stale_after,
+        agent_spec=args.agent,
+        deps_spec=args.deps,
+    )
+    app.run()
+    return app.return_code or EXIT_OK
