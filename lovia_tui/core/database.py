@@ -170,7 +170,7 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
         stores = Stores(
             session=STORE_TABLES["session"] <= tables,
             checkpoint=STORE_TABLES["checkpoint"] <= tables,
-            chat=CHAT_TABLES <= tables,
+            chat=tables >= CHAT_TABLES,
         )
         if not stores.any:
             raise OpenError(

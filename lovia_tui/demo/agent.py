@@ -36,9 +36,7 @@ class _Slowness:
     on_start: Callable[[], None] | None
 
 
-_SLOW: ContextVar[_Slowness] = ContextVar(
-    "lovia_tui_demo_slow", default=_Slowness(0.0, None)
-)
+_SLOW: ContextVar[_Slowness | None] = ContextVar("lovia_tui_demo_slow", default=None)
 
 
 @contextmanager
@@ -88,9 +86,10 @@ def fetch_logs(service: str, kb: int = 100) -> str:
 async def run_job(job: str) -> str:
     """Run a named batch job and report how it went."""
     slowness = _SLOW.get()
-    if slowness.on_start is not None:
-        slowness.on_start()
-    await asyncio.sleep(slowness.seconds)
+    if slowness is not None:
+        if slowness.on_start is not None:
+            slowness.on_start()
+        await asyncio.sleep(slowness.seconds)
     return f"job {job!r} finished: ok ✅"
 
 

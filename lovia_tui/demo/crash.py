@@ -67,16 +67,13 @@ class AgentProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_root, env.get("PYTHONPATH")) if p
         )
-        self._stderr = tempfile.TemporaryFile(mode="w+")
+        # Lives as long as the child; closed by kill().
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
         self._proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
 
     def _pump(self) -> None:
         assert self._proc.stdout is not None

@@ -1,0 +1,89 @@
+"""The lovia-tui App: opens the workspace, shows the inspector, wires commands.
+
+``make_app`` is the one factory used by the CLI, the tests, the snapshot apps
+and the screenshot script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.workspace import Workspace
+from lovia_tui.screens.goto import GotoProvider
+from lovia_tui.screens.inspector import InspectorScreen
+
+
+class LoviaTui(App):
+    """A terminal run inspector and debugger for lovia."""
+
+    CSS_PATH = "lovia_tui.tcss"
+    TITLE = "lovia-tui"
+    COMMANDS = App.COMMANDS | {GotoProvider}
+
+    def __init__(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        readonly: bool = False,
+        stale_after: float = 300.0,
+        agent_spec: str | None = None,
+        deps_spec: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.paths = list(paths)
+        self.readonly = readonly
+        self.stale_after = stale_after
+        self.agent_spec = agent_spec
+        self.deps_spec = deps_spec
+        self.workspace: Workspace | None = None
+
+    async def on_mount(self) -> None:
+        try:
+            self.workspace = await Workspace.open(self.paths, readonly=self.readonly)
+        except LoviaTuiError as exc:
+            self.exit(return_code=2, message=f"lovia-tui: {exc}")
+            return
+        await self.push_screen(InspectorScreen(self.workspace, stale_after=self.stale_after))
+
+    async def on_unmount(self) -> None:
+        if self.workspace is not None:
+            await self.workspace.close()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if not isinstance(screen, InspectorScreen):
+            return
+        for command in INSPECTOR_COMMANDS:
+            if screen.check_action(command.action.split("(")[0], ()):
+                yield SystemCommand(command.title, command.help, _runner(screen, command.action))
+        for status in ["all", *RUN_STATUS_FILTERS]:
+            yield SystemCommand(
+                f"Runs: show {status}", f"Filter the runs list to {status} runs",
+                _runner(screen, f"runs_filter('{status}')"),
+            )
+
+
+def _runner(screen: Screen, action: str):
+    async def run() -> None:
+        await screen.run_action(action)
+
+    return run
+
+
+def make_app(
+    paths: Iterable[str | Path],
+    *,
+    readonly: bool = False,
+    stale_after: float = 300.0,
+    agent_spec: str | None = None,
+    deps_spec: str | None = None,
+) -> LoviaTui:
+    return LoviaTui(
+        paths, readonly=readonly, stale_after=stale_after, agent_spec=agent_spec, deps_spec=deps_spec
+    )

@@ -1,0 +1,49 @@
+"""Every inspector command, defined once: key bindings, footer, help screen
+and command palette are all generated from this list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class CommandDef:
+    """One command: the action it runs, its key, and how it is described."""
+
+    action: str
+    key: str
+    title: str
+    help: str
+    show: bool = True
+    group: str = "Browse"
+
+
+INSPECTOR_COMMANDS: list[CommandDef] = [
+    CommandDef("focus_pane('sessions')", "1", "Sessions", "Focus the sessions list", show=False),
+    CommandDef("focus_pane('transcript')", "2", "Transcript", "Focus the transcript", show=False),
+    CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False),
+    CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type"),
+    CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels)"),
+    CommandDef("back", "escape", "Back", "Close the filter, cancel a search, or go back a pane", show=False),
+    CommandDef("follow", "f", "Follow", "Follow the selected run: tail new entries as they are saved", group="Live"),
+    CommandDef("toggle_raw", "r", "Raw", "Toggle raw JSON for the entry or run head under the cursor"),
+    CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False),
+    CommandDef("export('md')", "x", "Export", "Export the session transcript to Markdown"),
+    CommandDef("export('json')", "X", "Export JSON", "Export the session transcript to JSON", show=False),
+    CommandDef("jump_to_session", "J", "Jump to session", "Show the session of the selected run", show=False),
+    CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again", show=False, group="Runs"),
+    CommandDef("refresh", "ctrl+r", "Reload", "Re-read everything from the databases", show=False),
+    CommandDef("help", "question_mark", "Help", "List every key and command"),
+    CommandDef("quit", "q", "Quit", "Leave lovia-tui"),
+]
+
+RUN_STATUS_FILTERS = ["running", "stale", "interrupted", "failed", "completed"]
+
+
+def bindings(commands: list[CommandDef]) -> list[Binding]:
+    return [
+        Binding(c.key, c.action, c.title, show=c.show, tooltip=c.help, id=c.action)
+        for c in commands
+    ]

@@ -1,0 +1,79 @@
+"""App-level messages: workers report back with these, the screen applies them.
+
+Each carries the selection it was computed for, so a result for a selection
+the user has already left is dropped instead of shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from lovia_tui.core.models import (
+    DanglingCall,
+    RunInfo,
+    SessionLink,
+    SessionSummary,
+    Unreadable,
+)
+from lovia_tui.widgets.transcript_rows import Row
+
+
+@dataclass
+class SessionsLoaded(Message):
+    """The sessions list (ids in display order, with any summaries known)."""
+
+    keys: list[tuple[str, str]]
+    summaries: dict[tuple[str, str], SessionSummary]
+    complete: bool
+
+
+@dataclass
+class SummariesLoaded(Message):
+    """Runs, titles and activity for sessions that scrolled into view."""
+
+    summaries: dict[tuple[str, str], SessionSummary]
+
+
+@dataclass
+class RunsLoaded(Message):
+    """Every checkpoint with its session link."""
+
+    runs: list[RunInfo]
+    links: dict[str, SessionLink]
+
+
+@dataclass
+class TranscriptLoaded(Message):
+    """The newest rows of a session; ``older`` segments are not loaded yet."""
+
+    key: tuple[str, str]
+    rows: list[Row]
+
+
+@dataclass
+class OlderLoaded(Message):
+    """An older batch of a session's segments, to go above what is shown."""
+
+    key: tuple[str, str]
+    rows: list[Row]
+
+
+@dataclass
+class RunDetailLoaded(Message):
+    """A run's dangling calls and unreadable batches."""
+
+    run_id: str
+    dangling: list[DanglingCall]
+    problems: list[Unreadable]
+
+
+@dataclass
+class SearchProgress(Message):
+    """Content search: matching sessions so far and the fraction scanned."""
+
+    needle: str
+    keys: list[tuple[str, str]]
+    fraction: float
+    done: bool

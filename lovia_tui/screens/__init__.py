@@ -1,0 +1,1 @@
+"""Screens: the inspector, dialogs and help."""

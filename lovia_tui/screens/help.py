@@ -1,0 +1,50 @@
+"""The help screen: every key and command, generated from the command list."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from lovia_tui.commands import INSPECTOR_COMMANDS, CommandDef
+from lovia_tui.widgets.transcript import Transcript
+
+MOVING = [
+    ("tab / shift+tab", "Next / previous pane"),
+    ("↑ ↓ j k, PgUp PgDn, Home End", "Move in a list or the transcript"),
+    ("enter", "Open a session, jump from a run to its session, fold/unfold an entry"),
+    ("ctrl+p", "Command palette: every command, go to session or run by id, filter runs"),
+]
+
+
+def key_label(key: str) -> str:
+    return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(key, key)
+
+
+class HelpScreen(ModalScreen):
+    """Lists every binding; Esc or ? closes it."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", tooltip="Close help")]
+
+    def compose(self) -> ComposeResult:
+        table = Table(title="lovia-tui keys", expand=True, show_header=False, box=None)
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column()
+        for key, what in MOVING:
+            table.add_row(key, what)
+        for binding in Transcript.BINDINGS:
+            if binding.show:
+                table.add_row(key_label(binding.key), f"{binding.description}: {binding.tooltip}")
+        groups: dict[str, list[CommandDef]] = {}
+        for command in INSPECTOR_COMMANDS:
+            groups.setdefault(command.group, []).append(command)
+        for group, commands in groups.items():
+            table.add_row("", "")
+            table.add_row(f"[u]{group}[/u]", "")
+            for command in commands:
+                table.add_row(key_label(command.key), f"{command.title}: {command.help}")
+        with VerticalScroll(id="help-box"):
+            yield Static(table)

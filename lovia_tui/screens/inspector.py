@@ -1,0 +1,437 @@
+"""The main screen: sessions, transcript and runs side by side.
+
+The screen owns the selection and the workers; every database read runs in a
+named worker and reports back by message, and a result for a selection the
+user has already left is dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, ProgressBar, Static
+
+from lovia_tui import messages
+from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
+from lovia_tui.core import queries
+from lovia_tui.core.entries import dangling_calls
+from lovia_tui.core.export import export_session
+from lovia_tui.core.models import RunInfo
+from lovia_tui.core.workspace import Workspace
+from lovia_tui.screens.help import HelpScreen
+from lovia_tui.transcript_loader import older_rows, session_rows
+from lovia_tui.widgets.row_list import RowList
+from lovia_tui.widgets.run_detail import RunDetail
+from lovia_tui.widgets.runs_pane import RunsPane
+from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
+from lovia_tui.widgets.transcript import Transcript
+
+FIRST_PAGE = 200
+NARROW_WIDTH = 100
+PANES = ("sessions", "transcript", "runs")
+
+
+class InspectorScreen(Screen):
+    """Sessions | transcript | runs, with the selected run's head and dangling calls."""
+
+    BINDINGS = bindings(INSPECTOR_COMMANDS)
+
+    def __init__(self, workspace: Workspace, *, stale_after: float) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.stale_after = stale_after
+        self.session_key: SessionKey | None = None
+        self.run_raw = False
+        self.filter_mode = "filter"
+        self.search_needle = ""
+        self.pending_row: str | None = None
+
+    # ----- layout -----
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status-line")
+        with Horizontal(id="panes"):
+            yield SessionsPane(id="sessions-pane", classes="pane")
+            with Vertical(id="transcript-pane", classes="pane"):
+                yield Label("Transcript", classes="pane-title", id="transcript-title")
+                yield Transcript(id="transcript")
+            yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
+        yield Footer()
+
+    @property
+    def sessions(self) -> SessionsPane:
+        return self.query_one(SessionsPane)
+
+    @property
+    def runs(self) -> RunsPane:
+        return self.query_one(RunsPane)
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    def on_mount(self) -> None:
+        self._describe_files()
+        self.sessions.row_list.focus()
+        self.load_sessions()
+        self.load_runs()
+        self.set_interval(1.0, self._tick)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW_WIDTH, "narrow")
+        self._show_focused_pane()
+
+    def _describe_files(self) -> None:
+        parts = []
+        for db in self.workspace.databases:
+            stores = "+".join(
+                name for name, has in (("sessions", db.stores.session), ("checkpoints", db.stores.checkpoint), ("web", db.stores.chat)) if has
+            )
+            mode = "read-only" if db.readonly else db.journal_mode.upper()
+            parts.append(f"{db.name} [{stores}, {mode}]")
+            if db.notice:
+                self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
+        self.query_one("#status-line", Static).update(" · ".join(parts))
+
+    def _tick(self) -> None:
+        """Ages and staleness move with time, without any key press."""
+        self.runs.row_list.refresh()
+        self.sessions.row_list.refresh()
+
+    # ----- sessions -----
+
+    @work(exclusive=True, group="sessions")
+    async def load_sessions(self) -> None:
+        """First the newest page (a short walk), then the full index in the background."""
+        summaries: dict[SessionKey, object] = {}
+        keys: list[SessionKey] = []
+        for db in self.workspace.session_dbs:
+            for session_id, _ in await queries.recent_session_ids(db, FIRST_PAGE):
+                key = (str(db.path), session_id)
+                summary = await queries.session_summary(db, session_id)
+                if summary:
+                    keys.append(key)
+                    summaries[key] = summary
+        keys.sort(key=lambda k: summaries[k].last_activity or 0, reverse=True)
+        self.post_message(messages.SessionsLoaded(keys, summaries, complete=False))
+        index: dict[SessionKey, int] = {}
+        for db in self.workspace.session_dbs:
+            async for chunk, _ in queries.session_index(db):
+                for session_id, (_, last_id) in chunk.items():
+                    key = (str(db.path), session_id)
+                    index[key] = max(index.get(key, 0), last_id)
+        first = set(keys)
+        rest = sorted((k for k in index if k not in first), key=lambda k: index[k], reverse=True)
+        self.post_message(messages.SessionsLoaded(keys + rest, {}, complete=True))
+
+    def on_sessions_loaded(self, message: messages.SessionsLoaded) -> None:
+        pane = self.sessions
+        pane.summaries.update(message.summaries)
+        pane.set_keys(message.keys)
+        if self.session_key is None and pane.selected:
+            self._select_session(pane.selected)
+        self.fetch_visible_summaries()
+
+    @work(exclusive=True, group="summaries")
+    async def fetch_visible_summaries(self) -> None:
+        pane = self.sessions
+        found = {}
+        for key in pane.visible_keys():
+            if key not in pane.summaries:
+                db = self.workspace.database(Path(key[0]))
+                summary = await queries.session_summary(db, key[1])
+                if summary:
+                    found[key] = summary
+        if found:
+            self.post_message(messages.SummariesLoaded(found))
+
+    def on_summaries_loaded(self, message: messages.SummariesLoaded) -> None:
+        self.sessions.summaries.update(message.summaries)
+        self.sessions.row_list.refresh()
+
+    @on(RowList.Highlighted, "#sessions")
+    def _session_highlighted(self, event: RowList.Highlighted) -> None:
+        self.fetch_visible_summaries()
+        key = self.sessions.selected
+        if key and key != self.session_key:
+            self._select_session(key)
+
+    @on(RowList.Selected, "#sessions")
+    def _session_chosen(self) -> None:
+        self.focus_pane("transcript")
+
+    def _select_session(self, key: SessionKey) -> None:
+        self.session_key = key
+        self.runs.highlight_session(key)
+        self.query_one("#transcript-title", Label).update(f"Transcript · {key[1]} · loading…")
+        self.load_transcript(key)
+
+    # ----- transcript -----
+
+    @work(exclusive=True, group="transcript")
+    async def load_transcript(self, key: SessionKey) -> None:
+        db = self.workspace.database(Path(key[0]))
+        inflight = [
+            (self.workspace.database(run.file), run, self.runs.status_of(run))
+            for run in self.runs.runs
+            if (link := self.runs.links.get(run.run_id)) and (str(link.file), link.session_id) == key
+        ]
+        rows = await session_rows(db, key[1], inflight)
+        self.post_message(messages.TranscriptLoaded(key, rows))
+
+    def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
+        if message.key != self.session_key:
+            return
+        self.transcript.show(message.rows)
+        self.transcript.set_needle(self.search_needle)
+        if self.pending_row:
+            self.transcript.select_key(self.pending_row)
+            self.pending_row = None
+        entries = sum(1 for row in message.rows if row.kind == "entry")
+        self.query_one("#transcript-title", Label).update(f"Transcript · {message.key[1]} · {entries} entries shown")
+
+    @on(Transcript.LoadOlder)
+    def _load_older(self) -> None:
+        rows = self.transcript.rows
+        if self.session_key and rows and rows[0].kind == "older":
+            self.load_older(self.session_key, rows[0].extra["segments"])
+
+    @work(exclusive=True, group="older")
+    async def load_older(self, key: SessionKey, remaining: list) -> None:
+        db = self.workspace.database(Path(key[0]))
+        self.post_message(messages.OlderLoaded(key, await older_rows(db, remaining)))
+
+    def on_older_loaded(self, message: messages.OlderLoaded) -> None:
+        if message.key == self.session_key:
+            self.transcript.prepend(message.rows)
+
+    # ----- runs -----
+
+    @work(exclusive=True, group="runs")
+    async def load_runs(self) -> None:
+        runs = await self.workspace.all_runs()
+        links = await self.workspace.links(run.run_id for run in runs)
+        self.post_message(messages.RunsLoaded(runs, links))
+
+    def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
+        self.runs.set_runs(message.runs, message.links)
+        self.sessions.badges = self._session_badges(message.runs, message.links)
+        self.sessions.row_list.refresh()
+        if self.session_key:
+            self.runs.highlight_session(self.session_key)
+        self._show_run(self.runs.selected)
+
+    def _session_badges(self, runs: list[RunInfo], links) -> dict[SessionKey, str]:
+        badges: dict[SessionKey, str] = {}
+        for run in runs:
+            link = links.get(run.run_id)
+            status = self.runs.status_of(run)
+            if link and status != "completed":
+                badges[(str(link.file), link.session_id)] = "live" if status == "running" else status
+        return badges
+
+    @on(RowList.Highlighted, "#runs")
+    def _run_highlighted(self) -> None:
+        self._show_run(self.runs.selected)
+
+    @on(RowList.Selected, "#runs")
+    def _run_chosen(self) -> None:
+        self.action_jump_to_session()
+
+    def _show_run(self, run: RunInfo | None) -> None:
+        detail = self.query_one(RunDetail)
+        link = self.runs.links.get(run.run_id) if run else None
+        detail.show(run, link, [], [], raw=self.run_raw, stale_after=self.stale_after)
+        if run:
+            self.load_run_detail(run)
+
+    @work(exclusive=True, group="run-detail")
+    async def load_run_detail(self, run: RunInfo) -> None:
+        entries, problems = await queries.snapshot_entries(self.workspace.database(run.file), run.run_id)
+        calls = dangling_calls([entry.data for entry in entries])
+        self.post_message(messages.RunDetailLoaded(run.run_id, calls, problems))
+
+    def on_run_detail_loaded(self, message: messages.RunDetailLoaded) -> None:
+        run = self.runs.selected
+        if run is None or run.run_id != message.run_id:
+            return
+        self.query_one(RunDetail).show(
+            run, self.runs.links.get(run.run_id), message.dangling, message.problems,
+            raw=self.run_raw, stale_after=self.stale_after,
+        )
+
+    # ----- actions -----
+
+    def action_focus_pane(self, pane: str) -> None:
+        target = {"sessions": "#sessions", "transcript": "#transcript", "runs": "#runs"}[pane]
+        self.query_one(target).focus()
+        self._show_focused_pane()
+
+    def on_descendant_focus(self) -> None:
+        self._show_focused_pane()
+
+    def _show_focused_pane(self) -> None:
+        """On a narrow terminal only the focused pane is shown."""
+        focused = self.focused
+        for name in PANES:
+            pane = self.query_one(f"#{name}-pane")
+            pane.set_class(focused is not None and pane in focused.ancestors_with_self, "focused")
+
+    def action_filter_sessions(self) -> None:
+        self._open_input("filter", "filter by id or title", self.sessions.filter_text)
+
+    def action_search_content(self) -> None:
+        self._open_input("search", "search message text (Enter to start, Esc to cancel)", self.search_needle)
+
+    def _open_input(self, mode: str, placeholder: str, value: str) -> None:
+        self.filter_mode = mode
+        box = self.query_one("#session-filter", Input)
+        box.placeholder, box.value = placeholder, value
+        box.remove_class("hidden")
+        self.action_focus_pane("sessions")
+        box.focus()
+
+    @on(Input.Changed, "#session-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        if self.filter_mode == "filter":
+            self.sessions.filter_text = event.value
+            self.sessions.apply_filter()
+
+    @on(Input.Submitted, "#session-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if self.filter_mode == "search" and event.value:
+            self.search_needle = event.value
+            self.sessions.matches = set()
+            self.sessions.apply_filter()
+            self.query_one("#search-progress", ProgressBar).remove_class("hidden")
+            self.search(event.value)
+        self.sessions.row_list.focus()
+
+    @work(exclusive=True, group="search")
+    async def search(self, needle: str) -> None:
+        found: dict[SessionKey, None] = {}
+        for db in self.workspace.session_dbs:
+            async for matches, fraction in queries.search_segments(db, needle):
+                found.update(((str(db.path), sid), None) for sid, _ in matches)
+                self.post_message(messages.SearchProgress(needle, list(found), fraction, done=False))
+        self.post_message(messages.SearchProgress(needle, list(found), 1.0, done=True))
+
+    def on_search_progress(self, message: messages.SearchProgress) -> None:
+        if message.needle != self.search_needle:
+            return
+        bar = self.query_one("#search-progress", ProgressBar)
+        bar.update(total=1.0, progress=message.fraction)
+        self.sessions.matches = set(message.keys)
+        self.sessions.apply_filter()
+        self.transcript.set_needle(self.search_needle)
+        if message.done:
+            bar.add_class("hidden")
+            self.notify(f"{len(message.keys)} session(s) contain {message.needle!r}")
+
+    def action_back(self) -> None:
+        box = self.query_one("#session-filter", Input)
+        if self.workers and any(w.group == "search" and w.is_running for w in self.workers):
+            self.workers.cancel_group(self, "search")
+            self.query_one("#search-progress", ProgressBar).add_class("hidden")
+            self.notify("search cancelled")
+            return
+        if not box.has_class("hidden") or self.sessions.matches is not None or self.sessions.filter_text:
+            box.add_class("hidden")
+            box.value = ""
+            self.sessions.filter_text = ""
+            self.sessions.matches = None
+            self.search_needle = ""
+            self.transcript.set_needle("")
+            self.sessions.apply_filter()
+            self.sessions.row_list.focus()
+            return
+        self.focus_previous()
+
+    def action_toggle_raw(self) -> None:
+        if self.focused is self.transcript:
+            self.transcript.action_raw()
+            return
+        self.run_raw = not self.run_raw
+        self._show_run(self.runs.selected)
+
+    def action_jump_to_session(self) -> None:
+        run = self.runs.selected
+        if run is None:
+            return
+        link = self.runs.links.get(run.run_id)
+        if link is None:
+            self.notify(f"run {run.run_id} is unlinked: no record says which session it belongs to", severity="warning")
+            return
+        key = (str(link.file), link.session_id)
+        self.go_to_session(key, focus_row=f"seam:{run.run_id}")
+
+    def go_to_session(self, key: SessionKey, *, focus_row: str | None = None) -> None:
+        pane = self.sessions
+        if key not in pane.shown and (pane.filter_text or pane.matches is not None):
+            self.action_back()
+        self.pending_row = focus_row
+        self._select_session(key)
+        if key in pane.shown:
+            pane.row_list.set_count(len(pane.shown), cursor=pane.shown.index(key))
+        self.action_focus_pane("transcript")
+
+    def go_to_run(self, run_id: str) -> None:
+        if self.runs.select_run(run_id):
+            self.action_focus_pane("runs")
+
+    def action_runs_filter(self, status: str) -> None:
+        self.runs.status_filter = status
+        self.runs.apply_filter()
+
+    def action_follow(self) -> None:
+        self.notify("follow mode needs the live tail (not yet wired)", severity="warning")
+
+    def action_pager(self) -> None:
+        row = self.transcript.current_row
+        if row is None or row.entry is None:
+            return
+        from lovia_tui.screens.pager import open_in_pager
+
+        open_in_pager(self.app, row)
+
+    def action_export(self, fmt: str) -> None:
+        if self.session_key is None:
+            self.notify("select a session first", severity="warning")
+            return
+        self.export(self.session_key, fmt)
+
+    @work(exclusive=True, group="export")
+    async def export(self, key: SessionKey, fmt: str) -> None:
+        target = Path.cwd() / f"{_safe_name(key[1])}.{fmt}"
+        db = self.workspace.database(Path(key[0]))
+        await export_session(db, key[1], fmt, target)
+        self.notify(f"exported {key[1]} to {target}")
+
+    def action_refresh(self) -> None:
+        self.load_sessions()
+        self.load_runs()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "jump_to_session":
+            run = self.runs.selected
+            return None if run is None or run.run_id not in self.runs.links else True
+        if action == "export":
+            return None if self.session_key is None else True
+        return True
+
+
+def _safe_name(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80] or "session"
+
+
+__all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]

@@ -1,0 +1,25 @@
+"""Opening an entry in the user's $PAGER, with the app suspended meanwhile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+
+from textual.app import App, SuspendNotSupported
+
+from lovia_tui.widgets.transcript_rows import Row, detail_lines
+
+
+def open_in_pager(app: App, row: Row) -> None:
+    if row.entry is None:
+        return
+    lines = detail_lines(row, raw=False, full=True)
+    body = "\n".join(line.plain for line in lines) or json.dumps(row.entry.data, ensure_ascii=False, indent=2)
+    command = shlex.split(os.environ.get("PAGER") or "less -R")
+    try:
+        with app.suspend():
+            subprocess.run(command, input=body.encode("utf-8"), check=False)
+    except (OSError, SuspendNotSupported) as exc:
+        app.notify(f"cannot open the pager: {exc}", severity="error")

@@ -1,0 +1,1 @@
+"""The inspector's widgets: thin views over the core's records."""

@@ -1,0 +1,93 @@
+"""Every checkpoint in the open files, with the selected run's detail below."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Label
+
+from lovia_tui.core.formatting import age
+from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.widgets.row_list import RowList
+from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
+
+
+class RunsPane(Vertical):
+    """Runs list (status badge, agent, turns, usage, age, session) and detail."""
+
+    def __init__(self, stale_after: float, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.stale_after = stale_after
+        self.runs: list[RunInfo] = []
+        self.shown: list[RunInfo] = []
+        self.links: dict[str, SessionLink] = {}
+        self.status_filter = "all"
+        self.related_session: tuple[str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("Runs", classes="pane-title", id="runs-title")
+        yield RowList(self._render_row, empty="no checkpoints", id="runs")
+        yield RunDetail(id="run-detail")
+
+    @property
+    def row_list(self) -> RowList:
+        return self.query_one("#runs", RowList)
+
+    @property
+    def selected(self) -> RunInfo | None:
+        rows = self.row_list
+        return self.shown[rows.cursor] if self.shown and rows.cursor < len(self.shown) else None
+
+    def status_of(self, run: RunInfo) -> str:
+        return status_label(run, time.time(), self.stale_after)
+
+    def set_runs(self, runs: list[RunInfo], links: dict[str, SessionLink]) -> None:
+        self.runs, self.links = runs, links
+        self.apply_filter()
+
+    def apply_filter(self, keep: str | None = None) -> None:
+        current = keep or (self.selected.run_id if self.selected else None)
+        self.shown = [
+            run for run in self.runs if self.status_filter == "all" or self.status_of(run) == self.status_filter
+        ]
+        ids = [run.run_id for run in self.shown]
+        self.row_list.set_count(len(self.shown), cursor=ids.index(current) if current in ids else 0)
+        self.row_list.set_marked(self._is_related)
+        label = "Runs" if self.status_filter == "all" else f"Runs: {self.status_filter}"
+        self.query_one("#runs-title", Label).update(f"{label} ({len(self.shown)})")
+
+    def select_run(self, run_id: str) -> bool:
+        if self.status_filter != "all" and run_id not in {r.run_id for r in self.shown}:
+            self.status_filter = "all"
+            self.apply_filter()
+        for index, run in enumerate(self.shown):
+            if run.run_id == run_id:
+                self.row_list.cursor = index
+                return True
+        return False
+
+    def highlight_session(self, key: tuple[str, str] | None) -> None:
+        """Mark the runs that belong to the selected session."""
+        self.related_session = key
+        self.row_list.set_marked(self._is_related)
+
+    def _is_related(self, index: int) -> bool:
+        if self.related_session is None or index >= len(self.shown):
+            return False
+        link = self.links.get(self.shown[index].run_id)
+        return link is not None and (str(link.file), link.session_id) == self.related_session
+
+    def _render_row(self, index: int, width: int) -> Text:
+        run = self.shown[index]
+        status = self.status_of(run)
+        link = self.links.get(run.run_id)
+        text = Text()
+        text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
+        text.append(f"{run.run_id[:18]:<18} ", style="bold")
+        text.append(f"{run.agent_name[:12]:<12} ")
+        text.append(f"{run.turns:>3}t {age(time.time() - run.updated_at):>4} ", style="dim")
+        text.append(link.session_id if link else "unlinked", style="" if link else "italic dim")
+        return text

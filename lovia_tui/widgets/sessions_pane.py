@@ -1,0 +1,93 @@
+"""The sessions list: id, title, runs, last activity and a live/stale badge."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Label, ProgressBar
+
+from lovia_tui.core.formatting import age
+from lovia_tui.core.models import SessionSummary
+from lovia_tui.widgets.row_list import RowList
+
+SessionKey = tuple[str, str]
+BADGE_STYLES = {"live": "bold green", "stale": "bold red", "interrupted": "yellow", "failed": "red"}
+
+
+class SessionsPane(Vertical):
+    """Filterable, virtual list of sessions across the open files."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.keys: list[SessionKey] = []
+        self.shown: list[SessionKey] = []
+        self.summaries: dict[SessionKey, SessionSummary] = {}
+        self.badges: dict[SessionKey, str] = {}
+        self.matches: set[SessionKey] | None = None
+        self.filter_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Label("Sessions", classes="pane-title", id="sessions-title")
+        yield Input(placeholder="filter by id or title", id="session-filter", classes="hidden")
+        yield RowList(self._render_row, empty="no sessions", id="sessions")
+        yield ProgressBar(id="search-progress", classes="hidden", show_eta=False)
+
+    @property
+    def row_list(self) -> RowList:
+        return self.query_one("#sessions", RowList)
+
+    @property
+    def selected(self) -> SessionKey | None:
+        rows = self.row_list
+        return self.shown[rows.cursor] if self.shown and rows.cursor < len(self.shown) else None
+
+    def set_keys(self, keys: list[SessionKey]) -> None:
+        self.keys = keys
+        self.apply_filter()
+
+    def apply_filter(self) -> None:
+        """Show the sessions matching the id/title filter and any content search."""
+        current = self.selected
+        needle = self.filter_text.casefold()
+        shown = [
+            key
+            for key in self.keys
+            if (self.matches is None or key in self.matches)
+            and (not needle or needle in key[1].casefold() or needle in self._title(key).casefold())
+        ]
+        self.shown = shown
+        cursor = shown.index(current) if current in shown else 0
+        self.row_list.set_count(len(shown), cursor=cursor)
+        title = f"Sessions ({len(shown):,}"
+        title += f" of {len(self.keys):,})" if len(shown) != len(self.keys) else ")"
+        self.query_one("#sessions-title", Label).update(title)
+
+    def _title(self, key: SessionKey) -> str:
+        summary = self.summaries.get(key)
+        return summary.title if summary else ""
+
+    def visible_keys(self) -> list[SessionKey]:
+        rows = self.row_list
+        start = int(rows.scroll_offset.y)
+        return self.shown[start : start + rows.size.height + 1]
+
+    def _render_row(self, index: int, width: int) -> Text:
+        key = self.shown[index]
+        summary = self.summaries.get(key)
+        badge = self.badges.get(key)
+        text = Text()
+        text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
+        id_width = max(8, min(24, width // 3))
+        text.append(f"{key[1][:id_width]:<{id_width}} ", style="bold")
+        if summary is None:
+            text.append("…", style="dim")
+            return text
+        meta = f" {summary.runs:>4} runs {age(time.time() - summary.last_activity) if summary.last_activity else '-':>4}"
+        room = max(0, width - len(text) - len(meta))
+        title = summary.title[:room]
+        text.append(f"{title:<{room}}")
+        text.append(meta, style="dim")
+        return text

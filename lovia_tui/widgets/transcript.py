@@ -1,0 +1,307 @@
+"""The session transcript: segments, entries and the in-flight seam.
+
+A Line API view: each row is one line until expanded, so a session of any
+length costs only the rows on screen to draw, and no widget is mounted per
+entry. Older segments arrive in batches as the user scrolls up.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from lovia_tui.widgets.transcript_rows import (
+    Row,
+    detail_lines,
+    pair_tool_calls,
+    summary_line,
+)
+
+
+class Transcript(ScrollView, can_focus=True):
+    """Rows of one session, newest at the bottom; Enter folds and unfolds."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "home", "Top", show=False),
+        Binding("end", "end", "Bottom", show=False),
+        Binding("enter,space", "toggle", "Fold/unfold", tooltip="Expand or fold the entry or run under the cursor"),
+        Binding("r", "raw", "Raw JSON", tooltip="Show the entry under the cursor as stored (raw JSON)"),
+    ]
+    COMPONENT_CLASSES = {
+        "transcript--cursor",
+        "transcript--partner",
+        "transcript--match",
+        "transcript--segment",
+        "transcript--seam",
+        "transcript--older",
+        "transcript--unreadable",
+        "transcript--user",
+        "transcript--system",
+        "transcript--assistant-text",
+        "transcript--reasoning",
+        "transcript--tool-call",
+        "transcript--tool-result",
+        "transcript--error",
+        "transcript--detail",
+    }
+
+    class RowHighlighted(Message):
+        """The cursor is on ``row``."""
+
+        def __init__(self, row: Row | None) -> None:
+            super().__init__()
+            self.row = row
+
+    class LoadOlder(Message):
+        """The user reached the top while older segments are not loaded."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.rows: list[Row] = []
+        self._visible: list[int] = []
+        self._lines: list[tuple[int, int]] = []
+        self._details: dict[str, list[Text]] = {}
+        self._expanded: dict[str, bool] = {}
+        self._collapsed: set[str] = set()
+        self._raw: set[str] = set()
+        self._needle = ""
+        self.cursor = 0
+        self.new_below = 0
+        self.loading_older = False
+
+    # ----- content -----
+
+    def show(self, rows: list[Row]) -> None:
+        """Replace the content (a new session); the newest entry is in view."""
+        self.rows = rows
+        self._expanded.clear()
+        self._collapsed.clear()
+        self._raw.clear()
+        self._details.clear()
+        self.new_below = 0
+        self._relayout()
+        self.cursor = max(0, len(self._visible) - 1)
+        self.scroll_end(animate=False, immediate=True)
+        self._announce()
+
+    def prepend(self, rows: list[Row]) -> None:
+        """Insert older rows above, keeping what the user looks at in place."""
+        before = len(self._lines)
+        current = self.current_row
+        self.rows = rows + [row for row in self.rows if row.kind != "older"]
+        self.loading_older = False
+        self._relayout()
+        added = len(self._lines) - before
+        if current is not None:
+            self.cursor = self._visible.index(self.rows.index(current))
+        self.scroll_to(y=self.scroll_offset.y + added, animate=False, immediate=True)
+
+    def extend(self, rows: list[Row]) -> None:
+        """Append rows at the bottom (follow mode), keeping the newest in view
+        unless the user scrolled up; then count them for a "new entries" marker."""
+        at_bottom = self.scroll_offset.y >= self.max_scroll_y - 1
+        on_last = self.cursor >= len(self._visible) - 1
+        self.rows = self.rows + rows
+        self._relayout()
+        if at_bottom:
+            if on_last:
+                self.cursor = len(self._visible) - 1
+            self.scroll_end(animate=False, immediate=True)
+        else:
+            self.new_below += sum(1 for row in rows if row.kind == "entry")
+        self.refresh()
+
+    def set_needle(self, needle: str) -> None:
+        """Highlight ``needle`` (case-insensitively) wherever it shows."""
+        self._needle = needle
+        self.refresh()
+
+    @property
+    def current_row(self) -> Row | None:
+        if not self._visible:
+            return None
+        return self.rows[self._visible[min(self.cursor, len(self._visible) - 1)]]
+
+    def select_key(self, key: str) -> bool:
+        """Put the cursor on the row with ``key`` (unfolding its segment)."""
+        for position, row in enumerate(self.rows):
+            if row.key == key:
+                segment = row.extra.get("segment")
+                self._collapsed.discard(segment)
+                self._relayout()
+                self.cursor = self._visible.index(position)
+                self._scroll_to_cursor(center=True)
+                self._announce()
+                return True
+        return False
+
+    # ----- layout -----
+
+    def _relayout(self) -> None:
+        pair_tool_calls(self.rows)
+        self._visible = [
+            position
+            for position, row in enumerate(self.rows)
+            if row.extra.get("segment") not in self._collapsed or row.kind != "entry"
+        ]
+        width = max(20, self.scrollable_content_region.width - 2)
+        lines: list[tuple[int, int]] = []
+        for visible_position, position in enumerate(self._visible):
+            row = self.rows[position]
+            lines.append((visible_position, 0))
+            if row.key in self._expanded and row.kind == "entry":
+                details = self._details_for(row, width)
+                lines.extend((visible_position, offset + 1) for offset in range(len(details)))
+        self._lines = lines
+        self.virtual_size = Size(self.scrollable_content_region.width, len(lines))
+        self.refresh()
+
+    def _details_for(self, row: Row, width: int) -> list[Text]:
+        key = f"{row.key}:{width}:{row.key in self._raw}:{self._expanded.get(row.key)}"
+        if key not in self._details:
+            wrapped: list[Text] = []
+            for line in detail_lines(row, row.key in self._raw, bool(self._expanded.get(row.key))):
+                wrapped.extend(line.wrap(self.app.console, width) or [Text("")])
+            self._details[key] = wrapped
+        return self._details[key]
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    # ----- drawing -----
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        line_number = y + self.scroll_offset.y
+        base = self.rich_style
+        if line_number >= len(self._lines):
+            return Strip.blank(width, base)
+        visible_position, offset = self._lines[line_number]
+        row = self.rows[self._visible[visible_position]]
+        if offset == 0:
+            text = summary_line(row, self.rows, row.key in self._expanded or (row.kind == "segment" and row.extra.get("segment") not in self._collapsed))
+            style = base + self.get_component_rich_style(row.component)
+        else:
+            details = self._details_for(row, max(20, width - 2))
+            text = Text("  ") + details[offset - 1] if offset - 1 < len(details) else Text("")
+            style = base + self.get_component_rich_style("transcript--detail")
+        text = text.copy()
+        if self._needle:
+            text.highlight_words([self._needle], self.get_component_rich_style("transcript--match"), case_sensitive=False)
+        if visible_position == self.cursor and offset == 0:
+            cursor = self.get_component_rich_style("transcript--cursor", partial=True)
+            style = style + (cursor if self.has_focus else Style(underline=True))
+        elif self._is_partner(visible_position):
+            style = style + self.get_component_rich_style("transcript--partner", partial=True)
+        text.truncate(width, overflow="ellipsis", pad=True)
+        segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
+        return Strip(segments).adjust_cell_length(width, style)
+
+    def _is_partner(self, visible_position: int) -> bool:
+        current = self.current_row
+        return (
+            current is not None
+            and current.partner is not None
+            and self._visible[visible_position] == current.partner
+        )
+
+    # ----- moving -----
+
+    def _first_line_of(self, visible_position: int) -> int:
+        for number, (position, offset) in enumerate(self._lines):
+            if position == visible_position and offset == 0:
+                return number
+        return 0
+
+    def _scroll_to_cursor(self, *, center: bool = False) -> None:
+        top = self._first_line_of(self.cursor)
+        height = 1 + sum(1 for position, offset in self._lines if position == self.cursor and offset)
+        self.scroll_to_region(Region(0, top, 1, min(height, max(1, self.size.height))), animate=False, center=center, immediate=True)
+
+    def _announce(self) -> None:
+        self.post_message(self.RowHighlighted(self.current_row))
+        if self.cursor == 0 and self.rows and self.rows[0].kind == "older" and not self.loading_older:
+            self.loading_older = True
+            self.post_message(self.LoadOlder())
+
+    def move_cursor(self, position: int) -> None:
+        if not self._visible:
+            return
+        self.cursor = max(0, min(position, len(self._visible) - 1))
+        if self.cursor == len(self._visible) - 1:
+            self.new_below = 0
+        self._scroll_to_cursor()
+        self.refresh()
+        self._announce()
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_cursor(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor + direction * max(1, self.size.height - 2))
+
+    def action_home(self) -> None:
+        self.move_cursor(0)
+
+    def action_end(self) -> None:
+        self.move_cursor(len(self._visible) - 1)
+
+    def action_toggle(self) -> None:
+        row = self.current_row
+        if row is None:
+            return
+        if row.kind == "older":
+            if not self.loading_older:
+                self.loading_older = True
+                self.post_message(self.LoadOlder())
+            return
+        if row.kind in ("segment", "seam"):
+            key = row.key
+            self._collapsed.symmetric_difference_update({key})
+        elif row.kind == "entry":
+            state = self._expanded.get(row.key)
+            if state is None:
+                self._expanded[row.key] = False
+            elif state is False and len(detail_lines(row, row.key in self._raw, False)) < len(detail_lines(row, row.key in self._raw, True)):
+                self._expanded[row.key] = True
+            else:
+                del self._expanded[row.key]
+        current = self._visible[self.cursor]
+        self._relayout()
+        self.cursor = self._visible.index(current)
+        self._scroll_to_cursor()
+
+    def action_raw(self) -> None:
+        row = self.current_row
+        if row is None or row.kind != "entry":
+            return
+        self._raw.symmetric_difference_update({row.key})
+        self._expanded.setdefault(row.key, False)
+        self._relayout()
+        self._scroll_to_cursor()
+
+    def on_click(self, event: events.Click) -> None:
+        line = event.y + self.scroll_offset.y
+        if 0 <= line < len(self._lines):
+            self.move_cursor(self._lines[line][0])
+            if event.chain == 2:
+                self.action_toggle()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new <= 0 and self.rows and self.rows[0].kind == "older" and not self.loading_older:
+            self.loading_older = True
+            self.post_message(self.LoadOlder())
+        if new >= self.max_scroll_y - 1:
+            self.new_below = 0

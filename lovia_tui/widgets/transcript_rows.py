@@ -1,0 +1,190 @@
+"""What the transcript shows, as rows: segment headers, entries, the seam.
+
+Plain data and text-building only; the widget decides what is on screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rich.text import Text
+
+from lovia_tui.core.entries import entry_text, is_trimmed, shorten
+from lovia_tui.core.formatting import size, timestamp
+from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
+
+RowKind = Literal["older", "segment", "entry", "seam", "unreadable"]
+FOLD_LINES = 40
+TRIM_MARKER = re.compile(r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?archived to a result store\]", re.S)
+
+KIND_LABELS = {
+    "assistant_text": "assistant",
+    "reasoning": "reasoning",
+    "tool_call": "tool call",
+}
+
+
+@dataclass
+class Row:
+    """One selectable item of the transcript."""
+
+    kind: RowKind
+    key: str
+    segment: SegmentInfo | None = None
+    entry: Entry | None = None
+    run: RunInfo | None = None
+    problem: Unreadable | None = None
+    older: int = 0
+    partner: int | None = None
+    tool_name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        data = self.entry.data if self.entry else {}
+        kind = data.get("type")
+        if kind == "input":
+            return str(data.get("role", "input"))
+        if kind == "tool_result":
+            return "tool error" if data.get("is_error") else "tool result"
+        return KIND_LABELS.get(str(kind), str(kind))
+
+    @property
+    def component(self) -> str:
+        """The component class (in the .tcss) that colours this row."""
+        if self.kind != "entry":
+            return f"transcript--{self.kind}"
+        data = self.entry.data if self.entry else {}
+        kind = data.get("type")
+        if kind == "input":
+            return "transcript--user" if data.get("role") == "user" else "transcript--system"
+        if kind == "tool_result" and data.get("is_error"):
+            return "transcript--error"
+        return "transcript--" + str(kind).replace("_", "-")
+
+
+def pair_tool_calls(rows: list[Row]) -> None:
+    """Link each tool call row with its result row (by call_id occurrence)."""
+    waiting: dict[str, list[int]] = {}
+    names: dict[int, str] = {}
+    for position, row in enumerate(rows):
+        if row.kind == "segment" or row.kind == "seam":
+            waiting.clear()
+        if row.kind != "entry" or row.entry is None:
+            continue
+        data = row.entry.data
+        call_id = str(data.get("call_id"))
+        if data.get("type") == "tool_call":
+            waiting.setdefault(call_id, []).append(position)
+            names[position] = str(data.get("name", ""))
+            row.tool_name = names[position]
+        elif data.get("type") == "tool_result" and waiting.get(call_id):
+            call = waiting[call_id].pop(0)
+            row.partner, rows[call].partner = call, position
+            row.tool_name = names.get(call, "")
+
+
+def index_text(row: Row) -> str:
+    if row.entry is None:
+        return ""
+    return "·" if row.entry.index is None else str(row.entry.index)
+
+
+def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
+    """The one line a row shows when folded (and the first line when expanded)."""
+    if row.kind == "older":
+        return Text(f"▲ {row.older:,} older runs — press Enter (or scroll to the top) to load")
+    if row.kind == "unreadable" and row.problem:
+        return Text(f"⚠ unreadable: {row.problem}")
+    if row.kind == "segment" and row.segment:
+        return Text(segment_title(row.segment, expanded))
+    if row.kind == "seam" and row.run:
+        return Text(
+            f"━━ not yet in the session — run {row.run.run_id}, status {row.extra.get('status', row.run.status)} ━━"
+        )
+    assert row.entry is not None
+    data = row.entry.data
+    marker = "▾" if expanded else "▸"
+    head = Text(f"{index_text(row):>6} {marker} {row.label:<11} ")
+    kind = data.get("type")
+    if kind == "tool_call":
+        head.append(f"{data.get('name', '')} ", style="bold")
+        head.append(shorten(str(data.get("arguments", "")), 200))
+        if row.partner is not None:
+            head.append(f"  → {index_text(rows[row.partner])}", style="dim")
+        else:
+            head.append("  ⚠ no result: a resume re-executes it", style="bold")
+        return head
+    if kind == "tool_result":
+        if row.tool_name:
+            head.append(f"{row.tool_name} ", style="bold")
+        if row.partner is not None:
+            head.append(f"← {index_text(rows[row.partner])} ", style="dim")
+        if is_trimmed(data):
+            head.append("✂ trimmed ", style="reverse")
+        output = str(data.get("output", ""))
+        head.append(shorten(output, 200))
+        if len(output) > 200:
+            head.append(f"  ({size(len(output.encode()))})", style="dim")
+        return head
+    if kind == "reasoning":
+        head.append(shorten(entry_text(data), 200), style="italic")
+        return head
+    head.append(shorten(entry_text(data), 300))
+    return head
+
+
+def segment_title(segment: SegmentInfo, expanded: bool) -> str:
+    marker = "▼" if expanded else "▶"
+    started = timestamp(segment.started_at or segment.created_at)
+    finished = timestamp(segment.finished_at) if segment.finished_at else ""
+    span = f"{started} → {finished[11:]}" if finished else started
+    count = "?" if segment.entry_count is None else segment.entry_count
+    badges = []
+    if segment.has_context_state:
+        badges.append("ctx")
+    if segment.has_notice:
+        badges.append("compacted")
+    if segment.unreadable:
+        badges.append("⚠ unreadable")
+    return f"{marker} run {segment.run_id} · {span} · {count} entries · {size(segment.stored_bytes)}" + (
+        " · " + " · ".join(badges) if badges else ""
+    )
+
+
+def detail_lines(row: Row, raw: bool, full: bool) -> list[Text]:
+    """The lines an expanded entry shows below its summary line."""
+    if row.entry is None:
+        return []
+    data = row.entry.data
+    if raw:
+        body = json.dumps(data, ensure_ascii=False, indent=2)
+        return _fold([Text(line) for line in body.splitlines()], full)
+    kind = data.get("type")
+    if kind == "tool_call":
+        body = pretty_arguments(str(data.get("arguments", "")))
+        return _fold([Text(line) for line in body.splitlines()], full)
+    if kind == "tool_result":
+        output = str(data.get("output", ""))
+        text = Text(output)
+        for match in TRIM_MARKER.finditer(output):
+            text.stylize("reverse", match.start(), match.end())
+        return _fold(text.split("\n"), full)
+    return _fold([Text(line) for line in entry_text(data).splitlines()], full)
+
+
+def pretty_arguments(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
+    except (ValueError, TypeError):
+        return arguments
+
+
+def _fold(lines: list[Text], full: bool) -> list[Text]:
+    if full or len(lines) <= FOLD_LINES:
+        return lines
+    hidden = len(lines) - FOLD_LINES
+    return [*lines[:FOLD_LINES], Text(f"… {hidden:,} more lines — Enter shows all, o opens in $PAGER", style="dim italic")]

@@ -1,0 +1,351 @@
+"""The demo really holds every run state it advertises, and its unfinished runs resume."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession, events
+
+from lovia_tui.demo import DemoWorkspace, agent, build_demo
+from lovia_tui.demo.crash import DONE, READY, AgentProcess, crash_run
+
+MARKER = "archived to a result store]"
+
+
+def _rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def _head(db: Path, run_id: str) -> dict[str, Any]:
+    [(head_json,)] = _rows(
+        db, "SELECT head_json FROM snapshot_heads WHERE run_id = ?", run_id
+    )
+    return json.loads(head_json)
+
+
+def _run_entries(db: Path, run_id: str) -> list[dict[str, Any]]:
+    rows = _rows(
+        db,
+        "SELECT entries_json FROM snapshot_turns WHERE run_id = ? ORDER BY seq",
+        run_id,
+    )
+    return [entry for (entries_json,) in rows for entry in json.loads(entries_json)]
+
+
+def _segments(db: Path, session_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    rows = _rows(
+        db,
+        "SELECT run_id, entries_json FROM session_runs WHERE session_id = ? ORDER BY id",
+        session_id,
+    )
+    return [(run_id, json.loads(entries_json)) for run_id, entries_json in rows]
+
+
+def _dangling(entries: list[dict[str, Any]]) -> set[str]:
+    calls = {e["call_id"] for e in entries if e["type"] == "tool_call"}
+    return calls - {e["call_id"] for e in entries if e["type"] == "tool_result"}
+
+
+def _chat_run(ws: DemoWorkspace, run_id: str) -> tuple[Any, ...]:
+    [row] = _rows(
+        ws.web_db,
+        "SELECT session_id, status, error, finished_at FROM chat_runs WHERE id = ?",
+        run_id,
+    )
+    return row
+
+
+def _active_run(ws: DemoWorkspace, session_id: str) -> str | None:
+    [(active,)] = _rows(
+        ws.web_db, "SELECT active_run_id FROM chat_sessions WHERE id = ?", session_id
+    )
+    return active
+
+
+def _in_sessions(db: Path, run_id: str) -> bool:
+    return bool(_rows(db, "SELECT 1 FROM session_runs WHERE run_id = ?", run_id))
+
+
+def _tables(db: Path) -> set[str]:
+    return {
+        name
+        for (name,) in _rows(db, "SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+
+
+def test_layouts(demo_dir: DemoWorkspace) -> None:
+    ws = demo_dir
+    assert sorted(p.name for p in ws.files) == sorted(
+        p.name for p in ws.directory.glob("*.db")
+    )
+    assert {"chat_sessions", "chat_runs", "session_runs", "snapshot_heads"} <= _tables(
+        ws.web_db
+    )
+    assert "snapshot_heads" not in _tables(ws.sessions_db)
+    assert "session_runs" not in _tables(ws.runs_db)
+    titles = _rows(ws.web_db, "SELECT title FROM chat_sessions")
+    assert titles and all(title for (title,) in titles)
+
+
+def test_completed_sessions(demo_dir: DemoWorkspace) -> None:
+    ws = demo_dir
+    trip = _segments(ws.web_db, ws.trip_session)
+    assert len(trip) == 3
+    entries = [e for _, seg in trip for e in seg]
+    assert any(e["type"] == "reasoning" and e["content"] for e in entries)
+    answers = " ".join(e["content"] for e in entries if e["type"] == "assistant_text")
+    assert "金閣寺" in answers and "⛩️" in answers
+    # The third turn's parallel batch: two calls, then both results.
+    assert [e["type"] for e in trip[2][1][1:5]] == ["tool_call"] * 2 + [
+        "tool_result"
+    ] * 2
+    # The web UI keys its run record by the run id the segment carries.
+    for run_id, _ in trip:
+        assert _chat_run(ws, run_id)[:2] == (ws.trip_session, "completed")
+    assert _active_run(ws, ws.trip_session) is None
+
+    stock = [e for _, seg in _segments(ws.web_db, ws.tool_error_session) for e in seg]
+    errors = [e for e in stock if e["type"] == "tool_result" and e["is_error"]]
+    assert len(errors) == 1 and "unknown SKU 'ZZ-999'" in errors[0]["output"]
+
+    assert len(_segments(ws.sessions_db, ws.cli_session)) == 2
+
+
+def test_handoff(demo_dir: DemoWorkspace) -> None:
+    entries = [
+        e
+        for _, seg in _segments(demo_dir.web_db, demo_dir.handoff_session)
+        for e in seg
+    ]
+    assert any(
+        e["type"] == "tool_call" and e["name"] == "transfer_to_researcher"
+        for e in entries
+    )
+    assert any(
+        e["type"] == "tool_result"
+        and e["output"].startswith("Transferred to researcher")
+        for e in entries
+    )
+
+
+def test_trimmed_and_untrimmed(demo_dir: DemoWorkspace) -> None:
+    trimmed = _segments(demo_dir.web_db, demo_dir.trimmed_session)
+    outputs = [
+        [e["output"] for e in seg if e["type"] == "tool_result"] for _, seg in trimmed
+    ]
+    assert all(
+        out.endswith(MARKER) and len(out) < 1000 for seg in outputs[:-1] for out in seg
+    )
+    assert (
+        outputs[0] and outputs[1] and outputs[-1] == []
+    )  # the kept last run has no tools
+    [(_, full)] = _segments(demo_dir.web_db, demo_dir.untrimmed_session)
+    [big] = [e["output"] for e in full if e["type"] == "tool_result"]
+    assert len(big) >= 100 * 1024 and not big.endswith(MARKER)
+
+
+@pytest.mark.parametrize("layout", ["web", "two-file"])
+def test_crashed_run(demo_dir: DemoWorkspace, layout: str) -> None:
+    ws = demo_dir
+    if layout == "web":
+        cp_db, session_db, run_id, session_id = (
+            ws.web_db,
+            ws.web_db,
+            ws.crashed_run,
+            ws.crashed_session,
+        )
+    else:
+        cp_db, session_db, run_id, session_id = (
+            ws.runs_db,
+            ws.sessions_db,
+            ws.cli_crashed_run,
+            ws.cli_session,
+        )
+    head = _head(cp_db, run_id)
+    assert head["status"] == "running" and head["error"] is None
+    entries = _run_entries(cp_db, run_id)
+    assert _dangling(entries) == {f"call_{run_id}_job"}
+    [(updated_at,)] = _rows(
+        cp_db, "SELECT updated_at FROM snapshot_heads WHERE run_id = ?", run_id
+    )
+    assert (
+        updated_at == head["updated_at"] < time.time()
+    )  # the killed writer never comes back
+    assert not _in_sessions(session_db, run_id)
+    assert len(_segments(session_db, session_id)) >= 2  # the earlier, completed legs
+    if layout == "web":
+        assert _active_run(ws, session_id) == run_id
+        assert _chat_run(ws, run_id)[:3] == (session_id, "running", None)
+
+
+def test_interrupted_and_failed(demo_dir: DemoWorkspace) -> None:
+    ws = demo_dir
+    head = _head(ws.web_db, ws.interrupted_run)
+    assert (
+        head["status"] == "interrupted" and head["error"]["type"] == "MaxTurnsExceeded"
+    )
+    assert _active_run(ws, ws.interrupted_session) == ws.interrupted_run
+    assert _chat_run(ws, ws.interrupted_run)[:2] == (
+        ws.interrupted_session,
+        "interrupted",
+    )
+
+    head = _head(ws.web_db, ws.failed_run)
+    assert head["status"] == "failed" and head["error"]["type"] == "AssertionError"
+    assert head["agent_name"] == "researcher"
+    session_id, status, error, finished_at = _chat_run(ws, ws.failed_run)
+    assert (
+        (session_id, status) == (ws.failed_session, "failed") and error and finished_at
+    )
+    assert _active_run(ws, ws.failed_session) is None  # linked by chat_runs only
+
+
+def test_cancelled_batch(demo_dir: DemoWorkspace) -> None:
+    ws = demo_dir
+    head = _head(ws.web_db, ws.batch_run)
+    assert head["status"] == "interrupted" and head["error"]["type"] == "CancelledError"
+    entries = _run_entries(ws.web_db, ws.batch_run)
+    assert [e["type"] for e in entries[1:4]] == ["tool_call"] * 3
+    assert _dangling(entries) == {"call_jobs_2"}
+    assert _chat_run(ws, ws.batch_run)[1:3] == ("interrupted", "cancelled")
+    assert _active_run(ws, ws.batch_session) == ws.batch_run
+
+
+def test_crash_window_orphan_and_completed_checkpoint(demo_dir: DemoWorkspace) -> None:
+    ws = demo_dir
+    assert _head(ws.web_db, ws.crash_window_run)["status"] == "completed"
+    assert not _in_sessions(ws.web_db, ws.crash_window_run)
+    assert _chat_run(ws, ws.crash_window_run)[0] == ws.crash_window_session
+    assert _active_run(ws, ws.crash_window_session) == ws.crash_window_run
+
+    assert _head(ws.web_db, ws.orphan_run)["status"] == "interrupted"
+    assert not _in_sessions(ws.web_db, ws.orphan_run)
+    assert not _rows(ws.web_db, "SELECT 1 FROM chat_runs WHERE id = ?", ws.orphan_run)
+    assert not _rows(
+        ws.web_db, "SELECT 1 FROM chat_sessions WHERE active_run_id = ?", ws.orphan_run
+    )
+
+    assert _head(ws.runs_db, ws.cli_completed_run)["status"] == "completed"
+    assert [
+        run_id for run_id, _ in _segments(ws.sessions_db, ws.cli_completed_session)
+    ] == [ws.cli_completed_run]
+
+
+def test_refuses_directory_with_databases(tmp_path: Path) -> None:
+    (tmp_path / "mine.db").write_bytes(b"precious")
+    with pytest.raises(FileExistsError, match="already contains .db files"):
+        build_demo(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.db"]
+    assert (tmp_path / "mine.db").read_bytes() == b"precious"
+
+
+RESUMABLE = [
+    # (session db attr, checkpoint db attr, run attr, session attr, dangling call or None)
+    ("web_db", "web_db", "crashed_run", "crashed_session", "call_run-crashed_job"),
+    (
+        "sessions_db",
+        "runs_db",
+        "cli_crashed_run",
+        "cli_session",
+        "call_run-cli-crashed_job",
+    ),
+    ("web_db", "web_db", "interrupted_run", "interrupted_session", None),
+    ("web_db", "web_db", "failed_run", "failed_session", None),
+    ("web_db", "web_db", "batch_run", "batch_session", "call_jobs_2"),
+]
+
+
+@pytest.mark.parametrize(
+    ("session_attr", "cp_attr", "run_attr", "sid_attr", "dangling"), RESUMABLE
+)
+async def test_resume_finishes(
+    demo_dir: DemoWorkspace, tmp_path: Path,
+    session_attr: str, cp_attr: str, run_attr: str, sid_attr: str, dangling: str | None,
+) -> None:  # fmt: skip
+    copy = DemoWorkspace(tmp_path / "copy")
+    shutil.copytree(demo_dir.directory, copy.directory)
+    session_db, cp_db = getattr(copy, session_attr), getattr(copy, cp_attr)
+    run_id, session_id = getattr(copy, run_attr), getattr(copy, sid_attr)
+    before = len(_segments(session_db, session_id))
+    started: list[str] = []
+    handle = Runner.stream(
+        agent(), [],
+        session=SQLiteSession(session_db, wal=True), session_id=session_id,
+        checkpoint=CheckpointOptions(SQLiteCheckpointer(cp_db, wal=True), run_id, if_run_exists="resume_only"),
+        max_turns=10,
+    )  # fmt: skip
+    async for event in handle:
+        if isinstance(event, events.ToolCallStarted):
+            started.append(event.call.id)
+    await handle.result()
+
+    assert started == ([dangling] if dangling else [])
+    assert _head(cp_db, run_id)["status"] == "completed"
+    segments = _segments(session_db, session_id)
+    assert len(segments) == before + 1 and segments[-1][0] == run_id
+    landed = segments[-1][1]
+    assert not _dangling(landed)
+    if dangling:
+        assert (
+            sum(e["type"] == "tool_result" and e["call_id"] == dangling for e in landed)
+            == 1
+        )
+
+
+async def test_orphan_resumes_and_crash_window_replays(
+    demo_dir: DemoWorkspace, tmp_path: Path
+) -> None:
+    copy = DemoWorkspace(tmp_path / "copy")
+    shutil.copytree(demo_dir.directory, copy.directory)
+    checkpointer = SQLiteCheckpointer(copy.web_db, wal=True)
+    result = await Runner.run(
+        agent(),
+        [],
+        checkpoint=CheckpointOptions(
+            checkpointer, copy.orphan_run, if_run_exists="resume_only"
+        ),
+        max_turns=10,
+    )
+    assert (
+        result.output and _head(copy.web_db, copy.orphan_run)["status"] == "completed"
+    )
+
+    await Runner.run(
+        agent(),
+        [],
+        session=SQLiteSession(copy.web_db, wal=True),
+        session_id=copy.crash_window_session,
+        checkpoint=CheckpointOptions(
+            checkpointer, copy.crash_window_run, if_run_exists="resume_only"
+        ),
+    )
+    segments = _segments(copy.web_db, copy.crash_window_session)
+    assert [run_id for run_id, _ in segments][-1] == copy.crash_window_run
+
+
+def test_agent_process_runs_to_completion(tmp_path: Path) -> None:
+    """The crash helper's child also finishes when nobody kills it."""
+    db = tmp_path / "live.db"
+    with AgentProcess(db, db, "s1", "r1", steps=2, slow=0) as child:
+        child.wait_for(READY)
+        child.wait_for(DONE)
+    assert _head(db, "r1")["status"] == "completed"
+    [(run_id, entries)] = _segments(db, "s1")
+    assert run_id == "r1" and not _dangling(entries)
+    assert sum(e["type"] == "tool_result" for e in entries) == 3
+
+
+def test_crash_run_leaves_a_dangling_running_head(tmp_path: Path) -> None:
+    sessions, runs = tmp_path / "s.db", tmp_path / "r.db"
+    crash_run(sessions, runs, "s1", "r1", steps=1, wal=False)
+    assert _head(runs, "r1")["status"] == "running"
+    assert _dangling(_run_entries(runs, "r1")) == {"call_r1_job"}
+    assert not _segments(sessions, "s1")
