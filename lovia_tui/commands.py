@@ -21,6 +21,8 @@ class CommandDef:
 
 
 INSPECTOR_COMMANDS: list[CommandDef] = [
+    CommandDef("cycle_pane(1)", "tab", "Next pane", "Move to the next pane (one pane at a time when narrow)", show=False),
+    CommandDef("cycle_pane(-1)", "shift+tab", "Previous pane", "Move to the previous pane", show=False),
     CommandDef("focus_pane('sessions')", "1", "Sessions", "Focus the sessions list", show=False),
     CommandDef("focus_pane('transcript')", "2", "Transcript", "Focus the transcript", show=False),
     CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False),

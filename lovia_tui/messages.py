@@ -22,11 +22,9 @@ from lovia_tui.widgets.transcript_rows import Row
 
 @dataclass
 class SessionsLoaded(Message):
-    """The sessions list (ids in display order, with any summaries known)."""
+    """The sessions list: (file, session_id) keys in display order."""
 
     keys: list[tuple[str, str]]
-    summaries: dict[tuple[str, str], SessionSummary]
-    complete: bool
 
 
 @dataclass

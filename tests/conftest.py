@@ -16,3 +16,20 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> DemoWorkspace:
     from lovia_tui.demo import build_demo  # only sessions that use it pay for lovia.web
 
     return build_demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="session")
+def snapshot_template(tmp_path_factory: pytest.TempPathFactory):
+    """The deterministic snapshot database, written once by lovia."""
+    from snapshot_db import build_snapshot_db
+
+    return build_snapshot_db(tmp_path_factory.mktemp("snapshot"))
+
+
+@pytest.fixture
+def snap_dir(snapshot_template, tmp_path):
+    """A private copy of the snapshot database, free to mutate."""
+    import shutil
+
+    shutil.copy(snapshot_template, tmp_path / snapshot_template.name)
+    return tmp_path

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -23,6 +25,7 @@ from lovia_tui.cli.command import (
 )
 from lovia_tui.core import queries
 from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, shorten
+from lovia_tui.core.export import FORMATS, export_session
 from lovia_tui.core.formatting import age, timestamp
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.workspace import Workspace
@@ -184,6 +187,8 @@ async def _runs(args: argparse.Namespace) -> int:
         print_json(records)
         return EXIT_OK
     table = Table("run", "status", "agent", "turns", "age", "dangling", "session", "file")
+    for column in (table.columns[0], table.columns[6]):
+        column.overflow, column.no_wrap = "fold", False
     for r in records:
         status = "stale (crashed?)" if r["stale"] else r["status"]
         dangling = ", ".join(d["name"] for d in r["dangling"]) or "-"
@@ -193,8 +198,31 @@ async def _runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
+    parser.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
+    parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    add_readonly(parser)
+
+
+async def _export(args: argparse.Namespace) -> int:
+    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
+    ws = await open_workspace(args)
+    try:
+        db = await ws.find_session(session_id)
+        if db is None:
+            return fail(f"no session {session_id!r} in the given files")
+        count = await export_session(db, session_id, args.format, args.output or sys.stdout)
+    finally:
+        await ws.close()
+    if args.output:
+        print(f"wrote {count} entries to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 COMMANDS = [
     Command("sessions", "list sessions, most recently active first", _configure_sessions, _sessions),
     Command("show", "print a session's segments and entries with flat indices", _configure_show, _show),
     Command("runs", "list checkpoints: status, staleness, dangling calls, session", _configure_runs, _runs),
+    Command("export", "write a session's transcript as Markdown or JSON", _configure_export, _export),
 ]

@@ -10,9 +10,11 @@ import argparse
 import asyncio
 import inspect
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -66,6 +68,18 @@ def split_paths_and_id(paths: list[str], what: str) -> tuple[list[str], str]:
     return paths[:-1], paths[-1]
 
 
+def split_paths_and_ids(positionals: list[str], what: str) -> tuple[list[str], list[str]]:
+    """``PATH... [ID...]``: leading positionals naming an existing file or directory
+    are paths, the rest are ids."""
+    count = 0
+    while count < len(positionals) and Path(positionals[count]).exists():
+        count += 1
+    if count == 0:
+        first = f": {positionals[0]!r} is not a file or directory" if positionals else ""
+        raise LoviaTuiError(f"expected PATH... {what}{first}")
+    return positionals[:count], positionals[count:]
+
+
 async def open_workspace(args: argparse.Namespace) -> Workspace:
     return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
 
@@ -92,3 +106,7 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         return fail("interrupted")
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

@@ -56,7 +56,7 @@ def _markdown_segment(run_id: str, when: str, entries: list[dict], problem: str 
         lines.append(f"> unreadable: {problem}\n")
     for entry in entries:
         kind = entry.get("type")
-        label = entry.get("role") if kind == "input" else kind
+        label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
         if kind == "tool_call":
             lines.append(f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n")
         elif kind == "tool_result":

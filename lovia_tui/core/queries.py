@@ -43,37 +43,37 @@ def is_missing_table(exc: sqlite3.Error) -> bool:
 
 async def recent_session_ids(
     db: Database, limit: int, *, before_id: int | None = None
-) -> list[tuple[str, int]]:
-    """(session_id, last segment id) of the sessions active most recently.
+) -> list[tuple[str, int, float]]:
+    """(session_id, last segment id, its created_at), most recently active first.
 
     A newest-first walk of ``session_runs`` by primary key: it touches only as
     many rows as it takes to meet ``limit`` distinct sessions.
     """
     if not db.stores.session:
         return []
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, float]] = {}
     upper = before_id
     while len(seen) < limit:
         if upper is None:
             rows = await db.fetchall(
-                "SELECT id, session_id FROM session_runs ORDER BY id DESC LIMIT ?",
+                "SELECT id, session_id, created_at FROM session_runs ORDER BY id DESC LIMIT ?",
                 (WALK_CHUNK,),
             )
         else:
             rows = await db.fetchall(
-                "SELECT id, session_id FROM session_runs WHERE id < ? "
+                "SELECT id, session_id, created_at FROM session_runs WHERE id < ? "
                 "ORDER BY id DESC LIMIT ?",
                 (upper, WALK_CHUNK),
             )
         if not rows:
             break
-        for row_id, session_id in rows:
+        for row_id, session_id, created_at in rows:
             if session_id not in seen:
-                seen[session_id] = row_id
+                seen[session_id] = (row_id, created_at)
                 if len(seen) == limit:
                     break
         upper = rows[-1][0]
-    return list(seen.items())
+    return [(sid, row_id, created) for sid, (row_id, created) in seen.items()]
 
 
 async def session_index(db: Database) -> AsyncIterator[tuple[dict[str, tuple[int, int]], float]]:
@@ -99,13 +99,34 @@ async def session_index(db: Database) -> AsyncIterator[tuple[dict[str, tuple[int
         )
 
 
+async def web_chat_ids(db: Database, limit: int) -> list[tuple[str, float]]:
+    """(chat id, updated_at) of the web UI's chats, newest first: a chat whose
+    first run has not finished yet has no segment, but it exists and has a title."""
+    if not db.stores.chat:
+        return []
+    rows = await db.fetchall(
+        "SELECT id, updated_at FROM chat_sessions ORDER BY updated_at DESC LIMIT ?", (limit,)
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+async def recent_sessions(db: Database, limit: int) -> list[tuple[str, float]]:
+    """(session_id, last activity) of the newest sessions, web chats included."""
+    found = {sid: created for sid, _, created in await recent_session_ids(db, limit)}
+    for sid, updated in await web_chat_ids(db, limit):
+        found.setdefault(sid, updated)
+    return sorted(found.items(), key=lambda item: item[1] or 0, reverse=True)[:limit]
+
+
 async def session_summary(db: Database, session_id: str) -> SessionSummary | None:
     """One session's run count, last activity and title (all index lookups)."""
-    row = await db.fetchone(
-        "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?", (session_id,)
-    )
+    row = None
+    if db.stores.session:
+        row = await db.fetchone(
+            "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?", (session_id,)
+        )
     if not row or not row[0]:
-        return None
+        return await _chat_only_summary(db, session_id)
     runs, last_id = row
     last = await db.fetchone("SELECT created_at FROM session_runs WHERE id = ?", (last_id,))
     return SessionSummary(
@@ -118,12 +139,23 @@ async def session_summary(db: Database, session_id: str) -> SessionSummary | Non
     )
 
 
+async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | None:
+    if not db.stores.chat:
+        return None
+    row = await db.fetchone("SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,))
+    if row is None:
+        return None
+    return SessionSummary(db.path, session_id, 0, 0, row[0], await session_title(db, session_id))
+
+
 async def session_title(db: Database, session_id: str) -> str:
     """The web UI's chat title when there is one, else the first user message."""
     if db.stores.chat:
         row = await db.fetchone("SELECT title FROM chat_sessions WHERE id = ?", (session_id,))
         if row and row[0]:
             return shorten(str(row[0]), TITLE_WIDTH)
+    if not db.stores.session:
+        return ""
     row = await db.fetchone(
         "SELECT substr(entries_json, 1, 4000) FROM session_runs "
         "WHERE session_id = ? ORDER BY id LIMIT 1",
@@ -140,8 +172,9 @@ async def session_title(db: Database, session_id: str) -> str:
 
 
 async def list_sessions(db: Database, limit: int) -> list[SessionSummary]:
+    """The most recently active sessions, web chats without a segment included."""
     summaries = []
-    for session_id, _ in await recent_session_ids(db, limit):
+    for session_id, _ in await recent_sessions(db, limit):
         summary = await session_summary(db, session_id)
         if summary is not None:
             summaries.append(summary)
@@ -184,6 +217,8 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     flat indices after it are unknown and left ``None``: never guessed.
     """
     result: list[SegmentInfo] = []
+    if not db.stores.session:
+        return result
     after = 0
     next_index: int | None = 0
     while True:
@@ -235,8 +270,10 @@ def _run(db: Database, row: Any) -> RunInfo:
         head = parse_object(head_json) or {}
         status = str(head["status"])
         agent = str(head["agent_name"])
-    except (UnreadableError, KeyError) as exc:
-        head, status, agent = {}, "unreadable", "?"
+        turns = int(head.get("turns") or 0)
+        saved_at = float(head.get("updated_at") or updated_at)
+    except (UnreadableError, KeyError, TypeError, ValueError) as exc:
+        head, status, agent, turns, saved_at = {}, "unreadable", "?", 0, updated_at
         reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)
     usage = head.get("usage") if isinstance(head.get("usage"), dict) else {}
@@ -245,14 +282,14 @@ def _run(db: Database, row: Any) -> RunInfo:
         run_id=run_id,
         agent_name=agent,
         status=status,
-        turns=int(head.get("turns") or 0),
+        turns=turns,
         usage=usage,
         output=head.get("output"),
         error=head.get("error") if isinstance(head.get("error"), dict) else None,
         last_input_tokens=head.get("last_input_tokens"),
         context_state=head.get("context_state") or {},
         pending_handoff=head.get("pending_handoff"),
-        updated_at=float(head.get("updated_at") or updated_at),
+        updated_at=saved_at,
         started_at=head.get("started_at"),
         entries=entries or 0,
         last_seq=last_seq,
@@ -281,8 +318,24 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
 
 async def snapshot_entries(db: Database, run_id: str) -> tuple[list[Entry], list[Unreadable]]:
     """A checkpoint's own entries in seq order; unreadable batches are reported."""
+    if not db.stores.checkpoint:
+        return [], []
+    entries, problems, _ = await snapshot_entries_after(db, run_id, -1)
+    return entries, problems
+
+
+async def snapshot_entries_after(
+    db: Database, run_id: str, after_seq: int
+) -> tuple[list[Entry], list[Unreadable], int]:
+    """The entries a checkpoint stored after batch ``after_seq``, and its last seq.
+
+    A primary-key range, so following a live run reads only its new batches;
+    the returned seq is where the next call picks up.
+    """
     rows = await db.fetchall(
-        "SELECT seq, entries_json FROM snapshot_turns WHERE run_id = ? ORDER BY seq", (run_id,)
+        "SELECT seq, entries_json FROM snapshot_turns WHERE run_id = ? AND seq > ? "
+        "ORDER BY seq",
+        (run_id, after_seq),
     )
     entries: list[Entry] = []
     problems: list[Unreadable] = []
@@ -291,7 +344,7 @@ async def snapshot_entries(db: Database, run_id: str) -> tuple[list[Entry], list
             entries.extend(Entry(None, data) for data in parse_entries(text))
         except UnreadableError as exc:
             problems.append(Unreadable(f"{db.name} snapshot_turns run {run_id} seq {seq}", str(exc)))
-    return entries, problems
+    return entries, problems, rows[-1][0] if rows else after_seq
 
 
 async def search_segments(
@@ -319,3 +372,96 @@ async def search_segments(
         )
         upper = lower
         yield [(sid, row_id) for sid, row_id in rows], (high + 1 - upper) / max(1, high + 1 - low)
+
+
+# Change detection for the live tail: each statement is a primary-key or
+# rowid range, an index count, or a scan of one session.
+
+_HEAD_STATUS = "CASE WHEN json_valid(head_json) THEN json_extract(head_json, '$.status') END"
+
+
+async def segment_totals(db: Database) -> tuple[int, int]:
+    """(segments, last id) of the whole file.
+
+    Separate subqueries keep SQLite's count optimisation, which walks the
+    smallest index: about 25 ms per million segments.
+    """
+    row = await db.fetchone(
+        "SELECT (SELECT COUNT(*) FROM session_runs), "
+        "(SELECT COALESCE(MAX(id), 0) FROM session_runs)"
+    )
+    return row[0], row[1]
+
+
+async def segments_between(
+    db: Database, after_id: int, upto_id: int, limit: int
+) -> list[tuple[int, str, str]]:
+    """(id, session_id, run_id) of segments with ids in (after_id, upto_id], oldest first."""
+    return await db.fetchall(
+        "SELECT id, session_id, run_id FROM session_runs WHERE id > ? AND id <= ? "
+        "ORDER BY id LIMIT ?",
+        (after_id, upto_id, limit),
+    )
+
+
+async def session_fingerprint(
+    db: Database, session_id: str, known_upto: int
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """A session's (segments, last id, stored characters), whole and over ids <= known_upto.
+
+    Rewind, clear and trim all change the second part; appends only the
+    first. One statement, so both halves come from the same snapshot.
+    """
+    row = await db.fetchone(
+        "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(length(entries_json)), 0), "
+        "COALESCE(SUM(id <= ?1), 0), COALESCE(MAX(CASE WHEN id <= ?1 THEN id END), 0), "
+        "COALESCE(SUM(CASE WHEN id <= ?1 THEN length(entries_json) END), 0) "
+        "FROM session_runs WHERE session_id = ?2",
+        (known_upto, session_id),
+    )
+    return (row[0], row[1], row[2]), (row[3], row[4], row[5])
+
+
+async def head_totals(db: Database, rowid: int) -> tuple[int, int, tuple[str, float] | None]:
+    """(checkpoints, highest rowid, the (run_id, updated_at) stored at ``rowid``)."""
+    row = await db.fetchone(
+        "SELECT (SELECT COUNT(*) FROM snapshot_heads), "
+        "(SELECT COALESCE(MAX(rowid), 0) FROM snapshot_heads), "
+        "(SELECT run_id FROM snapshot_heads WHERE rowid = ?1), "
+        "(SELECT updated_at FROM snapshot_heads WHERE rowid = ?1)",
+        (rowid,),
+    )
+    return row[0], row[1], None if row[2] is None else (row[2], row[3])
+
+
+async def heads_between(
+    db: Database, after_rowid: int, upto_rowid: int
+) -> list[tuple[int, str, str | None, float]]:
+    """(rowid, run_id, status, updated_at) of heads saved in (after_rowid, upto_rowid].
+
+    lovia saves a head with INSERT OR REPLACE, which gives the row a new
+    rowid above every other, so this range is exactly the saves since then.
+    """
+    return await db.fetchall(
+        f"SELECT rowid, run_id, {_HEAD_STATUS}, updated_at FROM snapshot_heads "
+        "WHERE rowid > ? AND rowid <= ? ORDER BY rowid",
+        (after_rowid, upto_rowid),
+    )
+
+
+async def heads_at(db: Database, rowids: list[int]) -> list[tuple[int, str, str | None, float]]:
+    """The same rows as :func:`heads_between`, for the given rowids."""
+    found: list[Any] = []
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        found += await db.fetchall(
+            f"SELECT rowid, run_id, {_HEAD_STATUS}, updated_at FROM snapshot_heads "
+            f"WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid",
+            tuple(chunk),
+        )
+    return found
+
+
+async def head_rowids(db: Database) -> dict[str, int]:
+    """Every checkpoint's run id and rowid, read from the primary-key index alone."""
+    return dict(await db.fetchall("SELECT run_id, rowid FROM snapshot_heads"))

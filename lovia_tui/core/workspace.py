@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from lovia_tui.core import queries
 from lovia_tui.core.database import Database, open_database
 from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink
@@ -72,7 +73,8 @@ class Workspace:
 
     @property
     def session_dbs(self) -> list[Database]:
-        return [db for db in self.databases if db.stores.session]
+        """Files that hold sessions: a session store, or the web UI's chats."""
+        return [db for db in self.databases if db.stores.session or db.stores.chat]
 
     @property
     def checkpoint_dbs(self) -> list[Database]:
@@ -87,9 +89,7 @@ class Workspace:
     async def find_session(self, session_id: str) -> Database | None:
         """The file holding ``session_id``'s segments, if any."""
         for db in self.session_dbs:
-            if await db.fetchone(
-                "SELECT 1 FROM session_runs WHERE session_id = ? LIMIT 1", (session_id,)
-            ):
+            if await queries.session_summary(db, session_id):
                 return db
         return None
 
@@ -116,6 +116,8 @@ class Workspace:
         wanted = list(dict.fromkeys(run_ids))
         found: dict[str, SessionLink] = {}
         for db in self.session_dbs:
+            if not db.stores.session:
+                continue
             for chunk in _chunks([r for r in wanted if r not in found], 500):
                 marks = ",".join("?" * len(chunk))
                 # Covered by the UNIQUE(session_id, run_id) index: no table read.

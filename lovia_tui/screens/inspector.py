@@ -49,6 +49,7 @@ class InspectorScreen(Screen):
         self.filter_mode = "filter"
         self.search_needle = ""
         self.pending_row: str | None = None
+        self.runs_loaded = False
 
     # ----- layout -----
 
@@ -107,17 +108,12 @@ class InspectorScreen(Screen):
     @work(exclusive=True, group="sessions")
     async def load_sessions(self) -> None:
         """First the newest page (a short walk), then the full index in the background."""
-        summaries: dict[SessionKey, object] = {}
-        keys: list[SessionKey] = []
+        activity: dict[SessionKey, float] = {}
         for db in self.workspace.session_dbs:
-            for session_id, _ in await queries.recent_session_ids(db, FIRST_PAGE):
-                key = (str(db.path), session_id)
-                summary = await queries.session_summary(db, session_id)
-                if summary:
-                    keys.append(key)
-                    summaries[key] = summary
-        keys.sort(key=lambda k: summaries[k].last_activity or 0, reverse=True)
-        self.post_message(messages.SessionsLoaded(keys, summaries, complete=False))
+            for session_id, when in await queries.recent_sessions(db, FIRST_PAGE):
+                activity[(str(db.path), session_id)] = when or 0
+        keys = sorted(activity, key=activity.__getitem__, reverse=True)
+        self.post_message(messages.SessionsLoaded(keys))
         index: dict[SessionKey, int] = {}
         for db in self.workspace.session_dbs:
             async for chunk, _ in queries.session_index(db):
@@ -126,11 +122,10 @@ class InspectorScreen(Screen):
                     index[key] = max(index.get(key, 0), last_id)
         first = set(keys)
         rest = sorted((k for k in index if k not in first), key=lambda k: index[k], reverse=True)
-        self.post_message(messages.SessionsLoaded(keys + rest, {}, complete=True))
+        self.post_message(messages.SessionsLoaded(keys + rest))
 
     def on_sessions_loaded(self, message: messages.SessionsLoaded) -> None:
         pane = self.sessions
-        pane.summaries.update(message.summaries)
         pane.set_keys(message.keys)
         if self.session_key is None and pane.selected:
             self._select_session(pane.selected)
@@ -166,9 +161,12 @@ class InspectorScreen(Screen):
 
     def _select_session(self, key: SessionKey) -> None:
         self.session_key = key
+        self.refresh_bindings()
         self.runs.highlight_session(key)
         self.query_one("#transcript-title", Label).update(f"Transcript · {key[1]} · loading…")
-        self.load_transcript(key)
+        if self.runs_loaded:
+            # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
+            self.load_transcript(key)
 
     # ----- transcript -----
 
@@ -218,7 +216,11 @@ class InspectorScreen(Screen):
         self.post_message(messages.RunsLoaded(runs, links))
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
+        first = not self.runs_loaded
+        self.runs_loaded = True
         self.runs.set_runs(message.runs, message.links)
+        if first and self.session_key:
+            self.load_transcript(self.session_key)
         self.sessions.badges = self._session_badges(message.runs, message.links)
         self.sessions.row_list.refresh()
         if self.session_key:
@@ -236,6 +238,7 @@ class InspectorScreen(Screen):
 
     @on(RowList.Highlighted, "#runs")
     def _run_highlighted(self) -> None:
+        self.refresh_bindings()
         self._show_run(self.runs.selected)
 
     @on(RowList.Selected, "#runs")
@@ -270,6 +273,10 @@ class InspectorScreen(Screen):
         target = {"sessions": "#sessions", "transcript": "#transcript", "runs": "#runs"}[pane]
         self.query_one(target).focus()
         self._show_focused_pane()
+
+    def action_cycle_pane(self, step: int) -> None:
+        current = next((name for name in PANES if self.query_one(f"#{name}-pane").has_class("focused")), PANES[0])
+        self.action_focus_pane(PANES[(PANES.index(current) + step) % len(PANES)])
 
     def on_descendant_focus(self) -> None:
         self._show_focused_pane()

@@ -85,9 +85,10 @@ class RunsPane(Vertical):
         status = self.status_of(run)
         link = self.links.get(run.run_id)
         text = Text()
+        id_width = max(12, min(24, width - 40))
         text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
-        text.append(f"{run.run_id[:18]:<18} ", style="bold")
-        text.append(f"{run.agent_name[:12]:<12} ")
-        text.append(f"{run.turns:>3}t {age(time.time() - run.updated_at):>4} ", style="dim")
+        text.append(f"{run.run_id[:id_width]:<{id_width}} ", style="bold")
+        text.append(f"{run.agent_name[:10]:<10} ")
+        text.append(f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim")
         text.append(link.session_id if link else "unlinked", style="" if link else "italic dim")
         return text

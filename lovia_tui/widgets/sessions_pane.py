@@ -80,12 +80,13 @@ class SessionsPane(Vertical):
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        id_width = max(8, min(24, width // 3))
+        id_width = max(10, min(28, (width - 12) // 2))
         text.append(f"{key[1][:id_width]:<{id_width}} ", style="bold")
         if summary is None:
             text.append("…", style="dim")
             return text
-        meta = f" {summary.runs:>4} runs {age(time.time() - summary.last_activity) if summary.last_activity else '-':>4}"
+        when = age(time.time() - summary.last_activity) if summary.last_activity else "-"
+        meta = f" {summary.runs:>3}r {when:>4}"
         room = max(0, width - len(text) - len(meta))
         title = summary.title[:room]
         text.append(f"{title:<{room}}")

@@ -88,9 +88,19 @@ def pair_tool_calls(rows: list[Row]) -> None:
 
 
 def index_text(row: Row) -> str:
+    """The flat index (what rewind counts); ``·`` for entries not in the session."""
     if row.entry is None:
         return ""
     return "·" if row.entry.index is None else str(row.entry.index)
+
+
+def partner_text(row: Row, rows: list[Row], arrow: str) -> str:
+    partner = rows[row.partner] if row.partner is not None else None
+    if partner is None:
+        return ""
+    if partner.entry is not None and partner.entry.index is not None:
+        return f"{arrow} {partner.entry.index}"
+    return f"{arrow} {'↓' if arrow == '→' else '↑'}"
 
 
 def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
@@ -114,7 +124,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         head.append(f"{data.get('name', '')} ", style="bold")
         head.append(shorten(str(data.get("arguments", "")), 200))
         if row.partner is not None:
-            head.append(f"  → {index_text(rows[row.partner])}", style="dim")
+            head.append(f"  {partner_text(row, rows, '→')}", style="dim")
         else:
             head.append("  ⚠ no result: a resume re-executes it", style="bold")
         return head
@@ -122,7 +132,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         if row.tool_name:
             head.append(f"{row.tool_name} ", style="bold")
         if row.partner is not None:
-            head.append(f"← {index_text(rows[row.partner])} ", style="dim")
+            head.append(f"{partner_text(row, rows, '←')} ", style="dim")
         if is_trimmed(data):
             head.append("✂ trimmed ", style="reverse")
         output = str(data.get("output", ""))

@@ -1,0 +1,40 @@
+# Two commands on a fresh machine with Python >= 3.11 and make:
+#   make demo   set everything up and open the app on a demo built from real lovia runs
+#   make test   set everything up and run the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check lint format screenshots bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/lovia-tui demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check lovia_tui tests benchmarks
+	$(BIN)/ruff format --check lovia_tui tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format lovia_tui tests benchmarks
+	$(BIN)/ruff check --fix lovia_tui tests benchmarks
+
+check: lint test
+
+screenshots: $(STAMP)
+	$(BIN)/python -m lovia_tui.screenshots screenshots
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
