@@ -2,7 +2,8 @@
 
 Like ``lovia web --app``: the current directory is importable, and the target
 is an ``Agent`` or a zero-argument factory returning one. A factory is called
-afresh for every run, because scripted and stateful models are single-use.
+afresh for every run, because scripted and stateful models are single-use; an
+``Agent`` instance is shared by every run made in this process.
 Deps follow the same rule: a callable (a class included) is called with no
 arguments for each run; any other value is passed as is, so a deps object
 that must itself be callable needs a factory around it.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from lovia_tui.core.console import ERROR_WIDTH, one_line
 from lovia_tui.core.entries import shorten
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo
@@ -23,34 +25,38 @@ from lovia_tui.core.models import RunInfo
 if TYPE_CHECKING:
     from lovia import Agent
 
-ERROR_WIDTH = 300
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: lovia's errors append an indented hint line."""
-    text = shorten(str(exc), ERROR_WIDTH)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
 
 def _import_target(spec: str, option: str) -> Any:
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
-        raise LoviaTuiError(f"{option} must be MODULE:ATTR (e.g. myapp.agents:assistant), got {spec!r}")
+        raise LoviaTuiError(
+            f"{option} must be MODULE:ATTR (e.g. myapp.agents:assistant), got {spec!r}"
+        )
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
         module = import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise LoviaTuiError(f"{option} {spec}: no module named {exc.name!r}") from exc
-        raise LoviaTuiError(f"{option} {spec}: importing {module_name!r} failed ({one_line(exc)})") from exc
+        if exc.name and (
+            module_name == exc.name or module_name.startswith(exc.name + ".")
+        ):
+            raise LoviaTuiError(
+                f"{option} {spec}: no module named {exc.name!r}"
+            ) from exc
+        raise LoviaTuiError(
+            f"{option} {spec}: importing {module_name!r} failed ({one_line(exc)})"
+        ) from exc
     except Exception as exc:
-        raise LoviaTuiError(f"{option} {spec}: importing {module_name!r} failed ({one_line(exc)})") from exc
+        raise LoviaTuiError(
+            f"{option} {spec}: importing {module_name!r} failed ({one_line(exc)})"
+        ) from exc
     try:
         return getattr(module, attr)
     except AttributeError as exc:
-        raise LoviaTuiError(f"{option} {spec}: module {module_name!r} has no attribute {attr!r}") from exc
+        raise LoviaTuiError(
+            f"{option} {spec}: module {module_name!r} has no attribute {attr!r}"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,9 @@ class AgentSpec:
         try:
             agent = self.target()
         except Exception as exc:
-            raise LoviaTuiError(f"--agent {self.spec}: the factory raised {one_line(exc)}") from exc
+            raise LoviaTuiError(
+                f"--agent {self.spec}: the factory raised {one_line(exc)}"
+            ) from exc
         if not isinstance(agent, Agent):
             raise LoviaTuiError(
                 f"--agent {self.spec}: the factory returned {type(agent).__name__}, not a lovia Agent"
@@ -89,7 +97,9 @@ class DepsSpec:
         try:
             return self.target()
         except Exception as exc:
-            raise LoviaTuiError(f"--deps {self.spec}: the factory raised {one_line(exc)}") from exc
+            raise LoviaTuiError(
+                f"--deps {self.spec}: the factory raised {one_line(exc)}"
+            ) from exc
 
 
 def load_agent(spec: str) -> AgentSpec:
@@ -134,7 +144,9 @@ def unreachable_reason(entry: Agent, run: RunInfo) -> str | None:
             f"with the entry agent it was started with (reachable: {', '.join(sorted(agents))})"
         )
     if run.pending_handoff is not None:
-        targets = {(h.target if isinstance(h, Handoff) else h).name for h in active.handoffs}
+        targets = {
+            (h.target if isinstance(h, Handoff) else h).name for h in active.handoffs
+        }
         if run.pending_handoff not in targets:
             return (
                 f"Snapshot {run.run_id!r} has a pending handoff to {run.pending_handoff!r}, "

@@ -23,9 +23,11 @@ from lovia_tui.core.export import export_session
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.help import HelpScreen
+from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.transcript_loader import older_rows, session_rows
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
+from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
 from lovia_tui.widgets.transcript import Transcript
@@ -35,7 +37,7 @@ NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
 
 
-class InspectorScreen(Screen):
+class InspectorScreen(RunFlows, Screen):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
     BINDINGS = bindings(INSPECTOR_COMMANDS)
@@ -61,6 +63,7 @@ class InspectorScreen(Screen):
                 yield Label("Transcript", classes="pane-title", id="transcript-title")
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
+        yield RunConsole(id="console", classes="hidden")
         yield Footer()
 
     @property
@@ -429,6 +432,13 @@ class InspectorScreen(Screen):
         self.app.exit()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        run = self.runs.selected if self.is_mounted else None
+        if action == "resume":
+            return None if run is None or run.status == "completed" or self.workspace.readonly else True
+        if action == "replay":
+            return None if run is None or run.status != "completed" or self.workspace.readonly else True
+        if action == "cancel_run":
+            return True if self.console.running else None
         if action == "jump_to_session":
             run = self.runs.selected
             return None if run is None or run.run_id not in self.runs.links else True

@@ -1,0 +1,142 @@
+"""The resume / replay preflight: what will happen, what blocks it, the options.
+
+Nothing runs from here: the dialog returns the user's choices, and the
+inspector re-checks them with the core preflight before anything starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from lovia_tui.core.preflight import Preflight
+from lovia_tui.widgets.run_detail import dangling_panel
+
+WRONG_SESSION = (
+    "lovia does not check this link: a wrong session feeds the agent the wrong "
+    "history and appends the run there."
+)
+SOURCES = {
+    "segment": "the run is already stored in it",
+    "web": "the web UI's records link it",
+    "given": "your choice",
+}
+NO_SESSION = "(no session)"
+
+
+@dataclass(frozen=True)
+class PreflightChoice:
+    """What the user chose: go ahead, or check again with other options."""
+
+    go: bool
+    session_id: str | None
+    no_session: bool
+    max_turns: int | None
+    delete_on_success: bool
+    force: bool
+
+
+def describe(pf: Preflight) -> RenderableType:
+    run = pf.run
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    status = run.status + (" (stale: its process most likely died)" if pf.stale else "")
+    table.add_row("run", f"{run.run_id} · {run.agent_name} · {run.turns} turns")
+    table.add_row("status", status)
+    if run.error:
+        table.add_row("error", Text(f"{run.error.get('type')}: {run.error.get('message')}", style="red"))
+    if pf.mode == "resume":
+        entry = pf.agent.spec if pf.agent else "none (start lovia-tui with --agent MODULE:ATTR)"
+        reach = {True: "reaches", False: "does NOT reach", None: "—"}[pf.reachable]
+        table.add_row("agent", f"{entry} · {reach} {run.agent_name!r}")
+    if pf.session_id:
+        how = SOURCES.get(pf.session_source or "", "")
+        table.add_row("session", f"{pf.session_id} ({how})")
+        if pf.session_source == "given":
+            table.add_row("", Text(WRONG_SESSION, style="yellow"))
+    else:
+        table.add_row("session", Text("none chosen: no record says which session this run belongs to", style="italic"))
+    if pf.already_in_session:
+        table.add_row("", "already stored in that session: the append is a no-op")
+    parts: list[RenderableType] = [table, Text("")]
+    if pf.mode == "resume":
+        parts.append(dangling_panel(list(pf.dangling)))
+    for warning in pf.warnings:
+        parts.append(Text(f"⚠ {warning}", style="yellow"))
+    for problem in pf.problems:
+        parts.append(Text(f"✗ {problem}", style="bold red"))
+    return Group(*parts)
+
+
+class PreflightScreen(ModalScreen[PreflightChoice | None]):
+    """Shows a :class:`Preflight`; its button runs only when nothing blocks."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", tooltip="Close without doing anything")]
+
+    def __init__(self, pf: Preflight, sessions: list[str], *, live: bool) -> None:
+        super().__init__()
+        self.pf = pf
+        self.sessions = sessions
+        self.live = live
+
+    def compose(self) -> ComposeResult:
+        pf = self.pf
+        with VerticalScroll(id="dialog", classes="dialog"):
+            yield Label(f"{pf.mode.capitalize()} run {pf.run.run_id}", classes="dialog-title")
+            yield Static(describe(pf))
+            if pf.session_source in (None, "given"):
+                yield Label("Session (your choice; " + WRONG_SESSION + ")")
+                options = [(NO_SESSION, NO_SESSION), *[(sid, sid) for sid in self.sessions]]
+                current = pf.session_id if pf.session_id in self.sessions else Select.NULL
+                yield Select(options, value=current, id="session", prompt="choose the run's session")
+            if pf.mode == "resume":
+                yield Label("Max turns (turns carry over into a resume)")
+                yield Input(str(pf.max_turns), id="max-turns", type="integer")
+            yield Checkbox("Delete the checkpoint once the run is stored", pf.delete_on_success, id="delete")
+            if self.live:
+                yield Label(f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):")
+                yield Input(id="typed", placeholder=pf.run.run_id)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(pf.mode.capitalize(), id="go", variant="warning", disabled=not pf.ok)
+                yield Button("Check again", id="recheck")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#go" if self.pf.ok else "#recheck", Button).focus()
+
+    def _choice(self, go: bool) -> PreflightChoice:
+        session_id, no_session = self.pf.session_id, False
+        if self.query("#session"):
+            value = self.query_one("#session", Select).value
+            no_session = value == NO_SESSION
+            session_id = None if no_session or value is Select.NULL else str(value)
+        max_turns = None
+        if self.query("#max-turns"):
+            text = self.query_one("#max-turns", Input).value.strip()
+            max_turns = int(text) if text.lstrip("-").isdigit() else None
+        force = bool(self.query("#typed")) and self.query_one("#typed", Input).value.strip() == self.pf.run.run_id
+        return PreflightChoice(
+            go, session_id, no_session, max_turns, self.query_one("#delete", Checkbox).value, force
+        )
+
+    @on(Button.Pressed, "#go")
+    def _go(self) -> None:
+        self.dismiss(self._choice(True))
+
+    @on(Button.Pressed, "#recheck")
+    def _recheck(self) -> None:
+        self.dismiss(self._choice(False))
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)

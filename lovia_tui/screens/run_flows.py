@@ -1,0 +1,99 @@
+"""Resume and replay from the inspector: preflight dialog, then the console.
+
+A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
+because it is its own concept: everything that starts a run lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual import work
+
+from lovia_tui.core.agents import AgentSpec, DepsSpec, load_agent, load_deps
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
+from lovia_tui.core.resume import replay, resume
+from lovia_tui.screens.preflight import PreflightChoice, PreflightScreen
+from lovia_tui.widgets.run_console import RunConsole
+
+NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
+
+
+class RunFlows:
+    """Resume (R), replay (P), the console (c) and cancelling a run (K)."""
+
+    _agent: AgentSpec | None = None
+    _deps: DepsSpec | None = None
+
+    @property
+    def console(self) -> RunConsole:
+        return self.query_one(RunConsole)
+
+    async def _load_agent(self) -> AgentSpec | None:
+        """The --agent given on the command line, imported once (off the UI thread)."""
+        spec = self.app.agent_spec
+        if spec and self._agent is None:
+            self._agent = await asyncio.to_thread(load_agent, spec)
+            if self.app.deps_spec:
+                self._deps = await asyncio.to_thread(load_deps, self.app.deps_spec)
+        return self._agent
+
+    def action_resume(self) -> None:
+        if self.runs.selected is not None:
+            self._preflight_flow("resume", self.runs.selected.run_id)
+
+    def action_replay(self) -> None:
+        if self.runs.selected is not None:
+            self._preflight_flow("replay", self.runs.selected.run_id)
+
+    async def _preflight(self, mode: str, run_id: str, choice: PreflightChoice | None) -> Preflight:
+        options = {}
+        if choice is not None:
+            options = {
+                "session_id": choice.session_id,
+                "no_session": choice.no_session,
+                "delete_on_success": choice.delete_on_success,
+                "force": choice.force,
+            }
+        if mode == "replay":
+            return await preflight_replay(self.workspace, run_id, agent=await self._load_agent(), **options)
+        if choice is not None:
+            options["max_turns"] = choice.max_turns
+        return await preflight(
+            self.workspace, run_id, agent=await self._load_agent(), deps=self._deps,
+            stale_after=self.stale_after, **options,
+        )
+
+    @work(exclusive=True, group="preflight")
+    async def _preflight_flow(self, mode: str, run_id: str) -> None:
+        """Check, show, re-check with the user's options, and start only when clear."""
+        if self.console.running:
+            self.notify("a run is already going in the console (K cancels it)", severity="warning")
+            return
+        choice: PreflightChoice | None = None
+        try:
+            while True:
+                pf = await self._preflight(mode, run_id, choice)
+                if choice is not None and choice.go and pf.ok:
+                    break
+                sessions = [key[1] for key in self.sessions.keys]
+                live = pf.run.is_live(time.time(), self.stale_after)
+                choice = await self.app.push_screen_wait(PreflightScreen(pf, sessions, live=live))
+                if choice is None:
+                    return
+        except LoviaTuiError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.console.start(pf, resume if mode == "resume" else replay)
+
+    def action_toggle_console(self) -> None:
+        self.console.toggle_class("hidden")
+
+    def action_cancel_run(self) -> None:
+        self.console.cancel()
+
+    def on_run_console_finished(self, message: RunConsole.Finished) -> None:
+        self.notify(f"run {message.run_id}: {message.status}")
+        self.action_refresh()
