@@ -204,6 +204,18 @@ async def _web_layout(ws: DemoWorkspace, store: ChatStore) -> None:
     await _unfinished_web_runs(ws, store)
 
 
+async def _results_saved(store: ChatStore, run_id: str, call_ids: set[str]) -> None:
+    """Wait (bounded) until the checkpoint holds these results: lovia saves a
+    result just after reporting it, and a cancel in between would lose it."""
+    async with asyncio.timeout(30):
+        while True:
+            snapshot = await store.checkpointer.load(run_id)
+            saved = {getattr(e, "call_id", None) for e in snapshot.entries if e.type == "tool_result"}
+            if call_ids <= saved:
+                return
+            await asyncio.sleep(0.01)  # bounded by the timeout above
+
+
 async def _unfinished_web_runs(ws: DemoWorkspace, store: ChatStore) -> None:
     """Interrupted, failed, cancelled-batch, crash-window and orphan runs."""
     await chat(store, ws.interrupted_session, "Compare suppliers ⏱️", [
@@ -237,8 +249,9 @@ async def _unfinished_web_runs(ws: DemoWorkspace, store: ChatStore) -> None:
             finished=finished,
         ))  # fmt: skip
     await job_started.wait()
-    for _ in range(2):  # both lookups are in the transcript; run_job is sleeping
+    for _ in range(2):  # both lookups finished; run_job is sleeping
         await finished.get()
+    await _results_saved(store, ws.batch_run, {"call_jobs_1", "call_jobs_3"})
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
