@@ -7,6 +7,7 @@ the user has already left is dropped instead of shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from textual.message import Message
 
@@ -17,6 +18,7 @@ from lovia_tui.core.models import (
     SessionSummary,
     Unreadable,
 )
+from lovia_tui.core.tail import ChangeFeed
 from lovia_tui.widgets.transcript_rows import Row
 
 
@@ -44,10 +46,36 @@ class RunsLoaded(Message):
 
 @dataclass
 class TranscriptLoaded(Message):
-    """The newest rows of a session; ``older`` segments are not loaded yet."""
+    """The newest rows of a session (``older`` segments are not loaded yet),
+    and the last batch seq read of each in-flight run shown at its seam."""
 
     key: tuple[str, str]
     rows: list[Row]
+    run_seqs: dict[str, int]
+
+
+@dataclass
+class RunViewLoaded(Message):
+    """The rows of a run shown on its own (no session is known for it)."""
+
+    run_id: str
+    rows: list[Row]
+    last_seq: int
+
+
+@dataclass
+class LiveChanged(Message):
+    """Another process committed to ``path``: take what changed from the feed.
+
+    Changes are deltas, so they wait in the feed rather than in the message:
+    a burst collapses into one message without losing any of them.
+    """
+
+    path: Path
+    feed: ChangeFeed
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LiveChanged) and message.feed is self.feed
 
 
 @dataclass

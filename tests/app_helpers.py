@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 from snapshot_db import FILE_NAME, VIEWED_AT
 
 from lovia_tui.app import LoviaTui, make_app
+
+# Worker groups that wait on the user or run for the whole session.
+LONG_LIVED = ("preflight", "action", "live")
 
 
 def snapshot_app(directory: Path, monkeypatch, **options) -> LoviaTui:
@@ -18,17 +22,24 @@ def snapshot_app(directory: Path, monkeypatch, **options) -> LoviaTui:
     return make_app([FILE_NAME], **options)
 
 
-async def settle(pilot, rounds: int = 50) -> None:
-    """Wait until no worker is busy and the messages they posted are handled.
-
-    Workers chain (runs → transcript → summaries), so one wait is not enough;
-    the loop is bounded and never sleeps for a fixed time.
+async def settle(pilot, rounds: int = 100) -> None:
+    """Wait until no short-lived worker is busy and the messages they posted
+    are handled. Workers that wait on the user (a dialog) or live for the whole
+    session (the live tail) are not waited for. Bounded; no fixed sleeps.
     """
     quiet = 0
     for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
+        busy = [
+            worker
+            for worker in pilot.app.workers
+            if not worker.is_finished and not str(worker.group).startswith(LONG_LIVED)
+        ]
+        if busy:
+            quiet = 0
+            waits = [worker.wait() for worker in busy]
+            await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), timeout=30)
+        else:
+            quiet += 1
+            if quiet >= 3:
+                return
         await pilot.pause()
-        busy = any(not worker.is_finished for worker in pilot.app.workers)
-        quiet = 0 if busy else quiet + 1
-        if quiet >= 3:
-            return

@@ -10,11 +10,11 @@ import argparse
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli import browse, demo
+from lovia_tui.cli import actions, browse, demo, resume
 from lovia_tui.cli.command import Command, run_command
 from lovia_tui.cli.launch import configure_app, launch_app
 
-COMMANDS: list[Command] = [*demo.COMMANDS, *browse.COMMANDS]
+COMMANDS: list[Command] = [*demo.COMMANDS, *browse.COMMANDS, *resume.COMMANDS, *actions.COMMANDS]
 
 
 def _app_parser() -> argparse.ArgumentParser:

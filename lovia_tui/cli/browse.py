@@ -123,7 +123,8 @@ async def _show(args: argparse.Namespace) -> int:
             continue
         for entry in item["entries"]:
             label = entry.get("role") if entry["type"] == "input" else entry["type"]
-            out_console.print(f"{entry['index']:>5}  {label:<14} {shorten(entry_text(entry), 100)}")
+            index = "?" if entry["index"] is None else entry["index"]  # after an unreadable segment
+            out_console.print(f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}")
     return EXIT_OK
 
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from lovia_tui.core.errors import OpenError
+from lovia_tui.core.errors import LoviaTuiError, OpenError
 from lovia_tui.core.schema import (
     CHAT_TABLES,
     STORE_TABLES,
@@ -53,6 +53,7 @@ class Database:
         readonly: bool,
         journal_mode: str,
         notice: str | None,
+        immutable: bool = False,
     ) -> None:
         self.path = path
         self.conn = conn
@@ -60,6 +61,8 @@ class Database:
         self.readonly = readonly
         self.journal_mode = journal_mode
         self.notice = notice
+        # Opened with immutable=1: SQLite will not see anyone else's commits.
+        self.immutable = immutable
 
     @property
     def name(self) -> str:
@@ -71,12 +74,20 @@ class Database:
         An open cursor pins a WAL snapshot and hides new rows, so none is
         ever left open between calls.
         """
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        try:
+            async with self.conn.execute(sql, params) as cursor:
+                return list(await cursor.fetchall())
+        except sqlite3.OperationalError as exc:
+            _raise_if_locked(self.path, exc)
+            raise
 
     async def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> Any | None:
-        async with self.conn.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        try:
+            async with self.conn.execute(sql, params) as cursor:
+                return await cursor.fetchone()
+        except sqlite3.OperationalError as exc:
+            _raise_if_locked(self.path, exc)
+            raise
 
     async def data_version(self) -> int:
         """SQLite's counter of commits made by other connections."""
@@ -85,6 +96,12 @@ class Database:
 
     async def close(self) -> None:
         await self.conn.close()
+
+
+def _raise_if_locked(path: Path, exc: sqlite3.OperationalError) -> None:
+    """A writer held its lock past the busy timeout: one line, not a traceback."""
+    if "locked" in str(exc):
+        raise LoviaTuiError(f"{path}: {exc} by another process; try again") from exc
 
 
 def _decode_text(raw: bytes) -> str:
@@ -108,18 +125,19 @@ def _check_header(path: Path) -> None:
         raise OpenError(f"{path}: not a SQLite database")
 
 
-def _uri(path: Path, mode: str, *, immutable: bool = False) -> str:
+def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
+    """A URI that opens ``path`` in ``mode`` (ro/rw) and never creates a file."""
     uri = f"file:{quote(str(path.resolve()))}?mode={mode}"
     return uri + "&immutable=1" if immutable else uri
 
 
 async def _connect(path: Path, readonly: bool) -> tuple[aiosqlite.Connection, bool]:
     """Connect without ever creating a file; returns (connection, immutable)."""
-    attempts = [(_uri(path, "ro"), False)] if readonly else [(_uri(path, "rw"), False)]
+    attempts = [(sqlite_uri(path, "ro"), False)] if readonly else [(sqlite_uri(path, "rw"), False)]
     if readonly:
         # A WAL database in a read-only directory without its -shm can only
         # be read as immutable.
-        attempts.append((_uri(path, "ro", immutable=True), True))
+        attempts.append((sqlite_uri(path, "ro", immutable=True), True))
     last: Exception | None = None
     for uri, immutable in attempts:
         conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
@@ -132,6 +150,9 @@ async def _connect(path: Path, readonly: bool) -> tuple[aiosqlite.Connection, bo
         except sqlite3.Error as exc:
             await conn.close()
             last = exc
+            if "locked" in str(exc):
+                # Busy, not unreadable: immutable would read past a writer's lock.
+                break
     raise OpenError(f"{path}: cannot open ({_sqlite_reason(last)})")
 
 
@@ -194,7 +215,7 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
         await conn.close()
         raise OpenError(f"{path}: cannot read ({_sqlite_reason(exc)})") from exc
     return Database(
-        path, conn, stores, readonly=readonly, journal_mode=mode, notice=notice
+        path, conn, stores, readonly=readonly, journal_mode=mode, notice=notice, immutable=immutable
     )
 
 

@@ -76,6 +76,37 @@ def dangling_calls(entries: list[dict[str, Any]]) -> list[DanglingCall]:
     return dangling
 
 
+def drop_dangling(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mirror of lovia's ``drop_dangling_tool_calls`` on entry dicts.
+
+    Unlike :func:`dangling_calls`, lovia keeps a call when ANY result carries
+    its id (set membership, not occurrence pairing); mirroring it exactly is
+    what makes a rewind preview count what lovia will remove.
+    """
+    resolved = {e.get("call_id") for e in entries if e.get("type") == "tool_result"}
+    return [
+        e for e in entries if not (e.get("type") == "tool_call" and e.get("call_id") not in resolved)
+    ]
+
+
+def trimmed_output(entry: dict[str, Any], keep_chars: int) -> str | None:
+    """The output lovia's ``trim_tool_results`` would store, or None if it skips it.
+
+    Mirrors lovia's ``_trim_entries``: results already trimmed are left alone,
+    and so are those where the marker would outweigh the saving.
+    """
+    if entry.get("type") != "tool_result" or is_trimmed(entry):
+        return None
+    output = str(entry.get("output", ""))
+    dropped = len(output) - keep_chars
+    marker = (
+        f"\n[... {dropped:,} chars trimmed from stored history; "
+        f'recall_tool_result("{entry.get("call_id")}") returns the full output '
+        f"only if it was {TRIM_SENTINEL}"
+    )
+    return output[:keep_chars] + marker if dropped > len(marker) else None
+
+
 def text_of(content: Any) -> str:
     """The readable text of an entry's content (a string or a list of parts)."""
     if isinstance(content, str):

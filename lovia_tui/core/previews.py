@@ -82,6 +82,8 @@ class RewindPreview:
     truncated: Truncation | None
     side_effects: tuple[ToolCallRef, ...]
     checkpoints: tuple[CheckpointDeletion, ...]
+    # Live runs nothing links to a session: one may be writing to this one.
+    unknown_live_runs: tuple[str, ...]
     plan: Plan
 
     @property
@@ -189,6 +191,7 @@ class ClearPreview:
     entries: int | None
     run_ids: tuple[str, ...]
     checkpoints: tuple[CheckpointDeletion, ...]
+    unknown_live_runs: tuple[str, ...]
     plan: Plan
 
     @property

@@ -7,6 +7,7 @@ user has already left is dropped.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from textual import on, work
@@ -23,21 +24,23 @@ from lovia_tui.core.export import export_session
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.help import HelpScreen
+from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.transcript_loader import older_rows, session_rows
 from lovia_tui.widgets.row_list import RowList
-from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.run_console import RunConsole
+from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 FIRST_PAGE = 200
+SEARCH_PROGRESS_EVERY = 0.1
 NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
 
 
-class InspectorScreen(RunFlows, Screen):
+class InspectorScreen(LiveTail, RunFlows, Screen):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
     BINDINGS = bindings(INSPECTOR_COMMANDS)
@@ -81,6 +84,7 @@ class InspectorScreen(RunFlows, Screen):
     def on_mount(self) -> None:
         self._describe_files()
         self.sessions.row_list.focus()
+        self.start_live()
         self.load_sessions()
         self.load_runs()
         self.set_interval(1.0, self._tick)
@@ -96,15 +100,18 @@ class InspectorScreen(RunFlows, Screen):
                 name for name, has in (("sessions", db.stores.session), ("checkpoints", db.stores.checkpoint), ("web", db.stores.chat)) if has
             )
             mode = "read-only" if db.readonly else db.journal_mode.upper()
-            parts.append(f"{db.name} [{stores}, {mode}]")
-            if db.notice:
+            live = getattr(self, "watch_modes", {}).get(db.path, "watching")
+            parts.append(f"{db.name} [{stores}, {mode}, {live}]")
+            if db.notice and not getattr(self, "described", False):
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
         self.query_one("#status-line", Static).update(" · ".join(parts))
+        self.described = True
 
     def _tick(self) -> None:
         """Ages and staleness move with time, without any key press."""
         self.runs.row_list.refresh()
         self.sessions.row_list.refresh()
+        self._title_transcript()
 
     # ----- sessions -----
 
@@ -130,7 +137,7 @@ class InspectorScreen(RunFlows, Screen):
     def on_sessions_loaded(self, message: messages.SessionsLoaded) -> None:
         pane = self.sessions
         pane.set_keys(message.keys)
-        if self.session_key is None and pane.selected:
+        if self.session_key is None and self.run_view is None and pane.selected:
             self._select_session(pane.selected)
         self.fetch_visible_summaries()
 
@@ -163,10 +170,15 @@ class InspectorScreen(RunFlows, Screen):
         self.focus_pane("transcript")
 
     def _select_session(self, key: SessionKey) -> None:
+        first = self.session_key is None
         self.session_key = key
-        self.refresh_bindings()
+        self.run_view = None
+        if first:
+            # Only whether a session is selected matters to the bindings; a
+            # refresh on every move would recompose the footer per key press.
+            self.refresh_bindings()
         self.runs.highlight_session(key)
-        self.query_one("#transcript-title", Label).update(f"Transcript · {key[1]} · loading…")
+        self.query_one("#transcript-title", Label).update(f"Transcript · {key[1]} · loading…", layout=False)
         if self.runs_loaded:
             # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
             self.load_transcript(key)
@@ -181,19 +193,41 @@ class InspectorScreen(RunFlows, Screen):
             for run in self.runs.runs
             if (link := self.runs.links.get(run.run_id)) and (str(link.file), link.session_id) == key
         ]
-        rows = await session_rows(db, key[1], inflight)
-        self.post_message(messages.TranscriptLoaded(key, rows))
+        await self.follow_session(db.path, key[1])
+        rows, seqs = await session_rows(db, key[1], inflight)
+        self.post_message(messages.TranscriptLoaded(key, rows, seqs))
 
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
         if message.key != self.session_key:
             return
         self.transcript.show(message.rows)
         self.transcript.set_needle(self.search_needle)
+        self.follow_inflight(message.run_seqs)
         if self.pending_row:
             self.transcript.select_key(self.pending_row)
             self.pending_row = None
-        entries = sum(1 for row in message.rows if row.kind == "entry")
-        self.query_one("#transcript-title", Label).update(f"Transcript · {message.key[1]} · {entries} entries shown")
+        self._title_transcript()
+
+    def reload_transcript(self) -> None:
+        if self.session_key:
+            self.load_transcript(self.session_key)
+        elif self.run_view and (run := self.runs.find(self.run_view)):
+            self.load_run_view(run)
+
+    def _title_transcript(self) -> None:
+        rows = self.transcript.rows
+        entries = sum(1 for row in rows if row.kind == "entry")
+        if self.session_key:
+            title = f"Transcript · {self.session_key[1]} · {entries} entries shown"
+        elif self.run_view:
+            title = f"Run {self.run_view} · session unknown · {entries} entries"
+        else:
+            return
+        if self.followed:
+            title += f" · following {self.followed[1]}"
+        if self.transcript.new_below:
+            title += f" · {self.transcript.new_below} new entries ↓"
+        self.query_one("#transcript-title", Label).update(title, layout=False)
 
     @on(Transcript.LoadOlder)
     def _load_older(self) -> None:
@@ -324,10 +358,15 @@ class InspectorScreen(RunFlows, Screen):
     @work(exclusive=True, group="search")
     async def search(self, needle: str) -> None:
         found: dict[SessionKey, None] = {}
+        posted = 0.0
         for db in self.workspace.session_dbs:
             async for matches, fraction in queries.search_segments(db, needle):
                 found.update(((str(db.path), sid), None) for sid, _ in matches)
-                self.post_message(messages.SearchProgress(needle, list(found), fraction, done=False))
+                # Chunks take ~25 ms: report at most every SEARCH_PROGRESS_EVERY
+                # so the UI is not busy re-filtering the list all along.
+                if time.monotonic() - posted >= SEARCH_PROGRESS_EVERY:
+                    posted = time.monotonic()
+                    self.post_message(messages.SearchProgress(needle, list(found), fraction, done=False))
         self.post_message(messages.SearchProgress(needle, list(found), 1.0, done=True))
 
     def on_search_progress(self, message: messages.SearchProgress) -> None:
@@ -335,9 +374,12 @@ class InspectorScreen(RunFlows, Screen):
             return
         bar = self.query_one("#search-progress", ProgressBar)
         bar.update(total=1.0, progress=message.fraction)
-        self.sessions.matches = set(message.keys)
-        self.sessions.apply_filter()
-        self.transcript.set_needle(self.search_needle)
+        keys = set(message.keys)
+        if message.done or keys != self.sessions.matches:
+            # Re-filtering walks every session: only when the matches changed.
+            self.sessions.matches = keys
+            self.sessions.apply_filter()
+            self.transcript.set_needle(self.search_needle)
         if message.done:
             bar.add_class("hidden")
             self.notify(f"{len(message.keys)} session(s) contain {message.needle!r}")
@@ -369,15 +411,20 @@ class InspectorScreen(RunFlows, Screen):
         self._show_run(self.runs.selected)
 
     def action_jump_to_session(self) -> None:
-        run = self.runs.selected
-        if run is None:
-            return
+        if self.runs.selected is not None:
+            self.open_run(self.runs.selected)
+
+    def open_run(self, run: RunInfo) -> None:
+        """Show a run in the transcript: at its session's seam, or alone if unlinked."""
         link = self.runs.links.get(run.run_id)
         if link is None:
-            self.notify(f"run {run.run_id} is unlinked: no record says which session it belongs to", severity="warning")
+            self.notify(f"run {run.run_id} is unlinked: no record says which session it belongs to; showing it alone")
+            self.show_run_alone(run)
+            self.action_focus_pane("transcript")
             return
         key = (str(link.file), link.session_id)
-        self.go_to_session(key, focus_row=f"seam:{run.run_id}")
+        row = f"seam:{run.run_id}" if run.status != "completed" or link.kind == "web" else None
+        self.go_to_session(key, focus_row=row)
 
     def go_to_session(self, key: SessionKey, *, focus_row: str | None = None) -> None:
         pane = self.sessions
@@ -396,9 +443,6 @@ class InspectorScreen(RunFlows, Screen):
     def action_runs_filter(self, status: str) -> None:
         self.runs.status_filter = status
         self.runs.apply_filter()
-
-    def action_follow(self) -> None:
-        self.notify("follow mode needs the live tail (not yet wired)", severity="warning")
 
     def action_pager(self) -> None:
         row = self.transcript.current_row
@@ -424,6 +468,7 @@ class InspectorScreen(RunFlows, Screen):
     def action_refresh(self) -> None:
         self.load_sessions()
         self.load_runs()
+        self.reload_transcript()
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
@@ -440,8 +485,7 @@ class InspectorScreen(RunFlows, Screen):
         if action == "cancel_run":
             return True if self.console.running else None
         if action == "jump_to_session":
-            run = self.runs.selected
-            return None if run is None or run.run_id not in self.runs.links else True
+            return None if run is None else True
         if action == "export":
             return None if self.session_key is None else True
         return True

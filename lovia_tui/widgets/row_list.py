@@ -41,7 +41,7 @@ class RowList(ScrollView, can_focus=True):
         "row-list--empty",
     }
 
-    cursor: reactive[int] = reactive(0, always_update=True, init=False)
+    cursor: reactive[int] = reactive(0, always_update=True, init=False, repaint=False)
     """The highlighted row; posts :class:`Highlighted` when it moves."""
 
     class Highlighted(Message):
@@ -86,9 +86,16 @@ class RowList(ScrollView, can_focus=True):
     def validate_cursor(self, value: int) -> int:
         return max(0, min(value, self._count - 1))
 
-    def watch_cursor(self, index: int) -> None:
+    def watch_cursor(self, previous: int, index: int) -> None:
+        scrolled_from = self.scroll_offset
         self.scroll_to_region(Region(0, index, 1, 1), animate=False, immediate=True)
-        self.refresh()
+        if self.scroll_offset == scrolled_from:
+            # Only the two rows whose highlight changed are drawn again: a full
+            # repaint per key press costs the whole list's height.
+            self.refresh_line(previous)
+            self.refresh_line(index)
+        else:
+            self.refresh()
         if self._count:
             self.post_message(self.Highlighted(self, index))
 

@@ -59,6 +59,9 @@ class RunsPane(Vertical):
         label = "Runs" if self.status_filter == "all" else f"Runs: {self.status_filter}"
         self.query_one("#runs-title", Label).update(f"{label} ({len(self.shown)})")
 
+    def find(self, run_id: str) -> RunInfo | None:
+        return next((run for run in self.runs if run.run_id == run_id), None)
+
     def select_run(self, run_id: str) -> bool:
         if self.status_filter != "all" and run_id not in {r.run_id for r in self.shown}:
             self.status_filter = "all"
@@ -71,7 +74,11 @@ class RunsPane(Vertical):
 
     def highlight_session(self, key: tuple[str, str] | None) -> None:
         """Mark the runs that belong to the selected session."""
+        linked = {(str(link.file), link.session_id) for link in self.links.values()}
+        unchanged = key == self.related_session or (key not in linked and self.related_session not in linked)
         self.related_session = key
+        if unchanged:
+            return  # no row's mark changes: spare the list a repaint per key press
         self.row_list.set_marked(self._is_related)
 
     def _is_related(self, index: int) -> bool:

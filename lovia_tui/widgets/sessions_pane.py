@@ -48,6 +48,14 @@ class SessionsPane(Vertical):
         self.keys = keys
         self.apply_filter()
 
+    def bring_to_front(self, keys: list[SessionKey]) -> None:
+        """Sessions that just gained a run move to the top, their summaries renewed."""
+        fresh = list(dict.fromkeys(reversed(keys)))
+        for key in fresh:
+            self.summaries.pop(key, None)
+        self.keys = fresh + [key for key in self.keys if key not in set(fresh)]
+        self.apply_filter()
+
     def apply_filter(self) -> None:
         """Show the sessions matching the id/title filter and any content search."""
         current = self.selected
@@ -63,7 +71,7 @@ class SessionsPane(Vertical):
         self.row_list.set_count(len(shown), cursor=cursor)
         title = f"Sessions ({len(shown):,}"
         title += f" of {len(self.keys):,})" if len(shown) != len(self.keys) else ")"
-        self.query_one("#sessions-title", Label).update(title)
+        self.query_one("#sessions-title", Label).update(title, layout=False)
 
     def _title(self, key: SessionKey) -> str:
         summary = self.summaries.get(key)

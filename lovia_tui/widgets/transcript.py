@@ -7,6 +7,8 @@ entry. Older segments arrive in batches as the user scrolls up.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -103,6 +105,12 @@ class Transcript(ScrollView, can_focus=True):
         self.loading_older = False
         self._relayout()
         added = len(self._lines) - before
+        if current is not None and current.kind == "older":
+            # The cursor was on the "older" row (Home, or up at the top), which
+            # this batch replaces: stay at the top, on the batch's first row.
+            self.cursor = min(1 if rows and rows[0].kind == "older" else 0, len(self._visible) - 1)
+            self._scroll_to_cursor()
+            return
         if current is not None:
             self.cursor = self._visible.index(self.rows.index(current))
         self.scroll_to(y=self.scroll_offset.y + added, animate=False, immediate=True)
@@ -219,14 +227,24 @@ class Transcript(ScrollView, can_focus=True):
     # ----- moving -----
 
     def _first_line_of(self, visible_position: int) -> int:
-        for number, (position, offset) in enumerate(self._lines):
-            if position == visible_position and offset == 0:
-                return number
-        return 0
+        # _lines is sorted by (visible position, offset): bisect, never scan,
+        # so a key press costs the same in a session of any length.
+        number = bisect_left(self._lines, (visible_position, 0))
+        return number if number < len(self._lines) and self._lines[number] == (visible_position, 0) else 0
+
+    def _line_count_of(self, visible_position: int) -> int:
+        return max(1, bisect_left(self._lines, (visible_position + 1, 0)) - self._first_line_of(visible_position))
+
+    def _partner_position(self) -> int | None:
+        current = self.current_row
+        if current is None or current.partner is None:
+            return None
+        position = bisect_left(self._visible, current.partner)
+        return position if position < len(self._visible) and self._visible[position] == current.partner else None
 
     def _scroll_to_cursor(self, *, center: bool = False) -> None:
         top = self._first_line_of(self.cursor)
-        height = 1 + sum(1 for position, offset in self._lines if position == self.cursor and offset)
+        height = self._line_count_of(self.cursor)
         self.scroll_to_region(Region(0, top, 1, min(height, max(1, self.size.height))), animate=False, center=center, immediate=True)
 
     def _announce(self) -> None:
@@ -238,11 +256,19 @@ class Transcript(ScrollView, can_focus=True):
     def move_cursor(self, position: int) -> None:
         if not self._visible:
             return
+        changed = {self.cursor, self._partner_position()}
+        scrolled_from, new_below = self.scroll_offset, self.new_below
         self.cursor = max(0, min(position, len(self._visible) - 1))
         if self.cursor == len(self._visible) - 1:
             self.new_below = 0
         self._scroll_to_cursor()
-        self.refresh()
+        if self.scroll_offset == scrolled_from and self.new_below == new_below:
+            # Only the rows whose highlight changed (cursor and partner, before
+            # and after) are drawn again, not the whole view.
+            for visible_position in (changed | {self.cursor, self._partner_position()}) - {None}:
+                self.refresh_lines(self._first_line_of(visible_position), self._line_count_of(visible_position))
+        else:
+            self.refresh()
         self._announce()
 
     def action_cursor(self, delta: int) -> None:

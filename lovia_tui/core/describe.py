@@ -1,0 +1,148 @@
+"""Previews in words: the sentences a confirm dialog and the CLI both show.
+
+Each line is plain text; the first is the headline. Lines starting with
+``WARNING`` name what cannot be undone outside lovia-tui's journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lovia_tui.core.formatting import size, timestamp
+from lovia_tui.core.previews import (
+    CheckpointDeletion,
+    ClearPreview,
+    DeleteRunsPreview,
+    FinalizePreview,
+    Preview,
+    RewindPreview,
+    ToolCallRef,
+    TrimPreview,
+)
+
+_SOURCES = {"segment": "its stored segment", "web": "the web UI's records", "given": "your choice"}
+
+
+def _plural(count: int, word: str, words: str | None = None) -> str:
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
+def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
+    lines = []
+    for c in checkpoints:
+        state = "stale (crashed?)" if c.stale else c.status
+        line = f"delete checkpoint {c.run_id} ({state}, {_plural(c.entries, 'entry', 'entries')}): {c.reason}"
+        if c.web_pointer:
+            line += f"; web chat {c.web_pointer!r} stops pointing at it"
+        if c.live:
+            line += " — LIVE, forced"
+        lines.append(line)
+    return lines
+
+
+def _calls(heading: str, calls: Iterable[ToolCallRef]) -> list[str]:
+    listed = [f"  {c.name}({c.arguments}) [{c.call_id}, run {c.run_id}]" for c in calls]
+    return [heading, *listed] if listed else []
+
+
+def _unknown_live(run_ids: tuple[str, ...]) -> list[str]:
+    if not run_ids:
+        return []
+    return [
+        f"WARNING: live runs with no known session: {', '.join(run_ids)}; "
+        "if one belongs to this session it will keep writing to it"
+    ]
+
+
+def _rewind(p: RewindPreview) -> list[str]:
+    if p.noop:
+        return [f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"]
+    lines = [
+        f"rewind {p.session_id}: keep {p.keep_entries} of {p.total_entries} entries, "
+        f"remove {p.entries_removed}"
+    ]
+    lines += [f"delete run {run_id}" for run_id in p.runs_deleted]
+    if t := p.truncated:
+        lines.append(
+            f"truncate run {t.run_id}: keep {t.kept_entries}, remove {t.removed_entries}"
+            + ("; its meta (context state, timing) is dropped" if t.loses_meta else "")
+        )
+        lines += _calls("drop tool calls left without a result at the cut:", t.dropped_calls)
+    lines += _checkpoints(p.checkpoints)
+    lines += _calls(
+        "WARNING: these tool calls already ran; rewinding removes them, not their effects:",
+        p.side_effects,
+    )
+    return lines + _unknown_live(p.unknown_live_runs)
+
+
+def _trim(p: TrimPreview) -> list[str]:
+    if p.noop:
+        return [f"trim {p.session_id}: nothing to trim (keeping the last {p.keep_runs} runs)"]
+    lines = [
+        f"trim {p.session_id}: cut {_plural(p.results_trimmed, 'tool result')} to "
+        f"{p.keep_chars} chars, reclaim {size(p.bytes_reclaimed)}"
+    ]
+    for run in p.runs:
+        lines.append(f"run {run.run_id}: {_plural(run.results, 'result')}, {size(run.bytes_reclaimed)}")
+    for c in p.cuts:
+        fate = "archived (recall_tool_result can fetch it)" if c.archived else "lost for good"
+        parts = "; its parts (images) are dropped" if c.drops_parts else ""
+        lines.append(f"  {c.tool} [{c.call_id}]: {c.old_chars} → {c.new_chars} chars, {fate}{parts}")
+    if p.lost_for_good:
+        lines.append(
+            f"WARNING: {_plural(p.lost_for_good, 'output')} not archived to a result store "
+            "cannot be recovered by lovia once trimmed"
+        )
+    return lines
+
+
+def _delete(p: DeleteRunsPreview) -> list[str]:
+    if p.noop:
+        return ["delete checkpoints: none matches"]
+    lines = [f"delete {_plural(len(p.checkpoints), 'checkpoint')}", *_checkpoints(p.checkpoints)]
+    lost = [c.run_id for c in p.checkpoints if not c.appended]
+    if lost:
+        lines.append(
+            f"WARNING: not in any session, their entries exist only in the checkpoint: {', '.join(lost)}"
+        )
+    return lines
+
+
+def _finalize(p: FinalizePreview) -> list[str]:
+    lines = [f"finalize run {p.run_id} into session {p.session_id} ({_SOURCES[p.session_source]})"]
+    if p.already_appended:
+        lines.append("already a segment of the session: nothing is appended")
+    else:
+        timing = (
+            f", finished {timestamp(p.timing['finished_at'])} (its last save)" if p.timing else ""
+        )
+        lines.append(f"append {_plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}")
+    lines += _calls("drop tool calls without a result (never re-run):", p.dropped_calls)
+    lines += _checkpoints([p.checkpoint])
+    if p.web_record:
+        lines.append(f"close the web UI's run record: {p.web_record} → cancelled")
+    if p.session_source == "given":
+        lines.append("WARNING: nothing links this run to the session: lovia cannot check your choice")
+    return lines
+
+
+def _clear(p: ClearPreview) -> list[str]:
+    entries = "unknown number of" if p.entries is None else str(p.entries)
+    return [
+        f"clear {p.session_id}: remove {_plural(p.segments, 'segment')} ({entries} entries)",
+        *_checkpoints(p.checkpoints),
+        *_unknown_live(p.unknown_live_runs),
+    ]
+
+
+def describe(preview: Preview) -> list[str]:
+    """What ``preview`` will do, one sentence per line, headline first."""
+    render = {
+        RewindPreview: _rewind,
+        TrimPreview: _trim,
+        DeleteRunsPreview: _delete,
+        FinalizePreview: _finalize,
+        ClearPreview: _clear,
+    }[type(preview)]
+    return render(preview)  # type: ignore[operator]

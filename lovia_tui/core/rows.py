@@ -1,0 +1,144 @@
+"""Rows exactly as stored: read, fingerprint and put back byte-identical.
+
+A row group is one table's rows under one key (a session's ``session_runs``,
+a run's ``snapshot_turns``, ...). Each cell keeps its SQLite storage class and,
+for text, its raw bytes, so a restore reproduces what ``quote()`` would show
+even for text lovia never wrote. Rows go back under their old ``rowid`` too
+(all of lovia's tables have one), unless a newer row has taken it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lovia_tui.core.database import Database
+
+# The tables an action may touch: key column, and the order rows are read in.
+TABLES: dict[str, tuple[str, str]] = {
+    "session_runs": ("session_id", "id"),
+    "snapshot_heads": ("run_id", "run_id"),
+    "snapshot_turns": ("run_id", "seq"),
+    "chat_sessions": ("id", "id"),
+    "chat_runs": ("id", "id"),
+}
+
+# A stored value and its SQLite storage class; text is kept as its raw bytes.
+Cell = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """The rows of one table with one key in one file: a unit of undo."""
+
+    file: Path
+    table: str
+    key: str
+
+    @property
+    def key_column(self) -> str:
+        return TABLES[self.table][0]
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A row group's rows exactly as stored, and their digest."""
+
+    group: RowGroup
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    # Where each row sits; not part of the digest, which is about content.
+    rowids: tuple[int, ...]
+    digest: str
+
+    def column(self, name: str) -> list[Any]:
+        """One column's values as Python sees them (text decoded leniently)."""
+        index = self.columns.index(name)
+        return [_python(row[index]) for row in self.rows]
+
+
+def _python(cell: Cell) -> Any:
+    kind, value = cell
+    return value.decode("utf-8", errors="replace") if kind == "text" else value
+
+
+def digest(rows: Iterable[Sequence[Cell]]) -> str:
+    """A hash of rows over storage class and exact bytes (floats as hex)."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(b"R")
+        for kind, value in row:
+            if kind == "real":
+                raw = float(value).hex().encode()
+            elif kind == "integer":
+                raw = str(value).encode()
+            elif kind == "null":
+                raw = b""
+            else:
+                raw = bytes(value)
+            h.update(f"{kind}:{len(raw)}:".encode() + raw)
+    return h.hexdigest()
+
+
+def combined(captured: Iterable[Captured]) -> str:
+    return hashlib.sha256("".join(c.digest for c in captured).encode()).hexdigest()
+
+
+def _select(group: RowGroup, columns: Sequence[str]) -> str:
+    cells = ", ".join(
+        f"typeof(\"{c}\"), CASE WHEN typeof(\"{c}\") = 'text' "
+        f"THEN CAST(\"{c}\" AS BLOB) ELSE \"{c}\" END"
+        for c in columns
+    )
+    order = TABLES[group.table][1]
+    return (
+        f'SELECT rowid, {cells} FROM {group.table} WHERE "{group.key_column}" = ? '
+        f'ORDER BY "{order}"'
+    )
+
+
+def _captured(group: RowGroup, columns: tuple[str, ...], raw: list[Any]) -> Captured:
+    rows = tuple(
+        tuple((row[1 + 2 * i], row[2 + 2 * i]) for i in range(len(columns))) for row in raw
+    )
+    return Captured(group, columns, rows, tuple(row[0] for row in raw), digest(rows))
+
+
+async def capture(db: Database, group: RowGroup) -> Captured:
+    """Read a row group through an open database (no row when the table is absent)."""
+    columns = tuple(row[1] for row in await db.fetchall(f"PRAGMA table_info({group.table})"))
+    if not columns:
+        return Captured(group, (), (), (), digest(()))
+    raw = await db.fetchall(_select(group, columns), (group.key,))
+    return _captured(group, columns, raw)
+
+
+def capture_sync(conn: sqlite3.Connection, group: RowGroup) -> Captured:
+    """:func:`capture` on a plain connection, inside a caller's transaction."""
+    columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({group.table})"))
+    if not columns:
+        return Captured(group, (), (), (), digest(()))
+    raw = conn.execute(_select(group, columns), (group.key,)).fetchall()
+    return _captured(group, columns, raw)
+
+
+def restore(conn: sqlite3.Connection, journaled: Captured) -> int:
+    """Replace the group's current rows with the captured ones (inside the caller's transaction)."""
+    group = journaled.group
+    conn.execute(f'DELETE FROM {group.table} WHERE "{group.key_column}" = ?', (group.key,))
+    names = ", ".join(f'"{c}"' for c in journaled.columns)
+    for rowid, row in zip(journaled.rowids, journaled.rows, strict=True):
+        marks = ", ".join("CAST(? AS TEXT)" if kind == "text" else "?" for kind, _ in row)
+        values = tuple(value for _, value in row)
+        taken = conn.execute(f"SELECT 1 FROM {group.table} WHERE rowid = ?", (rowid,)).fetchone()
+        if taken:
+            conn.execute(f"INSERT INTO {group.table} ({names}) VALUES ({marks})", values)
+        else:
+            conn.execute(
+                f"INSERT INTO {group.table} (rowid, {names}) VALUES (?, {marks})", (rowid, *values)
+            )
+    return len(journaled.rows)

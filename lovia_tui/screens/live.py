@@ -1,0 +1,137 @@
+"""Live tail: watch every open file and follow runs while they happen.
+
+A mixin of the inspector. One worker per database loops over the core's
+``live_changes`` (a file watch confirmed by ``data_version``, or polling)
+and hands each burst of changes to the screen through a ``ChangeFeed``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+
+from lovia_tui import messages
+from lovia_tui.core.database import Database
+from lovia_tui.core.models import RunInfo
+from lovia_tui.core.tail import ChangeFeed, Tail, live_changes
+from lovia_tui.core.watch import CommitWatch
+from lovia_tui.transcript_loader import inflight_rows, run_entry_rows
+
+
+class LiveTail:
+    """Keeps every view current without a key press; `f` toggles following."""
+
+    follow_enabled: bool = True
+    followed: tuple[Path, str] | None = None
+    run_view: str | None = None
+
+    def start_live(self) -> None:
+        self.tails: dict[Path, Tail] = {}
+        self.watch_modes: dict[Path, str] = {}
+        for db in self.workspace.databases:
+            if db.immutable:
+                self.watch_modes[db.path] = "static (immutable: changes are not seen)"
+                continue
+            self.run_worker(self._live(db), group=f"live:{db.path}", exclusive=True, exit_on_error=False)
+
+    async def _live(self, db: Database) -> None:
+        watch = CommitWatch(db)
+        tail = await Tail.start(db)
+        self.tails[db.path] = tail
+        feed = ChangeFeed()
+        async for changes in live_changes(watch, tail):
+            self.watch_modes[db.path] = watch.mode
+            if feed.put(changes):
+                self.post_message(messages.LiveChanged(db.path, feed))
+
+    def on_live_changed(self, message: messages.LiveChanged) -> None:
+        changes = message.feed.take()
+        self._describe_files()
+        if changes.stores_changed or changes.sessions_changed:
+            self.action_refresh()
+            return
+        if changes.heads or changes.deleted_runs:
+            self.load_runs()
+        if changes.segments:
+            self.sessions.bring_to_front([(str(message.path), s.session_id) for s in changes.segments])
+            self.fetch_visible_summaries()
+        key = self.session_key
+        if self.run_view and any(head.run_id == self.run_view for head in changes.heads):
+            self.load_runs()
+        if key and key[0] == str(message.path):
+            touched = changes.session_ids | changes.rewritten_sessions
+            if key[1] in touched:
+                self.load_transcript(key)
+                return
+        self._update_seams(changes)
+        entries = changes.run_entries
+        if entries and self.followed == (message.path, entries.run_id):
+            run = self._seam_run(entries.run_id)
+            if run is not None:
+                offset = sum(1 for row in self.transcript.rows if row.kind == "entry" and row.run is not None and row.run.run_id == run.run_id)
+                self.transcript.extend(run_entry_rows(run, entries, offset))
+                self._title_transcript()
+
+    def _update_seams(self, changes) -> None:
+        statuses = {head.run_id: head.status for head in changes.heads}
+        for row in self.transcript.rows:
+            if row.kind == "seam" and row.run is not None and row.run.run_id in statuses:
+                row.extra["status"] = statuses[row.run.run_id]
+        self.transcript.refresh()
+
+    def _seam_run(self, run_id: str) -> RunInfo | None:
+        for row in self.transcript.rows:
+            if row.kind == "seam" and row.run is not None and row.run.run_id == run_id:
+                return row.run
+        return None
+
+    def follow_inflight(self, run_seqs: dict[str, int]) -> None:
+        """Follow the running checkpoint shown at the seam, from the batch shown."""
+        self.followed = None
+        for tail in getattr(self, "tails", {}).values():
+            tail.follow_run(None)
+        if not self.follow_enabled:
+            return
+        for run_id, seq in run_seqs.items():
+            run = self._seam_run(run_id)
+            if run is not None and run.status == "running" and run.file in self.tails:
+                self.tails[run.file].follow_run(run_id, seq)
+                self.followed = (run.file, run_id)
+                return
+
+    async def follow_session(self, file: Path, session_id: str) -> None:
+        tail = getattr(self, "tails", {}).get(file)
+        if tail is not None:
+            await tail.follow_session(session_id)
+
+    def show_run_alone(self, run: RunInfo) -> None:
+        """A run no record links to a session: its own entries, behind a seam."""
+        self.session_key = None
+        self.run_view = run.run_id
+        self.runs.highlight_session(None)
+        self.load_run_view(run)
+
+    @work(exclusive=True, group="transcript")
+    async def load_run_view(self, run: RunInfo) -> None:
+        rows, seq = await inflight_rows(self.workspace.database(run.file), run, self.runs.status_of(run))
+        self.post_message(messages.RunViewLoaded(run.run_id, rows, seq))
+
+    def on_run_view_loaded(self, message: messages.RunViewLoaded) -> None:
+        if self.run_view != message.run_id:
+            return
+        self.transcript.show(message.rows)
+        self.follow_inflight({message.run_id: message.last_seq})
+        self._title_transcript()
+
+    def action_follow(self) -> None:
+        """Follow the run selected in the runs pane, or toggle following."""
+        run = self.runs.selected if self.focused is self.runs.row_list else None
+        if run is not None and (self.followed is None or self.followed[1] != run.run_id):
+            self.follow_enabled = True
+            self.open_run(run)
+            return
+        self.follow_enabled = not self.follow_enabled
+        state = "on: a running run's new entries appear as they are saved" if self.follow_enabled else "off"
+        self.notify(f"follow {state}")
+        self.reload_transcript()

@@ -1,0 +1,70 @@
+"""The live tail in the app: a real lovia agent in another process writes while
+the app, under the pilot, shows each turn and status change without a key press."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from app_helpers import settle
+
+sys.path.insert(0, str(Path(__file__).parent / "agents"))
+from slow_writer import SlowWriter  # noqa: E402
+
+from lovia_tui.app import make_app  # noqa: E402
+
+
+async def _until(pilot, predicate, timeout: float = 15.0) -> None:
+    """Pump the app until ``predicate()`` holds (bounded)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await pilot.pause(0.02)  # bounded
+
+
+async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path):
+    db = tmp_path / "live.db"
+    writer = await SlowWriter.start(db, "r1", 6, 0.5, "sess-live")
+    try:
+        app = make_app([db], stale_after=30)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            writer.go()
+            screen = app.screen
+            await _until(pilot, lambda: screen.runs.find("r1") is not None)
+            await pilot.press("3", "f")
+            await _until(pilot, lambda: screen.run_view == "r1" and screen.followed is not None)
+            shown = lambda: sum(1 for row in screen.transcript.rows if row.kind == "entry")  # noqa: E731
+            first = shown()
+            await _until(pilot, lambda: shown() > first)
+            await writer.expect("DONE", timeout=30)
+            await _until(pilot, lambda: screen.runs.find("r1").status == "completed")
+            await _until(pilot, lambda: ("sess-live" in {key[1] for key in screen.sessions.keys}))
+            calls = [row.entry.data.get("name") for row in screen.transcript.rows if row.kind == "entry" and row.entry.data.get("type") == "tool_call"]
+            assert calls == ["pause"] * 6, "every tool call arrived, in order, once"
+    finally:
+        await writer.close()
+
+
+REWIND = (
+    "import asyncio, sys\n"
+    "from lovia import SQLiteSession\n"
+    "asyncio.run(SQLiteSession(sys.argv[1], wal=True).rewind(sys.argv[2], keep_entries=int(sys.argv[3])))\n"
+)
+
+
+async def test_a_rewind_by_another_process_shows_up(snap_dir, monkeypatch):
+    from app_helpers import snapshot_app
+
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        key = next(key for key in screen.sessions.keys if key[1] == "chat-kyoto")
+        screen.go_to_session(key)
+        await settle(pilot)
+        entries = lambda: [row.entry.index for row in screen.transcript.rows if row.kind == "entry"]  # noqa: E731
+        assert len(entries()) > 3
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", REWIND, str(snap_dir / "snap.db"), "chat-kyoto", "3")
+        assert await child.wait() == 0
+        await _until(pilot, lambda: entries() == [0, 1, 2])
