@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+pytest_plugins = ["lovia_factory"]  # lovia-written fixture databases (tests/lovia_factory.py)
+
 if TYPE_CHECKING:
     from lovia_tui.demo import DemoWorkspace
 
@@ -33,3 +35,9 @@ def snap_dir(snapshot_template, tmp_path):
 
     shutil.copy(snapshot_template, tmp_path / snapshot_template.name)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def private_journal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test journals into its own file, never the user's ~/.local/state."""
+    monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(tmp_path_factory.mktemp("journal") / "journal.db"))

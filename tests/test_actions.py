@@ -41,7 +41,6 @@ from lovia_tui.core.session_plans import (
 )
 from lovia_tui.core.workspace import Workspace
 
-pytest_plugins = ["lovia_factory"]
 pytestmark = pytest.mark.usefixtures("private_journal")
 
 

@@ -14,7 +14,6 @@ from lovia_tui.cli import main
 from lovia_tui.cli.command import split_paths_and_ids
 from lovia_tui.core.errors import LoviaTuiError
 
-pytest_plugins = ["lovia_factory"]
 pytestmark = pytest.mark.usefixtures("private_journal")
 
 

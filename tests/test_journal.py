@@ -17,7 +17,6 @@ from lovia_tui.core.run_plans import preview_delete_runs, preview_finalize
 from lovia_tui.core.session_plans import preview_clear, preview_rewind, preview_trim
 from lovia_tui.core.workspace import Workspace
 
-pytest_plugins = ["lovia_factory"]
 pytestmark = pytest.mark.usefixtures("private_journal")
 
 MakePreview = Callable[[Workspace], Awaitable[Preview]]

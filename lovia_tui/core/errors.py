@@ -11,3 +11,7 @@ class OpenError(LoviaTuiError):
 
 class ActionError(LoviaTuiError):
     """An action was refused or failed; the message says why."""
+
+
+class LiveRunError(ActionError):
+    """Refused because a run looks live; the user may force it once sure."""

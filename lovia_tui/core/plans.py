@@ -19,7 +19,7 @@ from lovia_tui.core.entries import (
     parse_entries,
     parse_object,
 )
-from lovia_tui.core.errors import ActionError
+from lovia_tui.core.errors import ActionError, LiveRunError
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.previews import (
@@ -105,7 +105,7 @@ def refuse_live(runs: Iterable[RunInfo], force: bool, stale_after: float, what: 
     now = time.time()
     for run in runs:
         if run.is_live(now, stale_after) and not force:
-            raise ActionError(
+            raise LiveRunError(
                 f"run {run.run_id} is live (last saved {age(now - run.updated_at)} ago, "
                 f"under the {age(stale_after)} stale limit): {what} now would corrupt it; "
                 "stop its process first, or force if it is gone"

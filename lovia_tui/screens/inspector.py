@@ -23,6 +23,7 @@ from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.export import export_session
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
+from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
@@ -38,9 +39,12 @@ FIRST_PAGE = 200
 SEARCH_PROGRESS_EVERY = 0.1
 NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
+SESSION_ACTIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "export"}
+RUN_ACTIONS = {"delete_run", "finalize"}
+MUTATIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "delete_run", "delete_runs_by_filter", "finalize", "undo", "resume", "replay"}
 
 
-class InspectorScreen(LiveTail, RunFlows, Screen):
+class InspectorScreen(ActionFlows, LiveTail, RunFlows, Screen):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
     BINDINGS = bindings(INSPECTOR_COMMANDS)
@@ -478,6 +482,12 @@ class InspectorScreen(LiveTail, RunFlows, Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         run = self.runs.selected if self.is_mounted else None
+        if action in MUTATIONS and self.workspace.readonly:
+            return None  # hidden: the files are open read-only
+        if action in SESSION_ACTIONS:
+            return None if self.session_key is None else True
+        if action in RUN_ACTIONS:
+            return None if run is None else True
         if action == "resume":
             return None if run is None or run.status == "completed" or self.workspace.readonly else True
         if action == "replay":
@@ -486,8 +496,6 @@ class InspectorScreen(LiveTail, RunFlows, Screen):
             return True if self.console.running else None
         if action == "jump_to_session":
             return None if run is None else True
-        if action == "export":
-            return None if self.session_key is None else True
         return True
 
 

@@ -1,0 +1,187 @@
+"""Rewind, trim, clear, delete, finalize and undo from the inspector.
+
+A mixin of the inspector. Every action goes: preview (core) → dialog with
+exactly what will be removed → confirm → ``perform`` through lovia, journaled
+first → every view refreshed. A live run is refused unless the user types
+its id to force it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from textual import work
+
+from lovia_tui.core.actions import perform, undo
+from lovia_tui.core.describe import describe
+from lovia_tui.core.errors import ActionError, LiveRunError
+from lovia_tui.core.journal import Journal
+from lovia_tui.core.previews import Preview
+from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs, preview_finalize
+from lovia_tui.core.session_plans import (
+    preview_clear,
+    preview_rewind,
+    preview_trim,
+    user_turn_start,
+)
+from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
+
+Build = Callable[[dict[str, str], bool], Awaitable[Preview]]
+UNLINKED = "(choose the session)"
+
+
+def _int(values: dict[str, str], name: str, default: int) -> int:
+    text = values.get(name, "").strip()
+    return int(text) if text.isdigit() else default
+
+
+class ActionFlows:
+    """The destructive actions; all of them hidden in read-only mode."""
+
+    def _entry_index(self) -> int | None:
+        row = self.transcript.current_row
+        if self.session_key is None or row is None or row.entry is None or row.entry.index is None:
+            self.notify("put the cursor on an entry of the session (not of an in-flight run)", severity="warning")
+            return None
+        return row.entry.index
+
+    def action_rewind_here(self) -> None:
+        index = self._entry_index()
+        if index is not None:
+            sid = self.session_key[1]
+            self.action_flow(
+                f"Rewind {sid} to before entry {index}",
+                lambda values, force: preview_rewind(self.workspace, sid, index, force=force, stale_after=self.stale_after),
+            )
+
+    def action_rewind_turn(self) -> None:
+        index = self._entry_index()
+        if index is not None:
+            sid = self.session_key[1]
+
+            async def build(values: dict[str, str], force: bool) -> Preview:
+                keep = await user_turn_start(self.workspace, sid, index)
+                return await preview_rewind(self.workspace, sid, keep, force=force, stale_after=self.stale_after)
+
+            self.action_flow(f"Rewind {sid} to before this user turn (edit and resend)", build)
+
+    def action_trim(self) -> None:
+        if self.session_key is None:
+            return
+        sid = self.session_key[1]
+        fields = [FormField("keep_chars", "Keep characters of each old output", "400"), FormField("keep_runs", "Keep the last N runs untouched", "1")]
+        self.action_flow(
+            f"Trim tool outputs of {sid}",
+            lambda values, force: preview_trim(self.workspace, sid, _int(values, "keep_chars", 400), _int(values, "keep_runs", 1)),
+            fields,
+        )
+
+    def action_clear_session(self) -> None:
+        if self.session_key is None:
+            return
+        sid = self.session_key[1]
+        self.action_flow(
+            f"Clear session {sid}",
+            lambda values, force: preview_clear(self.workspace, sid, force=force, stale_after=self.stale_after),
+        )
+
+    def action_delete_run(self) -> None:
+        run = self.runs.selected
+        if run is not None:
+            self.action_flow(
+                f"Delete the checkpoint of run {run.run_id}",
+                lambda values, force: preview_delete_runs(self.workspace, [run.run_id], force=force, stale_after=self.stale_after),
+            )
+
+    def action_delete_runs_by_filter(self) -> None:
+        fields = [FormField("status", "Status", "interrupted", RUN_STATUSES), FormField("days", "Older than (days, empty for any age)", "")]
+
+        def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
+            days = values.get("days", "").strip()
+            return preview_delete_runs(
+                self.workspace, status=values.get("status") or "interrupted",
+                older_than_days=float(days) if days.replace(".", "", 1).isdigit() else None,
+                force=force, stale_after=self.stale_after,
+            )
+
+        self.action_flow("Delete checkpoints by status and age", build, fields)
+
+    def action_finalize(self) -> None:
+        run = self.runs.selected
+        if run is None:
+            return
+        linked = self.runs.links.get(run.run_id)
+        fields = [] if linked else [FormField("session", "Session (your choice: nothing links this run to one)", UNLINKED, (UNLINKED, *[key[1] for key in self.sessions.keys]))]
+
+        def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
+            chosen = values.get("session")
+            session = None if not chosen or chosen == UNLINKED else chosen
+            return preview_finalize(self.workspace, run.run_id, session, force=force, stale_after=self.stale_after)
+
+        self.action_flow(f"Finalize run {run.run_id} into its session", build, fields)
+
+    @work(exclusive=True, group="action")
+    async def action_flow(self, title: str, build: Build, fields: list[FormField] = ()) -> None:
+        """Preview, confirm (or preview again with new options), perform, refresh."""
+        values = {spec.name: spec.value for spec in fields}
+        force = False
+        while True:
+            try:
+                preview = await build(values, force)
+            except LiveRunError as exc:
+                token = str(exc).split()[1] if str(exc).startswith("run ") else "force"
+                if not force and await self.app.push_screen_wait(ForceScreen(str(exc), token)):
+                    force = True
+                    continue
+                return
+            except ActionError as exc:
+                if fields and any(spec.choices for spec in fields) and not all(values.values()):
+                    preview = None
+                    lines = [title, str(exc)]
+                else:
+                    self.notify(str(exc), severity="error")
+                    return
+            else:
+                lines = describe(preview)
+            shown = [FormField(spec.name, spec.label, values.get(spec.name, spec.value), spec.choices) for spec in fields]
+            answer = await self.app.push_screen_wait(ActionScreen(title, lines, noop=preview is None or preview.noop, fields=shown))
+            if answer is None:
+                return
+            if not answer.confirm or answer.values != values:
+                values = answer.values
+                continue
+            break
+        try:
+            result = await perform(self.workspace, preview, reason=answer.reason)
+        except ActionError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        done = ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in result.counts.items())
+        self.notify(f"{preview.action}: {done or 'done'} (journal #{result.journal_id}; u undoes it)")
+        self.action_refresh()
+
+    @work(exclusive=True, group="action")
+    async def action_undo(self) -> None:
+        """Undo the newest action on the open files, after saying what it was."""
+        journal = Journal()
+        files = [db.path for db in self.workspace.databases]
+        entry = await journal.last_undoable([Path(f).resolve() for f in files])
+        if entry is None:
+            self.notify("nothing to undo in the journal for these files")
+            return
+        lines = [
+            f"undo journal entry #{entry.id}: {entry.action} by {entry.user}",
+            f"restores the rows exactly as they were before it ({', '.join(f'{v} {k}' for k, v in entry.counts.items())})",
+            "refused if anything changed those rows since",
+        ]
+        answer = await self.app.push_screen_wait(ActionScreen(f"Undo {entry.action}", lines, noop=False))
+        if answer is None or not answer.confirm:
+            return
+        try:
+            result = await undo(self.workspace, entry.id, journal)
+        except ActionError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"undone: journal #{entry.id} ({result.rows_restored} rows restored)")
+        self.action_refresh()

@@ -1,0 +1,92 @@
+"""Actions from the app: preview, confirm, done through lovia, undone exactly."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from app_helpers import settle, snapshot_app
+
+from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
+
+
+def _rows(path) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(
+            "SELECT id, session_id, run_id, quote(entries_json), quote(meta_json), quote(created_at) "
+            "FROM session_runs ORDER BY id"
+        ).fetchall()
+    finally:
+        db.close()
+
+
+async def _open_kyoto(pilot) -> None:
+    screen = pilot.app.screen
+    key = next(key for key in screen.sessions.keys if key[1] == "chat-kyoto")
+    screen.go_to_session(key)
+    await settle(pilot)
+
+
+async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch)
+    db = snap_dir / "snap.db"
+    before = _rows(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await _open_kyoto(pilot)
+        transcript = app.screen.transcript
+        user_rows = [n for n, row in enumerate(transcript._visible) if transcript.rows[row].kind == "entry" and transcript.rows[row].entry.data.get("role") == "user"]
+        transcript.move_cursor(user_rows[1] + 1)  # inside the second user turn
+        await pilot.press("W")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        text = "\n".join(dialog.lines)
+        assert "run-kyoto-2" in text and "check_stock" in text, "the removed run and its tool call are listed"
+        await pilot.press("enter")  # Confirm has the focus
+        await settle(pilot)
+        after = _rows(db)
+        assert [row[2] for row in after] == ["run-kyoto-1", "run-export-1"]
+        await pilot.press("u")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+    assert _rows(db) == before
+
+
+async def test_cancelling_the_preview_changes_nothing(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch)
+    db = snap_dir / "snap.db"
+    before = db.read_bytes()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await _open_kyoto(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+    assert db.read_bytes() == before
+
+
+async def test_deleting_a_live_checkpoint_needs_its_id_typed(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch, stale_after=1e9)  # the crashed run counts as live
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "d")
+        await settle(pilot)
+        assert isinstance(app.screen, ForceScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, (ForceScreen, ActionScreen))
+    heads = sqlite3.connect(snap_dir / "snap.db").execute("SELECT run_id FROM snapshot_heads").fetchall()
+    assert heads == [("run-crashed",)]
+
+
+async def test_actions_are_hidden_when_read_only(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch, readonly=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        for action in ("rewind_here", "trim", "clear_session", "delete_run", "finalize", "undo"):
+            assert app.screen.check_action(action, ()) is None
