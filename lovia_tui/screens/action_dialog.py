@@ -49,8 +49,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", tooltip="Close without changing anything")]
 
-    def __init__(self, title: str, lines: list[str], *, noop: bool, fields: list[FormField] = ()) -> None:
+    def __init__(
+        self, title: str, lines: list[str], *, noop: bool, fields: list[FormField] = (), ask_reason: bool = True
+    ) -> None:
         super().__init__()
+        self.ask_reason = ask_reason and not noop
         self.title_text = title
         self.lines = lines
         self.noop = noop
@@ -68,7 +71,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                     yield Select(options, value=value, id=f"field-{spec.name}", prompt=spec.label)
                 else:
                     yield Input(spec.value, id=f"field-{spec.name}")
-            if not self.noop:
+            if self.ask_reason:
                 yield Label("Reason (kept in the journal, optional)")
                 yield Input(id="reason", placeholder="why")
                 yield Label("The rows are journaled first: u (undo) restores them exactly.", classes="dim")
@@ -92,7 +95,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:
-        reason = self.query_one("#reason", Input).value.strip() or None
+        reason = self.query_one("#reason", Input).value.strip() or None if self.ask_reason else None
         self.dismiss(ActionAnswer(True, self._values(), reason))
 
     @on(Button.Pressed, "#again")

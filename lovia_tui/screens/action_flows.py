@@ -36,6 +36,10 @@ def _int(values: dict[str, str], name: str, default: int) -> int:
     return int(text) if text.isdigit() else default
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in counts.items())
+
+
 class ActionFlows:
     """The destructive actions; all of them hidden in read-only mode."""
 
@@ -157,8 +161,7 @@ class ActionFlows:
         except ActionError as exc:
             self.notify(str(exc), severity="error")
             return
-        done = ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in result.counts.items())
-        self.notify(f"{preview.action}: {done or 'done'} (journal #{result.journal_id}; u undoes it)")
+        self.notify(f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)")
         self.action_refresh()
 
     @work(exclusive=True, group="action")
@@ -172,10 +175,10 @@ class ActionFlows:
             return
         lines = [
             f"undo journal entry #{entry.id}: {entry.action} by {entry.user}",
-            f"restores the rows exactly as they were before it ({', '.join(f'{v} {k}' for k, v in entry.counts.items())})",
+            f"restores the rows exactly as they were before it ({_counts(entry.counts)})",
             "refused if anything changed those rows since",
         ]
-        answer = await self.app.push_screen_wait(ActionScreen(f"Undo {entry.action}", lines, noop=False))
+        answer = await self.app.push_screen_wait(ActionScreen(f"Undo {entry.action}", lines, noop=False, ask_reason=False))
         if answer is None or not answer.confirm:
             return
         try:
