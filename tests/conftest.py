@@ -38,6 +38,12 @@ def snap_dir(snapshot_template, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def private_journal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Every test journals into its own file, never the user's ~/.local/state."""
-    monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(tmp_path_factory.mktemp("journal") / "journal.db"))
+def isolated_journal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test journals into its own file, never the user's ~/.local/state.
+
+    Returns the path: it overrides lovia_factory's ``private_journal``, which
+    tests take by name to look at the journal.
+    """
+    path = tmp_path_factory.mktemp("journal") / "journal.db"
+    monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(path))
+    return path
