@@ -47,6 +47,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("delete_runs_by_filter", "D", "Delete checkpoints…", "Delete checkpoints by status and age", show=False, group="Actions"),
     CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", show=False, group="Actions"),
     CommandDef("undo", "u", "Undo", "Undo the last action from the journal (rows restored exactly)", group="Actions"),
+    CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", show=False, group="Actions"),
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again", show=False, group="Runs"),
     CommandDef("refresh", "ctrl+r", "Reload", "Re-read everything from the databases", show=False),
     CommandDef("help", "question_mark", "Help", "List every key and command"),

@@ -15,7 +15,7 @@ from slow_writer import SlowWriter  # noqa: E402
 from lovia_tui.app import make_app  # noqa: E402
 
 
-async def _until(pilot, predicate, timeout: float = 15.0) -> None:
+async def _until(pilot, predicate, timeout: float = 30.0) -> None:
     """Pump the app until ``predicate()`` holds (bounded)."""
     async with asyncio.timeout(timeout):
         while not predicate():
@@ -24,7 +24,7 @@ async def _until(pilot, predicate, timeout: float = 15.0) -> None:
 
 async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path):
     db = tmp_path / "live.db"
-    writer = await SlowWriter.start(db, "r1", 6, 0.5, "sess-live")
+    writer = await SlowWriter.start(db, "r1", 10, 0.5, "sess-live")
     try:
         app = make_app([db], stale_after=30)
         async with app.run_test(size=(160, 40)) as pilot:
@@ -41,7 +41,7 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
             await _until(pilot, lambda: screen.runs.find("r1").status == "completed")
             await _until(pilot, lambda: ("sess-live" in {key[1] for key in screen.sessions.keys}))
             calls = [row.entry.data.get("name") for row in screen.transcript.rows if row.kind == "entry" and row.entry.data.get("type") == "tool_call"]
-            assert calls == ["pause"] * 6, "every tool call arrived, in order, once"
+            assert calls == ["pause"] * 10, "every tool call arrived, in order, once"
     finally:
         await writer.close()
 

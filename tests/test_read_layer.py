@@ -644,6 +644,10 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
     # stop SQLite creating -shm), so occupy the -wal name with a directory
     # instead: a mode=ro open then fails just the same and only immutable=1 reads.
     path = copy_db(demo_dir.web_db, tmp_path)
+    # Another test may have the shared demo open, so its -wal came along:
+    # fold it in (closing the last connection removes -wal and -shm).
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     (tmp_path / "assistant.db-wal").mkdir()
     before = _digests(tmp_path)
     async with opened(path) as db:

@@ -10,11 +10,11 @@ import argparse
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli import actions, browse, demo, resume
-from lovia_tui.cli.command import Command, run_command
+from lovia_tui.cli import actions, browse, demo, doctor, resume
+from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
 from lovia_tui.cli.launch import configure_app, launch_app
 
-COMMANDS: list[Command] = [*demo.COMMANDS, *browse.COMMANDS, *resume.COMMANDS, *actions.COMMANDS]
+COMMANDS: list[Command] = [*demo.COMMANDS, *browse.COMMANDS, *resume.COMMANDS, *actions.COMMANDS, *doctor.COMMANDS]
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -32,6 +32,7 @@ def _app_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    tolerate_narrow_output()
     by_name = {command.name: command for command in COMMANDS}
     if argv and argv[0] in by_name:
         command = by_name[argv[0]]

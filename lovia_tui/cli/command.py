@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import io
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -84,8 +86,26 @@ async def open_workspace(args: argparse.Namespace) -> Workspace:
     return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
 
 
+def _encodes_everything(stream: Any) -> bool:
+    """Whether ``stream`` can write any character (a UTF encoding)."""
+    try:
+        "\U0001f5fe".encode(getattr(stream, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def tolerate_narrow_output() -> None:
+    """Under a non-UTF-8 locale (``LANG=C``, ``PYTHONIOENCODING=ascii``) print
+    what the terminal cannot show as "?" instead of failing on the first emoji."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict" and not _encodes_everything(stream):
+            stream.reconfigure(errors="replace")
+
+
 def print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    # \u escapes where stdout cannot encode a character: still exact JSON.
+    print(json.dumps(data, ensure_ascii=not _encodes_everything(sys.stdout), indent=2, default=str))
 
 
 def console() -> Console:
@@ -104,6 +124,9 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         return asyncio.run(result) if inspect.isawaitable(result) else result
     except LoviaTuiError as exc:
         return fail(str(exc))
+    except sqlite3.Error as exc:
+        # Raised where no file is known (the read layer names it when it can).
+        return fail(f"SQLite error: {exc}")
     except KeyboardInterrupt:
         return fail("interrupted")
     except BrokenPipeError:

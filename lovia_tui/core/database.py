@@ -80,6 +80,8 @@ class Database:
         except sqlite3.OperationalError as exc:
             _raise_if_locked(self.path, exc)
             raise
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from exc
 
     async def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> Any | None:
         try:
@@ -88,6 +90,8 @@ class Database:
         except sqlite3.OperationalError as exc:
             _raise_if_locked(self.path, exc)
             raise
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from exc
 
     async def data_version(self) -> int:
         """SQLite's counter of commits made by other connections."""
@@ -102,6 +106,11 @@ def _raise_if_locked(path: Path, exc: sqlite3.OperationalError) -> None:
     """A writer held its lock past the busy timeout: one line, not a traceback."""
     if "locked" in str(exc):
         raise LoviaTuiError(f"{path}: {exc} by another process; try again") from exc
+
+
+def _damaged(path: Path, exc: sqlite3.DatabaseError) -> LoviaTuiError:
+    """A page that does not read (a damaged file): one line naming the file."""
+    return LoviaTuiError(f"{path}: cannot read ({_sqlite_reason(exc)})")
 
 
 def _decode_text(raw: bytes) -> str:

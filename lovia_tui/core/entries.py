@@ -6,6 +6,7 @@ importing lovia, which is slow to load and not needed to read.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -51,20 +52,27 @@ def parse_object(text: str | bytes | None) -> dict[str, Any] | None:
     return data
 
 
+def _call_key(call_id: Any) -> Any:
+    """A call_id usable as a key: lovia writes a string, a hostile row may hold a list."""
+    if isinstance(call_id, list | dict):
+        return json.dumps(call_id, sort_keys=True)
+    return call_id
+
+
 def dangling_calls(entries: list[dict[str, Any]]) -> list[DanglingCall]:
     """Tool calls with no matching result, paired by call_id occurrence.
 
     A call_id may repeat (providers reuse ids across turns); the n-th call is
     answered by the n-th result with that id, as lovia's resume pairs them.
     """
-    results = Counter(e.get("call_id") for e in entries if e.get("type") == "tool_result")
+    results = Counter(_call_key(e.get("call_id")) for e in entries if e.get("type") == "tool_result")
     dangling = []
     for entry in entries:
         if entry.get("type") != "tool_call":
             continue
         call_id = entry.get("call_id")
-        if results[call_id] > 0:
-            results[call_id] -= 1
+        if results[_call_key(call_id)] > 0:
+            results[_call_key(call_id)] -= 1
         else:
             dangling.append(
                 DanglingCall(
@@ -83,9 +91,11 @@ def drop_dangling(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     its id (set membership, not occurrence pairing); mirroring it exactly is
     what makes a rewind preview count what lovia will remove.
     """
-    resolved = {e.get("call_id") for e in entries if e.get("type") == "tool_result"}
+    resolved = {_call_key(e.get("call_id")) for e in entries if e.get("type") == "tool_result"}
     return [
-        e for e in entries if not (e.get("type") == "tool_call" and e.get("call_id") not in resolved)
+        e
+        for e in entries
+        if not (e.get("type") == "tool_call" and _call_key(e.get("call_id")) not in resolved)
     ]
 
 
@@ -140,5 +150,12 @@ def is_trimmed(entry: dict[str, Any]) -> bool:
 
 
 def shorten(text: str, width: int) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``width`` with "…"."""
+    head = 4 * (width + 1)
+    if len(text) > head:
+        # A stored output may be megabytes: collapse only as much as the result needs.
+        flat = " ".join(text[:head].split())
+        if len(flat) > width:
+            return flat[: max(0, width - 1)] + "…"
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"

@@ -6,9 +6,13 @@ import time
 
 
 def timestamp(epoch: float | None) -> str:
+    """Local time of ``epoch``; "?" for a stored value that is no usable time."""
     if epoch is None:
         return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "?"
 
 
 def age(seconds: float) -> str:

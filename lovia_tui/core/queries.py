@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,13 +30,15 @@ from lovia_tui.core.models import (
 )
 
 WALK_CHUNK = 2_000
-SEGMENT_CHUNK = 500
+SEGMENT_CHUNK = 200
 SCAN_CHUNK = 20_000
-"""Most segments one search statement reads; fewer when they are large (SCAN_TARGET_S)."""
-SCAN_TARGET_S = 0.025
-"""What one search statement should take: chunks adapt to the rows' size."""
+"""Most segments one search statement reads; fewer when they are large (SCAN_BYTES)."""
+SCAN_BYTES = 5_000_000
+"""What one search statement should read: ~30 ms of instr() on this kind of machine."""
 INDEX_CHUNK = 4_000
 """Sessions per statement of the session index walk."""
+LINK_CHUNK = 20_000
+"""Index entries per statement when looking for the segments of runs."""
 TITLE_WIDTH = 60
 # The first user message, as lovia serialises it, near the start of a segment.
 _FIRST_USER = re.compile(r'"role":\s*"user",\s*"content":\s*("(?:[^"\\]|\\.)*")')
@@ -204,14 +205,73 @@ async def session_title(db: Database, session_id: str) -> str:
         "WHERE session_id = ? ORDER BY id LIMIT 1",
         (session_id,),
     )
-    if row and row[0]:
-        match = _FIRST_USER.search(row[0])
+    return _title_from(row[0] if row else None)
+
+
+def _title_from(head: Any) -> str:
+    """The first user message in the start of a segment's stored JSON."""
+    # A BLOB (never written by lovia) has no title to find.
+    if isinstance(head, str):
+        match = _FIRST_USER.search(head)
         if match:
             try:
                 return shorten(text_of(orjson.loads(match.group(1))), TITLE_WIDTH)
             except orjson.JSONDecodeError:
                 return ""
     return ""
+
+
+async def session_summaries(db: Database, session_ids: list[str]) -> dict[str, SessionSummary]:
+    """:func:`session_summary` of several sessions in three statements, not three each.
+
+    A screenful of summaries must not queue dozens of statements on the
+    connection behind the background index (each waits for one of its chunks).
+    """
+    found: dict[str, SessionSummary] = {}
+    wanted = list(dict.fromkeys(session_ids))
+    for start in range(0, len(wanted) if db.stores.session else 0, 200):
+        chunk = wanted[start : start + 200]
+        counts = await db.fetchall(
+            f"SELECT session_id, COUNT(*), MAX(id), MIN(id) FROM session_runs "
+            f"WHERE session_id IN ({','.join('?' * len(chunk))}) GROUP BY session_id",
+            tuple(chunk),
+        )
+        lasts = [row[2] for row in counts]
+        firsts = [row[3] for row in counts]
+        created = dict(await _by_ids(db, "created_at", lasts))
+        heads = dict(await _by_ids(db, "substr(entries_json, 1, 4000)", firsts))
+        chat_titles: dict[str, Any] = {}
+        if db.stores.chat and counts:
+            chat_titles = dict(
+                await db.fetchall(
+                    f"SELECT id, title FROM chat_sessions WHERE id IN ({','.join('?' * len(counts))})",
+                    tuple(row[0] for row in counts),
+                )
+            )
+        for session_id, runs, last_id, first_id in counts:
+            chat_title = chat_titles.get(session_id)
+            found[session_id] = SessionSummary(
+                file=db.path,
+                session_id=session_id,
+                runs=runs,
+                last_id=last_id,
+                last_activity=created.get(last_id),
+                title=shorten(str(chat_title), TITLE_WIDTH) if chat_title else _title_from(heads.get(first_id)),
+            )
+    for session_id in wanted:
+        if session_id not in found:
+            summary = await _chat_only_summary(db, session_id)
+            if summary is not None:
+                found[session_id] = summary
+    return found
+
+
+async def _by_ids(db: Database, column: str, ids: list[int]) -> list[Any]:
+    if not ids:
+        return []
+    return await db.fetchall(
+        f"SELECT id, {column} FROM session_runs WHERE id IN ({','.join('?' * len(ids))})", tuple(ids)
+    )
 
 
 async def list_sessions(db: Database, limit: int) -> list[SessionSummary]:
@@ -222,6 +282,11 @@ async def list_sessions(db: Database, limit: int) -> list[SessionSummary]:
         if summary is not None:
             summaries.append(summary)
     return summaries
+
+
+def _number(value: Any) -> int | float | None:
+    """A stored number, else None: a hostile row may hold any JSON where lovia writes one."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _segment(db: Database, row: Any, count: int | None, first: int | None) -> SegmentInfo:
@@ -243,8 +308,8 @@ def _segment(db: Database, row: Any, count: int | None, first: int | None) -> Se
         entry_count=count,
         first_index=first,
         created_at=created_at,
-        started_at=timing.get("started_at"),
-        finished_at=timing.get("finished_at"),
+        started_at=_number(timing.get("started_at")),
+        finished_at=_number(timing.get("finished_at")),
         has_context_state=bool(meta.get("context_state")),
         has_notice=bool(meta.get("context_notice")),
         stored_bytes=size or 0,
@@ -306,6 +371,46 @@ async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
     return [Entry(None if first is None else first + offset, entry) for offset, entry in enumerate(data)]
 
 
+async def appended_runs(db: Database, run_ids: list[str]) -> list[tuple[str, str]]:
+    """(run_id, session_id) of the given runs that have a segment, in session id order.
+
+    No index leads from a run id to its segment (lovia's is on (session_id,
+    run_id)), so this walks that index once, in ranges of about LINK_CHUNK
+    entries found by keyset: each statement stays short at any size, where one
+    ``run_id IN (...)`` scanned the whole index (0.3-0.6 s at 1M segments) per
+    500 runs.
+    """
+    if not db.stores.session or not run_ids:
+        return []
+    found: list[tuple[str, str]] = []
+    for start in range(0, len(run_ids), 10_000):
+        chunk = tuple(run_ids[start : start + 10_000])
+        marks = ",".join("?" * len(chunk))
+        after: str | None = None
+        while True:
+            above = "" if after is None else "WHERE session_id > ? "
+            bound = await db.fetchone(
+                f"SELECT session_id FROM session_runs {above}ORDER BY session_id LIMIT 1 OFFSET ?",
+                (() if after is None else (after,)) + (LINK_CHUNK,),
+            )
+            upper = bound[0] if bound else None
+            where = [] if after is None else ["session_id > ?"]
+            params: tuple[Any, ...] = () if after is None else (after,)
+            if upper is not None:
+                where.append("session_id <= ?")
+                params += (upper,)
+            where.append(f"run_id IN ({marks})")
+            found += await db.fetchall(
+                f"SELECT run_id, session_id FROM session_runs WHERE {' AND '.join(where)} "
+                "ORDER BY session_id, run_id",
+                params + chunk,
+            )
+            if upper is None:
+                break
+            after = upper
+    return found
+
+
 def _run(db: Database, row: Any) -> RunInfo:
     run_id, head_json, updated_at, entries, last_seq = row
     unreadable = None
@@ -320,20 +425,22 @@ def _run(db: Database, row: Any) -> RunInfo:
         reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)
     usage = head.get("usage") if isinstance(head.get("usage"), dict) else {}
+    context_state = head.get("context_state")
+    pending_handoff = head.get("pending_handoff")
     return RunInfo(
         file=db.path,
         run_id=run_id,
         agent_name=agent,
         status=status,
         turns=turns,
-        usage=usage,
+        usage={key: value for key, value in usage.items() if _number(value) is not None},
         output=head.get("output"),
         error=head.get("error") if isinstance(head.get("error"), dict) else None,
-        last_input_tokens=head.get("last_input_tokens"),
-        context_state=head.get("context_state") or {},
-        pending_handoff=head.get("pending_handoff"),
+        last_input_tokens=_number(head.get("last_input_tokens")),
+        context_state=context_state if isinstance(context_state, dict) else {},
+        pending_handoff=pending_handoff if isinstance(pending_handoff, str) else None,
         updated_at=saved_at,
-        started_at=head.get("started_at"),
+        started_at=_number(head.get("started_at")),
         entries=entries or 0,
         last_seq=last_seq,
         head=head,
@@ -406,20 +513,20 @@ async def search_segments(
         return
     low, high = bounds
     upper = high + 1
-    chunk = min(SCAN_CHUNK, 1_000)
+    # Size the id ranges by what an id weighs on disk (the file over the id
+    # span): ~SCAN_BYTES a statement, ~1,000 rows of 8 KB, whatever the rows
+    # weigh, so a scan never holds the connection, or without WAL a writer,
+    # for long. Timing each statement instead feeds back the UI's own delays.
+    pages = await db.fetchone("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+    per_id = (pages[0] if pages and pages[0] else 0) / max(1, high + 1 - low)
+    chunk = max(1, min(SCAN_CHUNK, int(SCAN_BYTES / max(per_id, 1.0))))
     while upper > low:
         lower = max(low, upper - chunk)
-        started = time.perf_counter()
         rows = await db.fetchall(
             "SELECT session_id, id FROM session_runs WHERE id >= ? AND id < ? "
             "AND instr(entries_json, ?) > 0 ORDER BY id DESC",
             (lower, upper, stored),
         )
-        took = time.perf_counter() - started
-        # Size the next statement to take about SCAN_TARGET_S whatever the
-        # rows weigh (~8 KB each: ~700 of them): a scan must never hold the
-        # connection, or without WAL a writer, for long.
-        chunk = max(1, min(SCAN_CHUNK, 2 * chunk, int((upper - lower) * SCAN_TARGET_S / max(took, 1e-3))))
         upper = lower
         yield [(sid, row_id) for sid, row_id in rows], (high + 1 - upper) / max(1, high + 1 - low)
 

@@ -182,7 +182,7 @@ def _offloaded(segments: Iterable[Segment]) -> set[tuple[str, str]]:
         state = segment.meta.get("context_state") or {}
         context = state.get("context") if isinstance(state, dict) else None
         records = context.get("offloaded") if isinstance(context, dict) else None
-        for call_id, record in (records or {}).items():
+        for call_id, record in (records if isinstance(records, dict) else {}).items():
             if isinstance(record, dict) and isinstance(record.get("digest"), str):
                 found.add((call_id, record["digest"]))
     return found

@@ -118,15 +118,10 @@ class Workspace:
         for db in self.session_dbs:
             if not db.stores.session:
                 continue
-            for chunk in _chunks([r for r in wanted if r not in found], 500):
-                marks = ",".join("?" * len(chunk))
-                # Covered by the UNIQUE(session_id, run_id) index: no table read.
-                rows = await db.fetchall(
-                    f"SELECT run_id, session_id FROM session_runs WHERE run_id IN ({marks})",
-                    tuple(chunk),
-                )
-                for run_id, session_id in rows:
-                    found.setdefault(run_id, SessionLink(db.path, session_id, "segment"))
+            for run_id, session_id in await queries.appended_runs(
+                db, [r for r in wanted if r not in found]
+            ):
+                found.setdefault(run_id, SessionLink(db.path, session_id, "segment"))
         for db in self.databases:
             if not db.stores.chat:
                 continue

@@ -28,7 +28,6 @@ from lovia_tui.core.session_plans import (
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
 
 Build = Callable[[dict[str, str], bool], Awaitable[Preview]]
-UNLINKED = "(choose the session)"
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:
@@ -116,12 +115,10 @@ class ActionFlows:
         if run is None:
             return
         linked = self.runs.links.get(run.run_id)
-        fields = [] if linked else [FormField("session", "Session (your choice: nothing links this run to one)", UNLINKED, (UNLINKED, *[key[1] for key in self.sessions.keys]))]
+        fields = [] if linked else [FormField("session", "Session (your choice: nothing links this run to one)", "", tuple(key[1] for key in self.sessions.keys))]
 
         def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
-            chosen = values.get("session")
-            session = None if not chosen or chosen == UNLINKED else chosen
-            return preview_finalize(self.workspace, run.run_id, session, force=force, stale_after=self.stale_after)
+            return preview_finalize(self.workspace, run.run_id, values.get("session") or None, force=force, stale_after=self.stale_after)
 
         self.action_flow(f"Finalize run {run.run_id} into its session", build, fields)
 

@@ -7,6 +7,7 @@ user has already left is dropped.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -24,9 +25,11 @@ from lovia_tui.core.export import export_session
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
+from lovia_tui.screens.doctor import open_doctor
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
+from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.transcript_loader import older_rows, session_rows
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_console import RunConsole
@@ -36,7 +39,8 @@ from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 FIRST_PAGE = 200
-SEARCH_PROGRESS_EVERY = 0.1
+HIGHLIGHT_SETTLE = 0.06
+SEARCH_PROGRESS_EVERY = 0.25
 NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
 SESSION_ACTIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "export"}
@@ -44,7 +48,7 @@ RUN_ACTIONS = {"delete_run", "finalize"}
 MUTATIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "delete_run", "delete_runs_by_filter", "finalize", "undo", "resume", "replay"}
 
 
-class InspectorScreen(ActionFlows, LiveTail, RunFlows, Screen):
+class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
     BINDINGS = bindings(INSPECTOR_COMMANDS)
@@ -86,9 +90,9 @@ class InspectorScreen(ActionFlows, LiveTail, RunFlows, Screen):
         return self.query_one(Transcript)
 
     def on_mount(self) -> None:
+        self.start_live()  # first: it decides each file's watch mode, which the status line shows
         self._describe_files()
         self.sessions.row_list.focus()
-        self.start_live()
         self.load_sessions()
         self.load_runs()
         self.set_interval(1.0, self._tick)
@@ -148,32 +152,39 @@ class InspectorScreen(ActionFlows, LiveTail, RunFlows, Screen):
     @work(exclusive=True, group="summaries")
     async def fetch_visible_summaries(self) -> None:
         pane = self.sessions
-        found = {}
+        missing: dict[str, list[str]] = {}
         for key in pane.visible_keys():
             if key not in pane.summaries:
-                db = self.workspace.database(Path(key[0]))
-                summary = await queries.session_summary(db, key[1])
-                if summary:
-                    found[key] = summary
+                missing.setdefault(key[0], []).append(key[1])
+        found = {}
+        for file, session_ids in missing.items():
+            db = self.workspace.database(Path(file))
+            for session_id, summary in (await queries.session_summaries(db, session_ids)).items():
+                found[(file, session_id)] = summary
         if found:
             self.post_message(messages.SummariesLoaded(found))
 
     def on_summaries_loaded(self, message: messages.SummariesLoaded) -> None:
-        self.sessions.summaries.update(message.summaries)
-        self.sessions.row_list.refresh()
+        pane = self.sessions
+        pane.summaries.update(message.summaries)
+        # Redraw only the rows that got their summary, not the whole list.
+        top = int(pane.row_list.scroll_offset.y)
+        for offset, key in enumerate(pane.visible_keys()):
+            if key in message.summaries:
+                pane.row_list.refresh_line(top + offset)
 
     @on(RowList.Highlighted, "#sessions")
     def _session_highlighted(self, event: RowList.Highlighted) -> None:
         self.fetch_visible_summaries()
         key = self.sessions.selected
         if key and key != self.session_key:
-            self._select_session(key)
+            self._select_session(key, settle=HIGHLIGHT_SETTLE)
 
     @on(RowList.Selected, "#sessions")
     def _session_chosen(self) -> None:
-        self.focus_pane("transcript")
+        self.action_focus_pane("transcript")
 
-    def _select_session(self, key: SessionKey) -> None:
+    def _select_session(self, key: SessionKey, *, settle: float = 0.0) -> None:
         first = self.session_key is None
         self.session_key = key
         self.run_view = None
@@ -185,12 +196,16 @@ class InspectorScreen(ActionFlows, LiveTail, RunFlows, Screen):
         self.query_one("#transcript-title", Label).update(f"Transcript · {key[1]} · loading…", layout=False)
         if self.runs_loaded:
             # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
-            self.load_transcript(key)
+            self.load_transcript(key, settle)
 
     # ----- transcript -----
 
     @work(exclusive=True, group="transcript")
-    async def load_transcript(self, key: SessionKey) -> None:
+    async def load_transcript(self, key: SessionKey, settle: float = 0.0) -> None:
+        if settle:
+            # Moving through the list: load once the cursor rests, not for
+            # every session passed over (each one repaints the whole screen).
+            await asyncio.sleep(settle)
         db = self.workspace.database(Path(key[0]))
         inflight = [
             (self.workspace.database(run.file), run, self.runs.status_of(run))
@@ -476,6 +491,9 @@ class InspectorScreen(ActionFlows, LiveTail, RunFlows, Screen):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
+
+    def action_doctor(self) -> None:
+        open_doctor(self)
 
     def action_quit(self) -> None:
         self.app.exit()

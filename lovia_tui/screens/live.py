@@ -7,16 +7,32 @@ and hands each burst of changes to the screen through a ``ChangeFeed``.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual import work
 
 from lovia_tui import messages
 from lovia_tui.core.database import Database
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo
-from lovia_tui.core.tail import ChangeFeed, Tail, live_changes
+from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
 from lovia_tui.transcript_loader import inflight_rows, run_entry_rows
+
+LOCK_RETRY = 1.0
+"""Seconds between looks at a file the live tail found locked."""
+
+
+async def _until_readable(db: Database) -> None:
+    """Return once ``db`` reads again (a lock on it was released)."""
+    while True:
+        await asyncio.sleep(LOCK_RETRY)
+        try:
+            await db.data_version()
+            return
+        except LoviaTuiError:
+            continue
 
 
 class LiveTail:
@@ -37,13 +53,25 @@ class LiveTail:
 
     async def _live(self, db: Database) -> None:
         watch = CommitWatch(db)
-        tail = await Tail.start(db)
-        self.tails[db.path] = tail
         feed = ChangeFeed()
-        async for changes in live_changes(watch, tail):
-            self.watch_modes[db.path] = watch.mode
-            if feed.put(changes):
-                self.post_message(messages.LiveChanged(db.path, feed))
+        tail: Tail | None = None
+        while True:
+            try:
+                if tail is None:
+                    tail = await Tail.start(db)
+                    self.tails[db.path] = tail
+                async for changes in live_changes(watch, tail):
+                    self.watch_modes[db.path] = watch.mode
+                    if feed.put(changes):
+                        self.post_message(messages.LiveChanged(db.path, feed))
+                return
+            except LoviaTuiError as exc:
+                # A writer held its lock past the busy timeout: keep watching
+                # once it lets go, and reload what changed meanwhile.
+                self.notify(f"{exc}; live updates resume once it is released", severity="warning")
+                await _until_readable(db)
+                if feed.put(Changes(sessions_changed=True)):
+                    self.post_message(messages.LiveChanged(db.path, feed))
 
     def on_live_changed(self, message: messages.LiveChanged) -> None:
         changes = message.feed.take()

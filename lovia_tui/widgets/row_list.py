@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -63,6 +64,7 @@ class RowList(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self._render_row = render_row
         self._count = 0
+        self._base_style: Style | None = None
         self._marked: Callable[[int], bool] = lambda index: False
         self.empty_text = empty
 
@@ -119,10 +121,18 @@ class RowList(ScrollView, can_focus=True):
             if event.chain == 2:
                 self.action_select()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # One style lookup per repaint, not per line: it walks every ancestor.
+        self._base_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._base_style = None
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         index = y + self.scroll_offset.y
-        base = self.rich_style
+        base = self._base_style if self._base_style is not None else self.rich_style
         if not self._count:
             if y == 0 and self.empty_text:
                 style = self.get_component_rich_style("row-list--empty")

@@ -70,11 +70,16 @@ def head_table(run: RunInfo, link: SessionLink | None, now: float, stale_after: 
         table.add_row("output", output)
     context = run.context_state.get("context") if isinstance(run.context_state, dict) else None
     if isinstance(context, dict):
-        offloaded = len(context.get("offloaded") or {})
+        offloaded = _count(context.get("offloaded"))
         summary = "summary kept" if context.get("summary") else "no summary"
-        table.add_row("context", f"{offloaded} offloaded results · {summary} · {len(context.get('cleared') or [])} cleared")
+        table.add_row("context", f"{offloaded} offloaded results · {summary} · {_count(context.get('cleared'))} cleared")
     table.add_row("file", str(run.file))
     return table
+
+
+def _count(records: object) -> int:
+    """How many records a stored collection holds (0 for a value of another shape)."""
+    return len(records) if isinstance(records, dict | list) else 0
 
 
 def dangling_panel(calls: list[DanglingCall]) -> RenderableType:

@@ -23,6 +23,7 @@ class SessionsPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.keys: list[SessionKey] = []
+        self._positions: tuple[list[SessionKey], int, dict[SessionKey, int]] = ([], 0, {})
         self.shown: list[SessionKey] = []
         self.summaries: dict[SessionKey, SessionSummary] = {}
         self.badges: dict[SessionKey, str] = {}
@@ -60,9 +61,15 @@ class SessionsPane(Vertical):
         """Show the sessions matching the id/title filter and any content search."""
         current = self.selected
         needle = self.filter_text.casefold()
+        candidates = self.keys
+        if self.matches is not None and len(self.matches) * 8 < len(self.keys):
+            # A search's few matches, in list order: not a walk of every session
+            # per progress message (130,000 of them at a million segments).
+            order = self._order()
+            candidates = sorted((key for key in self.matches if key in order), key=order.__getitem__)
         shown = [
             key
-            for key in self.keys
+            for key in candidates
             if (self.matches is None or key in self.matches)
             and (not needle or needle in key[1].casefold() or needle in self._title(key).casefold())
         ]
@@ -72,6 +79,12 @@ class SessionsPane(Vertical):
         title = f"Sessions ({len(shown):,}"
         title += f" of {len(self.keys):,})" if len(shown) != len(self.keys) else ")"
         self.query_one("#sessions-title", Label).update(title, layout=False)
+
+    def _order(self) -> dict[SessionKey, int]:
+        """Each key's position in ``keys``, rebuilt when ``keys`` is replaced."""
+        if self._positions[0] is not self.keys or self._positions[1] != len(self.keys):
+            self._positions = (self.keys, len(self.keys), {key: n for n, key in enumerate(self.keys)})
+        return self._positions[2]
 
     def _title(self, key: SessionKey) -> str:
         summary = self.summaries.get(key)

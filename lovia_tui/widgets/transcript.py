@@ -71,6 +71,7 @@ class Transcript(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: list[Row] = []
+        self._base_style: Style | None = None
         self._visible: list[int] = []
         self._lines: list[tuple[int, int]] = []
         self._details: dict[str, list[Text]] = {}
@@ -132,6 +133,8 @@ class Transcript(ScrollView, can_focus=True):
 
     def set_needle(self, needle: str) -> None:
         """Highlight ``needle`` (case-insensitively) wherever it shows."""
+        if needle == self._needle:
+            return  # a search's progress repeats it: no repaint
         self._needle = needle
         self.refresh()
 
@@ -189,10 +192,18 @@ class Transcript(ScrollView, can_focus=True):
 
     # ----- drawing -----
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # One style lookup per repaint, not per line: it walks every ancestor.
+        self._base_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._base_style = None
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         line_number = y + self.scroll_offset.y
-        base = self.rich_style
+        base = self._base_style if self._base_style is not None else self.rich_style
         if line_number >= len(self._lines):
             return Strip.blank(width, base)
         visible_position, offset = self._lines[line_number]
@@ -299,7 +310,7 @@ class Transcript(ScrollView, can_focus=True):
             state = self._expanded.get(row.key)
             if state is None:
                 self._expanded[row.key] = False
-            elif state is False and len(detail_lines(row, row.key in self._raw, False)) < len(detail_lines(row, row.key in self._raw, True)):
+            elif state is False and detail_lines(row, row.key in self._raw, False) != detail_lines(row, row.key in self._raw, True):
                 self._expanded[row.key] = True
             else:
                 del self._expanded[row.key]

@@ -18,6 +18,10 @@ from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 
 RowKind = Literal["older", "segment", "entry", "seam", "unreadable"]
 FOLD_LINES = 40
+FOLD_CHARS = 20_000
+"""Most characters a folded entry shows on screen."""
+FULL_CHARS = 400_000
+"""Most characters an entry unfolded in full shows on screen (wrapping costs ~1 s per MB)."""
 TRIM_MARKER = re.compile(r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?archived to a result store\]", re.S)
 
 KIND_LABELS = {
@@ -165,25 +169,31 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     )
 
 
-def detail_lines(row: Row, raw: bool, full: bool) -> list[Text]:
-    """The lines an expanded entry shows below its summary line."""
+def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[Text]:
+    """The lines an expanded entry shows below its summary line.
+
+    Folded, the first FOLD_LINES lines; ``full``, all of them. On screen
+    (``clip``) the text also stops after FOLD_CHARS or FULL_CHARS characters:
+    wrapping a 10 MB tool output would freeze the app. $PAGER gets it whole.
+    """
     if row.entry is None:
         return []
     data = row.entry.data
+    limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
     if raw:
         body = json.dumps(data, ensure_ascii=False, indent=2)
-        return _fold([Text(line) for line in body.splitlines()], full)
+        return _fold(body.splitlines(), full, limit)
     kind = data.get("type")
     if kind == "tool_call":
         body = pretty_arguments(str(data.get("arguments", "")))
-        return _fold([Text(line) for line in body.splitlines()], full)
+        return _fold(body.splitlines(), full, limit)
     if kind == "tool_result":
         output = str(data.get("output", ""))
-        text = Text(output)
-        for match in TRIM_MARKER.finditer(output):
-            text.stylize("reverse", match.start(), match.end())
-        return _fold(text.split("\n"), full)
-    return _fold([Text(line) for line in entry_text(data).splitlines()], full)
+        # The substring test first: the regex alone takes ~0.4 s over 10 MB.
+        trimmed = "chars trimmed from stored history" in output
+        marks = [match.span() for match in TRIM_MARKER.finditer(output)] if trimmed else []
+        return _fold(_split_lines(output), full, limit, marks)
+    return _fold(entry_text(data).splitlines(), full, limit)
 
 
 def pretty_arguments(arguments: str) -> str:
@@ -193,8 +203,38 @@ def pretty_arguments(arguments: str) -> str:
         return arguments
 
 
-def _fold(lines: list[Text], full: bool) -> list[Text]:
-    if full or len(lines) <= FOLD_LINES:
-        return lines
-    hidden = len(lines) - FOLD_LINES
-    return [*lines[:FOLD_LINES], Text(f"… {hidden:,} more lines — Enter shows all, o opens in $PAGER", style="dim italic")]
+def _split_lines(text: str) -> list[str]:
+    """What ``Text(text).split("\\n")`` gives, as plain strings: no trailing blank line."""
+    lines = text.split("\n")
+    return lines[:-1] if len(lines) > 1 and text.endswith("\n") else lines
+
+
+def _marked(line: str, offset: int, marks: list[tuple[int, int]]) -> Text:
+    """``line`` (at ``offset`` in its text) with the trim markers in reverse video."""
+    text = Text(line)
+    for start, end in marks:
+        start, end = max(start, offset) - offset, min(end, offset + len(line)) - offset
+        if start < end:
+            text.stylize("reverse", start, end)
+    return text
+
+
+def _fold(
+    lines: list[str], full: bool, limit: int | None, marks: list[tuple[int, int]] = ()
+) -> list[Text]:
+    """Text for the lines shown (Text only for those: an output may be megabytes)."""
+    shown = lines if full or len(lines) <= FOLD_LINES else lines[:FOLD_LINES]
+    texts: list[Text] = []
+    offset = used = 0
+    for line in shown:
+        if limit is not None and used + len(line) > limit:
+            texts.append(_marked(line[: limit - used], offset, marks))
+            more = sum(map(len, lines)) - limit
+            hint = "o opens in $PAGER" if full else "Enter shows more, o opens in $PAGER"
+            return [*texts, Text(f"… {more:,} more characters — {hint}", style="dim italic")]
+        texts.append(_marked(line, offset, marks))
+        offset, used = offset + len(line) + 1, used + len(line)
+    if len(shown) < len(lines):
+        hidden = len(lines) - len(shown)
+        texts.append(Text(f"… {hidden:,} more lines — Enter shows all, o opens in $PAGER", style="dim italic"))
+    return texts

@@ -1,0 +1,68 @@
+"""A description of the machine a benchmark ran on, stored with its results."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _ram_gb() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def _disk(path: Path) -> str:
+    """The filesystem holding ``path`` and whether its device says it rotates."""
+    try:
+        out = (
+            subprocess.run(
+                ["df", "-hT", str(path)], capture_output=True, text=True, check=True
+            )
+            .stdout.splitlines()[-1]
+            .split()
+        )
+        device, fstype, size = out[0], out[1], out[2]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return "unknown"
+    name = Path(device).name.rstrip("0123456789")
+    rotational = Path(f"/sys/block/{name}/queue/rotational")
+    kind = ""
+    if rotational.exists():
+        kind = (
+            ", reports rotational" if rotational.read_text().strip() == "1" else ", SSD"
+        )
+    return f"{device} {fstype} {size}{kind}"
+
+
+def describe(path: Path) -> dict[str, object]:
+    import textual
+
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "ram_gb": _ram_gb(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "textual": textual.__version__,
+        "disk": _disk(path),
+    }

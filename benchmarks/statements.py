@@ -1,0 +1,52 @@
+"""How long each read-layer statement holds the connection, at this size.
+
+The rule: no statement longer than 50 ms on a connection that could hold up a
+writer. This calls the read layer's own functions one after another on the
+app's kind of connection (``open_database``), nothing else running, and
+times every statement they issue. The search is cut after a few chunks: its
+chunks are all alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from probe import Statements
+
+from lovia_tui.core import queries
+from lovia_tui.core.database import open_database
+from lovia_tui.transcript_loader import BATCH
+
+SEARCH_CHUNKS = 5
+
+
+async def _exercise(info: dict) -> None:
+    db = await open_database(Path(info["path"]))
+    try:
+        recent = await queries.recent_session_ids(db, 200)
+        for session_id, _, _ in recent[:50]:
+            await queries.session_summary(db, session_id)
+        async for _ in queries.session_index(db):
+            pass
+        segments = await queries.segments(db, info["giant_session"])
+        for segment in segments[-BATCH:]:
+            await queries.segment_entries(db, segment)
+        await queries.runs(db)
+        chunks = 0
+        async for _ in queries.search_segments(db, info["needle"]):
+            chunks += 1
+            if chunks == SEARCH_CHUNKS:
+                break
+    finally:
+        await db.close()
+
+
+def measure(info: dict) -> dict:
+    """The slowest statements, by query, with their counts."""
+    statements = Statements()
+    try:
+        asyncio.run(_exercise(info))
+    finally:
+        statements.restore()
+    return statements.report()

@@ -1,0 +1,136 @@
+"""``doctor``: audit the stores for inconsistencies, each with its suggested fix.
+
+Opens the files read-only (the audit never writes, not even the switch to
+WAL, so it reports the journal mode as it is). Exit 0 when nothing needs
+attention (``info`` findings aside), 1 when something does, 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from lovia_tui.cli.command import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    Command,
+    add_json,
+    add_paths,
+    add_stale_after,
+    console,
+    print_json,
+)
+from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
+from lovia_tui.core.doctor_findings import SEVERITY_STYLES, summary
+from lovia_tui.core.formatting import size
+from lovia_tui.core.workspace import Workspace
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    add_paths(parser)
+    add_json(parser)
+    add_stale_after(parser)
+    parser.add_argument(
+        "--older-than",
+        type=float,
+        default=DEFAULT_OLDER_THAN_DAYS,
+        metavar="DAYS",
+        help=f"report interrupted and failed runs not saved for DAYS days (default {DEFAULT_OLDER_THAN_DAYS:g})",
+    )
+
+
+async def _diagnose(args: argparse.Namespace) -> Report:
+    ws = await Workspace.open(args.paths, readonly=True)
+    try:
+        if not sys.stderr.isatty():
+            return await diagnose(
+                ws, stale_after=args.stale_after, older_than_days=args.older_than
+            )
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=True,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("reading", total=1.0)
+
+            def progress(what: str, fraction: float) -> None:
+                bar.update(task, description=what, completed=fraction)
+
+            return await diagnose(
+                ws,
+                stale_after=args.stale_after,
+                older_than_days=args.older_than,
+                progress=progress,
+            )
+    finally:
+        await ws.close()
+
+
+async def _doctor(args: argparse.Namespace) -> int:
+    report = await _diagnose(args)
+    status = EXIT_FINDINGS if report.needs_attention else EXIT_OK
+    if args.json:
+        print_json({"findings": [finding.as_dict() for finding in report.findings]})
+        return status
+    out = console()
+    files = Table(
+        "file",
+        "stores",
+        "journal",
+        "lovia schema",
+        "size",
+        "WAL",
+        title="files",
+        title_justify="left",
+    )
+    files.columns[0].overflow = "fold"
+    for info in report.files:
+        versions = ", ".join(
+            f"{store} v{version}" for store, version in info.schema_versions.items()
+        )
+        files.add_row(
+            str(info.path), "+".join(info.stores), info.journal_mode,
+            versions or "-", size(info.db_bytes), size(info.wal_bytes),
+        )  # fmt: skip
+    out.print(files)
+    if not report.findings:
+        out.print("no findings: the stores are consistent", style="green")
+        return status
+    table = Table(title="findings", title_justify="left", expand=True)
+    table.add_column("finding", no_wrap=True)
+    table.add_column("run / session", max_width=24, overflow="fold")
+    table.add_column("why → suggested fix", ratio=1)
+    for finding in report.findings:
+        subject = "\n".join(
+            filter(
+                None,
+                [
+                    finding.run_id,
+                    finding.session_id and f"session {finding.session_id}",
+                ],
+            )
+        )
+        text = Text(finding.message)
+        if finding.fix:
+            text.append(f"\n→ {finding.fix.text}", style="cyan")
+        kind = Text(finding.severity, style=SEVERITY_STYLES[finding.severity]).append(
+            f"\n{finding.kind}", style=""
+        )
+        table.add_row(kind, subject or finding.file.name, text)
+    out.print(table)
+    out.print(summary(report.findings), markup=False)
+    return status
+
+
+COMMANDS = [
+    Command(
+        "doctor",
+        "audit sessions and checkpoints for inconsistencies, each with a suggested fix",
+        _configure,
+        _doctor,
+    )
+]

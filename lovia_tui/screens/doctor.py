@@ -1,0 +1,275 @@
+"""The Doctor view: every finding of the doctor, its fix one key away.
+
+Pushed over the inspector (``!``). A fix goes through the inspector's own
+flows: ``action_flow`` (preview, confirm, perform, journal, refresh) for
+actions, ``_preflight_flow`` (preflight dialog, then the console) for replay
+and resume. Once a fix is done the doctor runs again and the list refreshes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
+
+from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Finding, Report, diagnose
+from lovia_tui.core.doctor_findings import SEVERITY_STYLES, FixAction, summary
+from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.previews import Preview
+from lovia_tui.screens.action_dialog import FormField
+from lovia_tui.screens.worker_errors import WorkerErrors
+
+if TYPE_CHECKING:
+    from lovia_tui.screens.inspector import InspectorScreen
+
+PROGRESS_EVERY = 0.1
+FIXES = ("fix", "fix_instead")
+
+
+def open_doctor(inspector: InspectorScreen) -> None:
+    """The inspector's ``doctor`` command: show the Doctor view over it."""
+    inspector.app.push_screen(DoctorScreen(inspector))
+
+
+async def _finished(worker: Worker) -> None:
+    """Wait for another flow's worker; its own errors were already shown to the user."""
+    with contextlib.suppress(WorkerCancelled, WorkerFailed):
+        await worker.wait()
+
+
+class DoctorScreen(WorkerErrors, Screen):
+    """Findings in a table, the highlighted one in full below with its fix."""
+
+    DEFAULT_CSS = """
+    DoctorScreen #doctor-title { height: 1; background: $boost; text-style: bold; padding: 0 1; }
+    DoctorScreen #doctor-progress { height: 1; padding: 0 1; }
+    DoctorScreen #doctor-table { height: 1fr; }
+    DoctorScreen #doctor-detail { height: auto; max-height: 40%; border-top: solid $panel-lighten-2; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("x", "fix", "Apply fix", tooltip="Apply the suggested fix (Enter does too)", id="doctor-fix"),
+        Binding("d", "fix_instead('delete-run')", "Delete checkpoint", tooltip="Delete the run's checkpoint instead", id="doctor-delete"),
+        Binding("f", "fix_instead('finalize')", "Finalize", tooltip="Finalize the run into its session instead", id="doctor-finalize"),
+        Binding("ctrl+r", "rerun", "Run again", tooltip="Run the doctor again", id="doctor-rerun"),
+        Binding("escape,q", "close", "Back", tooltip="Back to the inspector", id="doctor-close"),
+    ]  # fmt: skip
+
+    @dataclass
+    class Scanning(Message):
+        """How far the doctor got."""
+
+        what: str
+        fraction: float
+
+    @dataclass
+    class Diagnosed(Message):
+        """The doctor's report."""
+
+        report: Report
+
+    def __init__(
+        self,
+        inspector: InspectorScreen,
+        *,
+        older_than_days: float = DEFAULT_OLDER_THAN_DAYS,
+    ) -> None:
+        super().__init__()
+        self.inspector = inspector
+        self.older_than_days = older_than_days
+        self.findings: list[Finding] = []
+        self.busy: str | None = None
+        # How many reports were shown: the doctor ran again once it grows.
+        self.audits = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label("Doctor · reading…", id="doctor-title")
+        yield ProgressBar(total=1.0, show_eta=False, id="doctor-progress")
+        table = DataTable(id="doctor-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("severity", "kind", "run", "session", "finding")
+        yield table
+        yield Static(id="doctor-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self.run_doctor()
+
+    @property
+    def current(self) -> Finding | None:
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        return (
+            self.findings[row]
+            if self.findings and 0 <= row < len(self.findings)
+            else None
+        )
+
+    # ----- the audit -----
+
+    @work(exclusive=True, group="doctor")
+    async def run_doctor(self) -> None:
+        shown = 0.0
+
+        def progress(what: str, fraction: float) -> None:
+            nonlocal shown
+            if time.monotonic() - shown >= PROGRESS_EVERY:
+                shown = time.monotonic()
+                self.post_message(self.Scanning(what, fraction))
+
+        report = await diagnose(
+            self.inspector.workspace,
+            stale_after=self.inspector.stale_after,
+            older_than_days=self.older_than_days,
+            progress=progress,
+        )  # a failure reaches the user through WorkerErrors
+        self.post_message(self.Diagnosed(report))
+
+    def on_doctor_screen_scanning(self, message: Scanning) -> None:
+        self.query_one(ProgressBar).update(progress=message.fraction)
+        self.query_one("#doctor-title", Label).update(
+            f"Doctor · reading {message.what}…"
+        )
+
+    def on_doctor_screen_diagnosed(self, message: Diagnosed) -> None:
+        self.audits += 1
+        self.query_one(ProgressBar).add_class("hidden")
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        self.findings = list(message.report.findings)
+        table.clear()
+        for finding in self.findings:
+            table.add_row(
+                Text(finding.severity, style=SEVERITY_STYLES[finding.severity]),
+                finding.kind,
+                finding.run_id or "",
+                finding.session_id or "",
+                finding.message,
+            )
+        if self.findings:
+            table.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
+        self._title()
+        self._show_detail()
+        self.refresh_bindings()
+
+    def _title(self) -> None:
+        found = summary(self.findings) or "no findings: the stores are consistent"
+        busy = f" · {self.busy}" if self.busy else ""
+        self.query_one("#doctor-title", Label).update(f"Doctor · {found}{busy}")
+
+    @on(DataTable.RowHighlighted)
+    def _show_detail(self) -> None:
+        finding = self.current
+        detail = self.query_one("#doctor-detail", Static)
+        if finding is None:
+            detail.update("")
+            return
+        text = Text()
+        text.append(
+            f"{finding.severity} · {finding.kind} · {finding.file.name}\n",
+            style=SEVERITY_STYLES[finding.severity],
+        )
+        text.append(finding.message + "\n")
+        if finding.fix is not None:
+            text.append(f"fix (enter): {finding.fix.text}", style="cyan")
+        else:
+            text.append("no one-key fix for this finding", style="dim")
+        detail.update(text)
+
+    # ----- fixes -----
+
+    @on(DataTable.RowSelected)
+    def _row_chosen(self) -> None:
+        self.action_fix()
+
+    def action_fix(self, instead: FixAction | None = None) -> None:
+        finding = self.current
+        if finding is None or self.busy:
+            return
+        if self.inspector.workspace.readonly:
+            self.notify(
+                "the files are open read-only: no fix can change them",
+                severity="warning",
+            )
+            return
+        try:
+            action = fix_action(finding, instead)
+        except LoviaTuiError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.apply_fix(finding, action, instead)
+
+    def action_fix_instead(self, action: FixAction) -> None:
+        self.action_fix(action)
+
+    @work(exclusive=True, group="action-doctor")
+    async def apply_fix(
+        self, finding: Finding, action: FixAction, instead: FixAction | None
+    ) -> None:
+        """Hand the fix to the inspector's flow, wait for it to end, then audit again."""
+        inspector = self.inspector
+        if action in RUN_FIXES:
+            assert finding.run_id is not None
+            self.busy = f"{action} of {finding.run_id}: see the console (esc)"
+            self._title()
+            await _finished(inspector._preflight_flow(action, finding.run_id))
+            for worker in [
+                w
+                for w in self.app.workers
+                if w.group == "console" and not w.is_finished
+            ]:
+                await _finished(worker)
+        else:
+            fields = self._fields(finding, action, instead)
+
+            def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
+                chosen = values.get("session")
+                return fix_preview(
+                    inspector.workspace, finding, instead=instead,
+                    session_id=chosen or None,
+                    force=force, stale_after=inspector.stale_after,
+                )  # fmt: skip
+
+            title = f"Doctor: {action} for the {finding.kind} finding"
+            await _finished(inspector.action_flow(title, build, fields))
+        self.busy = None
+        self.query_one(ProgressBar).remove_class("hidden")
+        self.run_doctor()
+
+    def _fields(
+        self, finding: Finding, action: FixAction, instead: FixAction | None
+    ) -> list[FormField]:
+        """A finalize of a run nothing links to a session asks which session."""
+        linked = (
+            finding.session_id if instead else finding.fix and finding.fix.session_id
+        )
+        if action != "finalize" or linked:
+            return []
+        sessions = [key[1] for key in self.inspector.sessions.keys]
+        label = "Session (your choice: nothing links this run to one)"
+        # Empty: action_flow shows the choice only while a value is missing.
+        return [FormField("session", label, "", tuple(sessions))]
+
+    def action_rerun(self) -> None:
+        self.query_one(ProgressBar).remove_class("hidden")
+        self.run_doctor()
+
+    def action_close(self) -> None:
+        self.dismiss()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in FIXES and self.inspector.workspace.readonly:
+            return None  # hidden: the files are open read-only
+        return True

@@ -1,0 +1,48 @@
+"""One handler for every worker failure of a screen: a clear line, not a crash.
+
+Reads fail for reasons outside the app: another process holds a lock past
+the busy timeout, a page of the file is damaged. Those reach the user as one
+notification and every view stays usable (Ctrl+R tries again). Any other
+exception is a bug and still ends the app with its traceback, as before.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from textual.worker import Worker, WorkerState
+
+from lovia_tui.core.errors import LoviaTuiError
+
+EXPECTED = (LoviaTuiError, sqlite3.Error)
+"""Failures caused by the files or other processes, not by the app."""
+
+
+class WorkerErrors:
+    """A screen mixin: its workers report failures here instead of exiting the app."""
+
+    def run_worker(self, *args, exit_on_error: bool = True, **kwargs) -> Worker:
+        # Every worker of the screen, @work ones included, fails into
+        # on_worker_state_changed below rather than straight out of the app.
+        return super().run_worker(*args, exit_on_error=False, **kwargs)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        error = event.worker.error
+        if event.state != WorkerState.ERROR or error is None:
+            return
+        if isinstance(error, EXPECTED):
+            text = (
+                str(error)
+                if isinstance(error, LoviaTuiError)
+                else f"SQLite error: {error}"
+            )
+            self.notify(" ".join(text.split()), severity="error", timeout=10)
+            return
+        if str(event.worker.group).startswith("live:"):
+            # The live tail never ended the app; it stops and says why.
+            self.notify(
+                f"live updates stopped: {type(error).__name__}: {error}",
+                severity="error",
+            )
+            return
+        raise error

@@ -1,0 +1,37 @@
+"""Regressions the benchmarks found: paging a long transcript, choosing a session."""
+
+from __future__ import annotations
+
+from app_helpers import settle, snapshot_app
+
+from lovia_tui import transcript_loader
+
+
+async def test_home_loads_older_batches_up_to_the_first_run(snap_dir, monkeypatch):
+    """Home on the "older" row used to crash the app when the batch arrived."""
+    monkeypatch.setattr(transcript_loader, "BATCH", 1)  # chat-kyoto's 2 runs: 2 batches
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
+        await settle(pilot)
+        transcript = screen.transcript
+        assert transcript.rows[0].kind == "older"
+        newest = [row.key for row in transcript.rows if row.kind == "segment"]
+        await pilot.press("home")
+        await settle(pilot)
+        segments = [row.key for row in transcript.rows if row.kind == "segment"]
+        assert transcript.rows[0].kind != "older" and len(segments) == 2
+        assert segments[-1:] == newest
+        assert transcript.current_row is transcript.rows[0]
+
+
+async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.screen.sessions.row_list.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.focused is app.screen.transcript
