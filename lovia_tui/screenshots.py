@@ -22,11 +22,14 @@ SHOTS: list[tuple[str, tuple[int, int], list[str]]] = [
 
 
 async def _settle(pilot) -> None:
-    for _ in range(30):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if all(worker.is_finished for worker in pilot.app.workers):
+    """Wait for the loading workers; the live-tail workers run for good."""
+    for _ in range(50):
+        busy = [w for w in pilot.app.workers if not w.is_finished and not str(w.group).startswith("live")]
+        if not busy:
+            await pilot.pause()
             return
+        await asyncio.wait([asyncio.ensure_future(w.wait()) for w in busy], timeout=10)
+        await pilot.pause()
 
 
 async def _shoot(directory: Path, target: Path) -> None:
