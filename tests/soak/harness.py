@@ -30,7 +30,7 @@ from typing import Any
 
 from app_helpers import settle
 from lovia_factory import SCRIPTS, write_session
-from reliability_helpers import AppWatch
+from reliability_helpers import AppWatch, until
 from textual.widgets import Input
 
 from lovia_tui.app import make_app
@@ -164,12 +164,10 @@ async def run_soak(
 # ------------------------------------------------------------------ the app
 
 
-async def until(pilot, predicate, timeout: float = WAIT) -> bool:
-    """Pump the app until ``predicate()`` holds; False if it did not in time (bounded)."""
+async def within(pilot, predicate, timeout: float = WAIT) -> bool:
+    """Whether ``predicate()`` came to hold within ``timeout`` (the app pumped meanwhile)."""
     try:
-        async with asyncio.timeout(timeout):
-            while not predicate():  # bounded
-                await pilot.pause(0.02)
+        await until(pilot, predicate, timeout)
     except TimeoutError:
         return False
     return True
@@ -290,7 +288,7 @@ async def search(pilot, screen, rng: random.Random, writers: int) -> None:
         "#session-filter", Input
     ).value = f"hello w{rng.randrange(writers)} {rng.randrange(10)}"
     await tap(pilot, "enter")
-    await until(pilot, lambda: _idle(pilot.app, "search"))
+    await within(pilot, lambda: _idle(pilot.app, "search"))
     await tap(pilot, "escape")
 
 
@@ -300,11 +298,11 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
     if action == "delete":
         await tap(pilot, "3")
         run_id = f"{victim}-0"
-        if not await until(pilot, lambda: screen.runs.select_run(run_id)):
+        if not await within(pilot, lambda: screen.runs.select_run(run_id)):
             return False
         key = "d"
     else:
-        if not await until(
+        if not await within(
             pilot, lambda: any(k[1] == victim for k in screen.sessions.keys)
         ):
             return False
@@ -317,7 +315,7 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
                 for row in screen.transcript.rows
             )
 
-        if not await until(pilot, loaded):
+        if not await within(pilot, loaded):
             return False
         key = {"trim": "t", "rewind": "w", "clear": "C"}[action]
         if action == "rewind":  # keep the first run's 4 entries (no call left dangling)
@@ -328,10 +326,10 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
             )  # fmt: skip
             transcript.move_cursor(position)
     await tap(pilot, key)
-    if not await until(pilot, lambda: isinstance(app.screen, ActionScreen)):
+    if not await within(pilot, lambda: isinstance(app.screen, ActionScreen)):
         return False
     await tap(pilot, "enter")  # Confirm has the focus
-    return await until(
+    return await within(
         pilot, lambda: _idle(app, "action") and not isinstance(app.screen, ActionScreen)
     )
 

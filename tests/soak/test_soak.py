@@ -1,4 +1,4 @@
-"""The short soak, in the normal suite: 4 lovia writers for ~12 s while the app
+"""The short soak, in the normal suite: 4 lovia writers for ~10 s while the app
 browses, searches, follows, trims, rewinds, clears and deletes on other sessions.
 The long one: ``.venv/bin/python benchmarks/soak.py --seconds 600``."""
 
@@ -11,7 +11,7 @@ from lovia_factory import scratch_directory
 
 from soak.harness import run_soak
 
-SECONDS = float(os.environ.get("SOAK_SECONDS", "12"))
+SECONDS = float(os.environ.get("SOAK_SECONDS", "10"))
 
 
 @pytest.mark.soak
