@@ -298,7 +298,7 @@ async def test_commits_end_when_stop_is_set(tmp_path, opened):
             pass
 
     task = asyncio.create_task(drain())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # bounded: one yield to the loop, not a wait
     stop.set()
     await asyncio.wait_for(task, 2)
 
