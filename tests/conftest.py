@@ -41,8 +41,8 @@ def snap_dir(snapshot_template, tmp_path):
 def isolated_journal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """Every test journals into its own file, never the user's ~/.local/state.
 
-    Returns the path: it overrides lovia_factory's ``private_journal``, which
-    tests take by name to look at the journal.
+    Tests that look at the journal take lovia_factory's ``private_journal``,
+    which points the journal at their scratch directory after this has run.
     """
     path = tmp_path_factory.mktemp("journal") / "journal.db"
     monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(path))
