@@ -18,13 +18,13 @@ from lovia_tui.cli.command import (
     add_readonly,
     add_stale_after,
     console,
-    fail,
     open_workspace,
     print_json,
     split_paths_and_id,
 )
 from lovia_tui.core import queries
 from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, shorten
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session
 from lovia_tui.core.formatting import age, timestamp
 from lovia_tui.core.models import RunInfo, SessionLink
@@ -87,13 +87,19 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     add_readonly(parser)
 
 
+async def _session_db(ws: Workspace, session_id: str):
+    """The file holding ``session_id``; a one-line error when none does."""
+    db = await ws.find_session(session_id)
+    if db is None:
+        raise LoviaTuiError(f"no session {session_id!r} in the given files")
+    return db
+
+
 async def _show(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
     ws = await open_workspace(args)
     try:
-        db = await ws.find_session(session_id)
-        if db is None:
-            return fail(f"no session {session_id!r} in the given files")
+        db = await _session_db(ws, session_id)
         out = []
         for segment in await queries.segments(db, session_id):
             item: dict[str, Any] = {
@@ -210,9 +216,7 @@ async def _export(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
     ws = await open_workspace(args)
     try:
-        db = await ws.find_session(session_id)
-        if db is None:
-            return fail(f"no session {session_id!r} in the given files")
+        db = await _session_db(ws, session_id)
         count = await export_session(db, session_id, args.format, args.output or sys.stdout)
     finally:
         await ws.close()
