@@ -16,7 +16,7 @@ from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.goto import GotoProvider
-from lovia_tui.screens.inspector import InspectorScreen
+from lovia_tui.screens.inspector import FirstPage, InspectorScreen
 
 
 class LoviaTui(App):
@@ -49,7 +49,8 @@ class LoviaTui(App):
         except LoviaTuiError as exc:
             self.exit(return_code=2, message=f"lovia-tui: {exc}")
             return
-        await self.push_screen(InspectorScreen(self.workspace, stale_after=self.stale_after))
+        first_page = await FirstPage.read(self.workspace, self.size.height)
+        await self.push_screen(InspectorScreen(self.workspace, stale_after=self.stale_after, first_page=first_page))
 
     async def on_unmount(self) -> None:
         if self.workspace is not None:

@@ -55,6 +55,14 @@ class TranscriptLoaded(Message):
 
 
 @dataclass
+class IndicesCounted(Message):
+    """The first flat index of each of a session's segments, by row id."""
+
+    key: tuple[str, str]
+    starts: dict[int, int | None]
+
+
+@dataclass
 class RunViewLoaded(Message):
     """The rows of a run shown on its own (no session is known for it)."""
 

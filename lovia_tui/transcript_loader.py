@@ -2,10 +2,13 @@
 
 A session may hold thousands of runs; only the newest ``BATCH`` segments are
 read at first and older ones on demand, so opening it costs the same at any
-length.
+length. Flat indices need every older segment's entry count: they are counted
+in the background (``queries.flat_starts``) and filled in by ``set_indices``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
@@ -17,10 +20,19 @@ from lovia_tui.widgets.transcript_rows import Row
 BATCH = 30
 
 
-async def segment_rows(db: Database, batch: list[SegmentInfo]) -> list[Row]:
-    """Header and entry rows of some segments (unreadable ones say so)."""
+Starts = dict[int, int | None]
+"""Each segment's first flat index by row id (``queries.flat_starts``)."""
+
+
+async def segment_rows(db: Database, batch: list[SegmentInfo], starts: Starts | None) -> list[Row]:
+    """Header and entry rows of some segments (unreadable ones say so); their
+    flat indices from ``starts``, or still being counted when it is None."""
     rows: list[Row] = []
     for segment in batch:
+        if starts is None:
+            segment = replace(segment, counting=True)
+        else:
+            segment = replace(segment, first_index=starts.get(segment.row_id))
         header = f"seg:{db.path}:{segment.row_id}"
         rows.append(Row("segment", header, segment=segment, extra={"segment": header}))
         try:
@@ -36,10 +48,24 @@ async def segment_rows(db: Database, batch: list[SegmentInfo]) -> list[Row]:
     return rows
 
 
-def older_row(remaining: list[SegmentInfo]) -> list[Row]:
-    if not remaining:
+def older_row(older: int, before_id: int) -> list[Row]:
+    """The row standing for the ``older`` segments below id ``before_id``."""
+    if not older:
         return []
-    return [Row("older", f"older:{remaining[-1].row_id}", older=len(remaining), extra={"segments": remaining})]
+    return [Row("older", f"older:{before_id}", older=older, extra={"before": before_id})]
+
+
+def set_indices(rows: list[Row], starts: Starts) -> None:
+    """Fill in the flat indices of rows loaded while they were being counted."""
+    for row in rows:
+        segment = row.segment
+        if segment is None or not segment.counting:
+            continue
+        first = starts.get(segment.row_id)
+        if row.kind == "entry" and row.entry is not None:
+            offset = int(row.key.rsplit(":", 1)[1])
+            row.entry = replace(row.entry, index=None if first is None else first + offset)
+        row.segment = replace(segment, first_index=first, counting=False)
 
 
 def run_entry_rows(run: RunInfo, loaded: RunEntries, first_offset: int) -> list[Row]:
@@ -66,13 +92,13 @@ async def inflight_rows(db: Database, run: RunInfo, status: str) -> tuple[list[R
 
 
 async def session_rows(
-    db: Database, session_id: str, inflight: list[tuple[Database, RunInfo, str]]
+    db: Database, session_id: str, inflight: list[tuple[Database, RunInfo, str]], starts: Starts | None = None
 ) -> tuple[list[Row], dict[str, int]]:
     """The newest batch of a session, then each linked run not yet appended;
     and, per such run, the last batch seq read (to follow it from there)."""
-    segments = await queries.segments(db, session_id)
-    appended = {segment.run_id for segment in segments}
-    rows = older_row(segments[:-BATCH]) + await segment_rows(db, segments[-BATCH:])
+    batch, older = await queries.newest_segments(db, session_id, BATCH)
+    rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(db, batch, starts)
+    appended = await queries.runs_in_session(db, session_id, [run.run_id for _, run, _ in inflight])
     seqs: dict[str, int] = {}
     for run_db, run, status in inflight:
         if run.run_id not in appended:
@@ -81,6 +107,7 @@ async def session_rows(
     return rows, seqs
 
 
-async def older_rows(db: Database, remaining: list[SegmentInfo]) -> list[Row]:
+async def older_rows(db: Database, session_id: str, before_id: int, starts: Starts | None) -> list[Row]:
     """The next older batch above what is shown, with a new "older" row if needed."""
-    return older_row(remaining[:-BATCH]) + await segment_rows(db, remaining[-BATCH:])
+    batch, older = await queries.newest_segments(db, session_id, BATCH, before_id)
+    return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(db, batch, starts)

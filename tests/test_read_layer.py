@@ -241,6 +241,15 @@ async def test_flat_indices_match_lovia_load(
                 entries = await queries.segment_entries(db, segment)
                 assert len(entries) == segment.entry_count
                 flat.extend(entries)
+            # What the transcript reads: the newest batch, then indices counted apart.
+            assert await queries.flat_starts(db, sid) == {s.row_id: s.first_index for s in segments}
+            newest, older = await queries.newest_segments(db, sid, 2)
+            assert [s.row_id for s in newest] == [s.row_id for s in segments[-2:]]
+            assert [s.entry_count for s in newest] == [s.entry_count for s in segments[-2:]]
+            assert older == max(0, len(segments) - 2)
+            if older:
+                below, rest = await queries.newest_segments(db, sid, 1, newest[0].row_id)
+                assert [s.row_id for s in below] == [segments[-3].row_id] and rest == older - 1
             expected = [entry_to_dict(entry) for entry in await store.load(sid)]
             assert [entry.index for entry in flat] == list(range(len(expected)))
             assert [entry.data for entry in flat] == expected
@@ -901,6 +910,7 @@ async def test_a_corrupt_segment_is_reported_and_later_indices_unknown(
             None,
             None,
         )
+        assert list((await queries.flat_starts(db, "hostile")).values()) == [0, 2, None]
         assert [e.index for e in await queries.segment_entries(db, first)] == [0, 1]
         with pytest.raises(UnreadableError, match="invalid JSON"):
             await queries.segment_entries(db, broken)

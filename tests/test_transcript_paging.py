@@ -25,6 +25,10 @@ async def test_home_loads_older_batches_up_to_the_first_run(snap_dir, monkeypatc
         assert transcript.rows[0].kind != "older" and len(segments) == 2
         assert segments[-1:] == newest
         assert transcript.current_row is transcript.rows[0]
+        # Each batch showed before the session's entries were counted; every
+        # entry now has its flat index, what rewind counts: 0, 1, 2... in order.
+        indices = [row.entry.index for row in transcript.rows if row.kind == "entry"]
+        assert indices == list(range(len(indices))) and indices
 
 
 async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):

@@ -239,7 +239,7 @@ async def test_rewind_by_another_process_is_reported(tmp_path, writers, opened):
         await writer.expect("DONE")  # segments: [q call result a] [q call result a]
         db = await opened(path)
         cursor = await Tail.start(db)
-        await cursor.follow_session(SESSION)
+        await cursor.follow_session(SESSION, 1)  # watches run-2's segment
         async with collecting(CommitWatch(db), cursor) as seen:
             assert await rewind(5) == 3  # truncates run-2's segment in place
             await wait_until(lambda: seen.merged.rewritten_sessions)

@@ -54,6 +54,8 @@ class SegmentInfo:
     has_notice: bool
     stored_bytes: int
     unreadable: Unreadable | None = None
+    counting: bool = False
+    """Its ``first_index`` is still being counted (the view shows it later)."""
 
 
 @dataclass(frozen=True)

@@ -330,7 +330,7 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     after = 0
     next_index: int | None = 0
     while True:
-        rows = await _segment_rows(db, session_id, after)
+        rows = await _segment_rows(db, "id > ? ORDER BY id", (session_id, after, SEGMENT_CHUNK))
         if not rows:
             return result
         for row in rows:
@@ -340,25 +340,74 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
         after = rows[-1][0]
 
 
-async def _segment_rows(db: Database, session_id: str, after: int) -> list[Any]:
+async def newest_segments(
+    db: Database, session_id: str, limit: int, before_id: int | None = None
+) -> tuple[list[SegmentInfo], int]:
+    """Up to ``limit`` segments of a session older than ``before_id`` (else its
+    newest), in run order, and how many older segments remain.
+
+    Costs the same at any session length: the rows come newest first by
+    lovia's ``(session_id, id)`` index and the remainder is counted from it.
+    Their ``first_index`` is None: it needs every older segment's entry
+    count, which :func:`flat_starts` reads (in the background).
+    """
+    if not db.stores.session:
+        return [], 0
+    upper = 1 << 62 if before_id is None else before_id
+    rows = await _segment_rows(db, "id < ? ORDER BY id DESC", (session_id, upper, limit))
+    rows.reverse()
+    older = 0
+    if rows:
+        older = (await db.fetchone(
+            "SELECT COUNT(*) FROM session_runs WHERE session_id = ? AND id < ?", (session_id, rows[0][0])
+        ))[0]
+    return [_segment(db, row, row[6], None) for row in rows], older
+
+
+async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
+    """The first flat index of each of a session's segments, by row id.
+
+    Every segment's entries are counted (``json_array_length`` in SQLite,
+    ``SEGMENT_CHUNK`` rows a statement); after an unreadable segment the
+    indices are unknown and ``None``, never guessed.
+    """
+    starts: dict[int, int | None] = {}
+    if not db.stores.session:
+        return starts
+    after = 0
+    next_index: int | None = 0
+    while True:
+        rows = await _counts(db, session_id, after)
+        if not rows:
+            return starts
+        for row_id, count in rows:
+            starts[row_id] = next_index
+            next_index = None if count is None or next_index is None else next_index + count
+        after = rows[-1][0]
+
+
+async def _segment_rows(db: Database, order: str, params: tuple[Any, ...]) -> list[Any]:
     base = (
         "SELECT id, session_id, run_id, created_at, length(entries_json), meta_json, {count} "
-        "FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
+        f"FROM session_runs WHERE session_id = ? AND {order} LIMIT ?"
     )
-    params = (session_id, after, SEGMENT_CHUNK)
+    return await _with_counts(db, base, params)
+
+
+async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
+    base = "SELECT id, {count} FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
+    return await _with_counts(db, base, (session_id, after, SEGMENT_CHUNK))
+
+
+async def _with_counts(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
+    """Run ``base`` with each row's entry count in place of ``{count}``."""
     try:
         return await db.fetchall(base.format(count="json_array_length(entries_json)"), params)
     except sqlite3.OperationalError as exc:
         if "JSON" not in str(exc):
             raise
-        # A malformed row in this chunk: count row by row, guarded.
-        return await db.fetchall(
-            base.format(
-                count="CASE WHEN json_valid(entries_json) "
-                "THEN json_array_length(entries_json) END"
-            ),
-            params,
-        )
+        # A malformed row among these: count row by row, guarded.
+        return await db.fetchall(base.format(count=_SAFE_COUNT), params)
 
 
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
@@ -369,6 +418,21 @@ async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
     data = parse_entries(row[0])
     first = segment.first_index
     return [Entry(None if first is None else first + offset, entry) for offset, entry in enumerate(data)]
+
+
+async def runs_in_session(db: Database, session_id: str, run_ids: list[str]) -> set[str]:
+    """Which of ``run_ids`` have a segment in the session (lovia's unique index)."""
+    if not db.stores.session or not run_ids:
+        return set()
+    found: set[str] = set()
+    for start in range(0, len(run_ids), 500):
+        chunk = tuple(run_ids[start : start + 500])
+        rows = await db.fetchall(
+            f"SELECT run_id FROM session_runs WHERE session_id = ? AND run_id IN ({','.join('?' * len(chunk))})",
+            (session_id, *chunk),
+        )
+        found.update(row[0] for row in rows)
+    return found
 
 
 async def appended_runs(db: Database, run_ids: list[str]) -> list[tuple[str, str]]:
@@ -562,21 +626,49 @@ async def segments_between(
 
 
 async def session_fingerprint(
-    db: Database, session_id: str, known_upto: int
+    db: Database, session_id: str, known_upto: int, from_id: int
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """A session's (segments, last id, stored characters), whole and over ids <= known_upto.
+    """A session's (segments, last id, characters stored from ``from_id`` on),
+    whole and over ids <= known_upto.
 
-    Rewind, clear and trim all change the second part; appends only the
-    first. One statement, so both halves come from the same snapshot.
+    Rewind, clear and trim change the second part of the shown segments (ids
+    from ``from_id`` on); appends only the first. A rewind into an older
+    segment deletes every shown one, which the counts see. Counts come from
+    lovia's index and only the shown segments are read, so a poll costs the
+    same for a session of any length. One statement: one snapshot.
     """
     row = await db.fetchone(
-        "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(length(entries_json)), 0), "
+        "SELECT COUNT(*), COALESCE(MAX(id), 0), "
         "COALESCE(SUM(id <= ?1), 0), COALESCE(MAX(CASE WHEN id <= ?1 THEN id END), 0), "
-        "COALESCE(SUM(CASE WHEN id <= ?1 THEN length(entries_json) END), 0) "
+        "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        " WHERE session_id = ?2 AND id >= ?3), "
+        "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        " WHERE session_id = ?2 AND id >= ?3 AND id <= ?1) "
         "FROM session_runs WHERE session_id = ?2",
-        (known_upto, session_id),
+        (known_upto, session_id, from_id),
     )
-    return (row[0], row[1], row[2]), (row[3], row[4], row[5])
+    return (row[0], row[1], row[4]), (row[2], row[3], row[5])
+
+
+async def nth_newest_id(db: Database, session_id: str, n: int, before_id: int | None = None) -> int:
+    """The id of a session's ``n``-th newest segment below ``before_id`` (its
+    oldest if it has fewer; 0 if none), from lovia's index."""
+    row = await db.fetchone(
+        "SELECT MIN(id) FROM (SELECT id FROM session_runs WHERE session_id = ? AND id < ? "
+        "ORDER BY id DESC LIMIT ?)",
+        (session_id, 1 << 62 if before_id is None else before_id, n),
+    )
+    return row[0] or 0
+
+
+async def session_chars(db: Database, session_id: str, from_id: int, below_id: int) -> int:
+    """Characters stored in a session's segments with ids in [from_id, below_id)."""
+    row = await db.fetchone(
+        "SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        "WHERE session_id = ? AND id >= ? AND id < ?",
+        (session_id, from_id, below_id),
+    )
+    return row[0]
 
 
 async def head_totals(db: Database, rowid: int) -> tuple[int, int, tuple[str, float] | None]:

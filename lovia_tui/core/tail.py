@@ -159,9 +159,11 @@ class _Heads:
 
 @dataclass(frozen=True)
 class _Followed:
-    """The followed session and its fingerprint (segments, last id, characters)."""
+    """The followed session, the first segment id shown and its fingerprint
+    (segments, last id, characters from that id on)."""
 
     session_id: str
+    from_id: int
     fingerprint: tuple[int, int, int]
 
 
@@ -199,17 +201,37 @@ class Tail:
         """
         self._run = None if run_id is None else (run_id, after_seq)
 
-    async def follow_session(self, session_id: str | None) -> None:
-        """Report when ``session_id``'s existing segments are rewritten.
+    async def follow_session(self, session_id: str | None, newest: int) -> None:
+        """Report when the ``newest`` segments of ``session_id`` (the ones
+        shown; later ones too) are rewritten.
 
-        Call it before loading the session's segments: a rewrite between
-        the two is then reported (once too often at worst), never missed.
+        Call it before loading them: a rewrite between the two is then
+        reported (once too often at worst), never missed.
         """
         if session_id is None or not self.db.stores.session:
             self._session = None
             return
-        whole, _ = await queries.session_fingerprint(self.db, session_id, 0)
-        self._session = _Followed(session_id, whole)
+        from_id = await queries.nth_newest_id(self.db, session_id, newest)
+        whole, _ = await queries.session_fingerprint(self.db, session_id, 0, from_id)
+        self._session = _Followed(session_id, from_id, whole)
+
+    async def follow_older(self, count: int) -> None:
+        """Also watch the ``count`` segments of the followed session just older
+        than those watched (the ones the view is about to show).
+
+        Adds their characters to the fingerprint instead of taking it anew, so
+        a rewrite of the shown segments since the last poll is still reported.
+        """
+        followed = self._session
+        if followed is None or not followed.from_id:
+            return
+        from_id = await queries.nth_newest_id(self.db, followed.session_id, count, followed.from_id)
+        if not from_id:
+            return
+        extra = await queries.session_chars(self.db, followed.session_id, from_id, followed.from_id)
+        if self._session is followed:
+            segments, last_id, chars = followed.fingerprint
+            self._session = _Followed(followed.session_id, from_id, (segments, last_id, chars + extra))
 
     async def poll(self) -> Changes:
         """What changed since the last poll (or :meth:`start`)."""
@@ -326,10 +348,10 @@ class Tail:
             return frozenset()
         _, last_id, _ = followed.fingerprint
         whole, known = await queries.session_fingerprint(
-            self.db, followed.session_id, last_id
+            self.db, followed.session_id, last_id, followed.from_id
         )
         if self._session is followed:
-            self._session = _Followed(followed.session_id, whole)
+            self._session = _Followed(followed.session_id, followed.from_id, whole)
         return (
             frozenset()
             if known == followed.fingerprint

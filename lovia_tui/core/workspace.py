@@ -13,7 +13,7 @@ from pathlib import Path
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database, open_database
 from lovia_tui.core.errors import OpenError
-from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
 from lovia_tui.core.queries import runs
 
 DEFAULT_DIR = Path(".lovia")
@@ -85,6 +85,26 @@ class Workspace:
             if db.path == file:
                 return db
         raise OpenError(f"{file}: not open")
+
+    async def recent_sessions(self, limit: int) -> list[tuple[str, str]]:
+        """(file, session_id) of the ``limit`` newest sessions of each file, newest first."""
+        activity: dict[tuple[str, str], float] = {}
+        for db in self.session_dbs:
+            for session_id, when in await queries.recent_sessions(db, limit):
+                activity[(str(db.path), session_id)] = when or 0
+        return sorted(activity, key=activity.__getitem__, reverse=True)
+
+    async def summaries(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SessionSummary]:
+        """Runs, title and activity of each (file, session_id): three statements a file."""
+        by_file: dict[str, list[str]] = {}
+        for file, session_id in keys:
+            by_file.setdefault(file, []).append(session_id)
+        found = {}
+        for file, session_ids in by_file.items():
+            db = self.database(Path(file))
+            for session_id, summary in (await queries.session_summaries(db, session_ids)).items():
+                found[(file, session_id)] = summary
+        return found
 
     async def find_session(self, session_id: str) -> Database | None:
         """The file holding ``session_id``'s segments, if any."""

@@ -4,30 +4,26 @@ A mixin of the inspector. Every action goes: preview (core) → dialog with
 exactly what will be removed → confirm → ``perform`` through lovia, journaled
 first → every view refreshed. A live run is refused unless the user types
 its id to force it.
+
+The core's action modules are imported on first use: the first frame of the
+app does not need them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 
-from lovia_tui.core.actions import perform, undo
-from lovia_tui.core.describe import describe
 from lovia_tui.core.errors import ActionError, LiveRunError
-from lovia_tui.core.journal import Journal
-from lovia_tui.core.previews import Preview
-from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs, preview_finalize
-from lovia_tui.core.session_plans import (
-    preview_clear,
-    preview_rewind,
-    preview_trim,
-    user_turn_start,
-)
-from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
 
-Build = Callable[[dict[str, str], bool], Awaitable[Preview]]
+if TYPE_CHECKING:
+    from lovia_tui.core.previews import Preview
+    from lovia_tui.screens.action_dialog import FormField
+
+Build = Callable[[dict[str, str], bool], Awaitable["Preview"]]
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:
@@ -44,12 +40,17 @@ class ActionFlows:
 
     def _entry_index(self) -> int | None:
         row = self.transcript.current_row
+        if row is not None and row.segment is not None and row.segment.counting:
+            self.notify("the session's entries are still being counted; try again in a moment", severity="warning")
+            return None
         if self.session_key is None or row is None or row.entry is None or row.entry.index is None:
             self.notify("put the cursor on an entry of the session (not of an in-flight run)", severity="warning")
             return None
         return row.entry.index
 
     def action_rewind_here(self) -> None:
+        from lovia_tui.core.session_plans import preview_rewind
+
         index = self._entry_index()
         if index is not None:
             sid = self.session_key[1]
@@ -59,6 +60,8 @@ class ActionFlows:
             )
 
     def action_rewind_turn(self) -> None:
+        from lovia_tui.core.session_plans import preview_rewind, user_turn_start
+
         index = self._entry_index()
         if index is not None:
             sid = self.session_key[1]
@@ -70,6 +73,9 @@ class ActionFlows:
             self.action_flow(f"Rewind {sid} to before this user turn (edit and resend)", build)
 
     def action_trim(self) -> None:
+        from lovia_tui.core.session_plans import preview_trim
+        from lovia_tui.screens.action_dialog import FormField
+
         if self.session_key is None:
             return
         sid = self.session_key[1]
@@ -81,6 +87,8 @@ class ActionFlows:
         )
 
     def action_clear_session(self) -> None:
+        from lovia_tui.core.session_plans import preview_clear
+
         if self.session_key is None:
             return
         sid = self.session_key[1]
@@ -90,6 +98,8 @@ class ActionFlows:
         )
 
     def action_delete_run(self) -> None:
+        from lovia_tui.core.run_plans import preview_delete_runs
+
         run = self.runs.selected
         if run is not None:
             self.action_flow(
@@ -98,6 +108,9 @@ class ActionFlows:
             )
 
     def action_delete_runs_by_filter(self) -> None:
+        from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs
+        from lovia_tui.screens.action_dialog import FormField
+
         fields = [FormField("status", "Status", "interrupted", RUN_STATUSES), FormField("days", "Older than (days, empty for any age)", "")]
 
         def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
@@ -111,6 +124,9 @@ class ActionFlows:
         self.action_flow("Delete checkpoints by status and age", build, fields)
 
     def action_finalize(self) -> None:
+        from lovia_tui.core.run_plans import preview_finalize
+        from lovia_tui.screens.action_dialog import FormField
+
         run = self.runs.selected
         if run is None:
             return
@@ -125,6 +141,10 @@ class ActionFlows:
     @work(exclusive=True, group="action")
     async def action_flow(self, title: str, build: Build, fields: list[FormField] = ()) -> None:
         """Preview, confirm (or preview again with new options), perform, refresh."""
+        from lovia_tui.core.actions import perform
+        from lovia_tui.core.describe import describe
+        from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
+
         values = {spec.name: spec.value for spec in fields}
         force = False
         while True:
@@ -164,6 +184,10 @@ class ActionFlows:
     @work(exclusive=True, group="action")
     async def action_undo(self) -> None:
         """Undo the newest action on the open files, after saying what it was."""
+        from lovia_tui.core.actions import undo
+        from lovia_tui.core.journal import Journal
+        from lovia_tui.screens.action_dialog import ActionScreen
+
         journal = Journal()
         files = [db.path for db in self.workspace.databases]
         entry = await journal.last_undoable([Path(f).resolve() for f in files])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import on, work
@@ -21,18 +22,14 @@ from lovia_tui import messages
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
 from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
-from lovia_tui.core.export import export_session
-from lovia_tui.core.models import RunInfo
+from lovia_tui.core.models import RunInfo, SessionSummary
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
-from lovia_tui.screens.doctor import open_doctor
-from lovia_tui.screens.help import HelpScreen
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
-from lovia_tui.screens.worker_errors import WorkerErrors
-from lovia_tui.transcript_loader import older_rows, session_rows
+from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
+from lovia_tui.transcript_loader import older_rows, session_rows, set_indices
 from lovia_tui.widgets.row_list import RowList
-from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
@@ -48,20 +45,40 @@ RUN_ACTIONS = {"delete_run", "finalize"}
 MUTATIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "delete_run", "delete_runs_by_filter", "finalize", "undo", "resume", "replay"}
 
 
+@dataclass(frozen=True)
+class FirstPage:
+    """The newest sessions and the summaries of a screenful of them, read
+    before the screen is composed so that its first frame shows them."""
+
+    keys: list[SessionKey]
+    summaries: dict[SessionKey, SessionSummary]
+
+    @classmethod
+    async def read(cls, workspace: Workspace, rows: int) -> FirstPage | None:
+        try:
+            keys = await workspace.recent_sessions(FIRST_PAGE)
+            return cls(keys, await workspace.summaries(keys[:rows]))
+        except EXPECTED:
+            return None  # the screen's own worker reads again and says why
+
+
 class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
     BINDINGS = bindings(INSPECTOR_COMMANDS)
+    AUTO_FOCUS = "#sessions"
 
-    def __init__(self, workspace: Workspace, *, stale_after: float) -> None:
+    def __init__(self, workspace: Workspace, *, stale_after: float, first_page: FirstPage | None = None) -> None:
         super().__init__()
         self.workspace = workspace
+        self.first_page = first_page
         self.stale_after = stale_after
         self.session_key: SessionKey | None = None
         self.run_raw = False
         self.filter_mode = "filter"
         self.search_needle = ""
         self.pending_row: str | None = None
+        self.flat_starts: dict[int, int | None] | None = None
         self.runs_loaded = False
 
     # ----- layout -----
@@ -74,7 +91,6 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
                 yield Label("Transcript", classes="pane-title", id="transcript-title")
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
-        yield RunConsole(id="console", classes="hidden")
         yield Footer()
 
     @property
@@ -92,7 +108,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     def on_mount(self) -> None:
         self.start_live()  # first: it decides each file's watch mode, which the status line shows
         self._describe_files()
-        self.sessions.row_list.focus()
+        if self.first_page:
+            self.sessions.summaries.update(self.first_page.summaries)
+            self._show_sessions(self.first_page.keys)
         self.load_sessions()
         self.load_runs()
         self.set_interval(1.0, self._tick)
@@ -126,12 +144,11 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     @work(exclusive=True, group="sessions")
     async def load_sessions(self) -> None:
         """First the newest page (a short walk), then the full index in the background."""
-        activity: dict[SessionKey, float] = {}
-        for db in self.workspace.session_dbs:
-            for session_id, when in await queries.recent_sessions(db, FIRST_PAGE):
-                activity[(str(db.path), session_id)] = when or 0
-        keys = sorted(activity, key=activity.__getitem__, reverse=True)
-        self.post_message(messages.SessionsLoaded(keys))
+        if self.first_page is None:
+            keys = await self.workspace.recent_sessions(FIRST_PAGE)
+            self.post_message(messages.SessionsLoaded(keys))
+        else:
+            keys, self.first_page = self.first_page.keys, None
         index: dict[SessionKey, int] = {}
         for db in self.workspace.session_dbs:
             async for chunk, _ in queries.session_index(db):
@@ -143,8 +160,11 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self.post_message(messages.SessionsLoaded(keys + rest))
 
     def on_sessions_loaded(self, message: messages.SessionsLoaded) -> None:
+        self._show_sessions(message.keys)
+
+    def _show_sessions(self, keys: list[SessionKey]) -> None:
         pane = self.sessions
-        pane.set_keys(message.keys)
+        pane.set_keys(keys)
         if self.session_key is None and self.run_view is None and pane.selected:
             self._select_session(pane.selected)
         self.fetch_visible_summaries()
@@ -152,15 +172,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     @work(exclusive=True, group="summaries")
     async def fetch_visible_summaries(self) -> None:
         pane = self.sessions
-        missing: dict[str, list[str]] = {}
-        for key in pane.visible_keys():
-            if key not in pane.summaries:
-                missing.setdefault(key[0], []).append(key[1])
-        found = {}
-        for file, session_ids in missing.items():
-            db = self.workspace.database(Path(file))
-            for session_id, summary in (await queries.session_summaries(db, session_ids)).items():
-                found[(file, session_id)] = summary
+        found = await self.workspace.summaries(key for key in pane.visible_keys() if key not in pane.summaries)
         if found:
             self.post_message(messages.SummariesLoaded(found))
 
@@ -215,10 +227,13 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         await self.follow_session(db.path, key[1])
         rows, seqs = await session_rows(db, key[1], inflight)
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
+        # Shown first; the flat indices need every older segment counted.
+        self.post_message(messages.IndicesCounted(key, await queries.flat_starts(db, key[1])))
 
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
         if message.key != self.session_key:
             return
+        self.flat_starts = None
         self.transcript.show(message.rows)
         self.transcript.set_needle(self.search_needle)
         self.follow_inflight(message.run_seqs)
@@ -226,6 +241,12 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             self.transcript.select_key(self.pending_row)
             self.pending_row = None
         self._title_transcript()
+
+    def on_indices_counted(self, message: messages.IndicesCounted) -> None:
+        if message.key == self.session_key:
+            self.flat_starts = message.starts
+            set_indices(self.transcript.rows, message.starts)
+            self.transcript.refresh()
 
     def reload_transcript(self) -> None:
         if self.session_key:
@@ -252,15 +273,19 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     def _load_older(self) -> None:
         rows = self.transcript.rows
         if self.session_key and rows and rows[0].kind == "older":
-            self.load_older(self.session_key, rows[0].extra["segments"])
+            self.load_older(self.session_key, rows[0].extra["before"])
 
     @work(exclusive=True, group="older")
-    async def load_older(self, key: SessionKey, remaining: list) -> None:
+    async def load_older(self, key: SessionKey, before_id: int) -> None:
         db = self.workspace.database(Path(key[0]))
-        self.post_message(messages.OlderLoaded(key, await older_rows(db, remaining)))
+        await self.follow_older(db.path)
+        rows = await older_rows(db, key[1], before_id, self.flat_starts)
+        self.post_message(messages.OlderLoaded(key, rows))
 
     def on_older_loaded(self, message: messages.OlderLoaded) -> None:
         if message.key == self.session_key:
+            if self.flat_starts is not None:
+                set_indices(message.rows, self.flat_starts)  # counted while this batch loaded
             self.transcript.prepend(message.rows)
 
     # ----- runs -----
@@ -483,6 +508,8 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
 
     @work(exclusive=True, group="export")
     async def export(self, key: SessionKey, fmt: str) -> None:
+        from lovia_tui.core.export import export_session
+
         target = Path.cwd() / f"{_safe_name(key[1])}.{fmt}"
         db = self.workspace.database(Path(key[0]))
         await export_session(db, key[1], fmt, target)
@@ -494,9 +521,13 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self.reload_transcript()
 
     def action_help(self) -> None:
+        from lovia_tui.screens.help import HelpScreen
+
         self.app.push_screen(HelpScreen())
 
     def action_doctor(self) -> None:
+        from lovia_tui.screens.doctor import open_doctor
+
         open_doctor(self)
 
     def action_quit(self) -> None:
@@ -515,7 +546,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         if action == "replay":
             return None if run is None or run.status != "completed" or self.workspace.readonly else True
         if action == "cancel_run":
-            return True if self.console.running else None
+            return True if self.run_going else None
         if action == "jump_to_session":
             return None if run is None else True
         return True

@@ -18,7 +18,7 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
-from lovia_tui.transcript_loader import inflight_rows, run_entry_rows
+from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
 """Seconds between looks at a file the live tail found locked."""
@@ -129,9 +129,16 @@ class LiveTail:
                 return
 
     async def follow_session(self, file: Path, session_id: str) -> None:
+        """Watch the session's newest batch (call before loading it)."""
         tail = getattr(self, "tails", {}).get(file)
         if tail is not None:
-            await tail.follow_session(session_id)
+            await tail.follow_session(session_id, BATCH)
+
+    async def follow_older(self, file: Path) -> None:
+        """Watch the followed session's next older batch too (call before loading it)."""
+        tail = getattr(self, "tails", {}).get(file)
+        if tail is not None:
+            await tail.follow_older(BATCH)
 
     def show_run_alone(self, run: RunInfo) -> None:
         """A run no record links to a session: its own entries, behind a seam."""

@@ -2,21 +2,25 @@
 
 A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
 because it is its own concept: everything that starts a run lives here.
+The core's run modules are imported on first use, not for the first frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 from textual import work
+from textual.widgets import Footer
 
-from lovia_tui.core.agents import AgentSpec, DepsSpec, load_agent, load_deps
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
-from lovia_tui.core.resume import replay, resume
-from lovia_tui.screens.preflight import PreflightChoice, PreflightScreen
 from lovia_tui.widgets.run_console import RunConsole
+
+if TYPE_CHECKING:
+    from lovia_tui.core.agents import AgentSpec, DepsSpec
+    from lovia_tui.core.preflight import Preflight
+    from lovia_tui.screens.preflight import PreflightChoice
 
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
 
@@ -27,12 +31,24 @@ class RunFlows:
     _agent: AgentSpec | None = None
     _deps: DepsSpec | None = None
 
+    async def console(self) -> RunConsole:
+        """The console, mounted above the footer on first use: not in the first frame."""
+        found = self.query(RunConsole)
+        if found:
+            return found.first()
+        console = RunConsole(id="console", classes="hidden")
+        await self.mount(console, before=self.query_one(Footer))
+        return console
+
     @property
-    def console(self) -> RunConsole:
-        return self.query_one(RunConsole)
+    def run_going(self) -> bool:
+        """Whether a resume or replay is running in the console."""
+        return any(console.running for console in self.query(RunConsole))
 
     async def _load_agent(self) -> AgentSpec | None:
         """The --agent given on the command line, imported once (off the UI thread)."""
+        from lovia_tui.core.agents import load_agent, load_deps
+
         spec = self.app.agent_spec
         if spec and self._agent is None:
             self._agent = await asyncio.to_thread(load_agent, spec)
@@ -49,6 +65,8 @@ class RunFlows:
             self._preflight_flow("replay", self.runs.selected.run_id)
 
     async def _preflight(self, mode: str, run_id: str, choice: PreflightChoice | None) -> Preflight:
+        from lovia_tui.core.preflight import preflight, preflight_replay
+
         options = {}
         if choice is not None:
             options = {
@@ -69,7 +87,10 @@ class RunFlows:
     @work(exclusive=True, group="preflight")
     async def _preflight_flow(self, mode: str, run_id: str) -> None:
         """Check, show, re-check with the user's options, and start only when clear."""
-        if self.console.running:
+        from lovia_tui.core.resume import replay, resume
+        from lovia_tui.screens.preflight import PreflightScreen
+
+        if self.run_going:
             self.notify("a run is already going in the console (K cancels it)", severity="warning")
             return
         choice: PreflightChoice | None = None
@@ -86,13 +107,14 @@ class RunFlows:
         except LoviaTuiError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.console.start(pf, resume if mode == "resume" else replay)
+        (await self.console()).start(pf, resume if mode == "resume" else replay)
 
-    def action_toggle_console(self) -> None:
-        self.console.toggle_class("hidden")
+    async def action_toggle_console(self) -> None:
+        (await self.console()).toggle_class("hidden")
 
     def action_cancel_run(self) -> None:
-        self.console.cancel()
+        for console in self.query(RunConsole):
+            console.cancel()
 
     def on_run_console_finished(self, message: RunConsole.Finished) -> None:
         self.notify(f"run {message.run_id}: {message.status}")

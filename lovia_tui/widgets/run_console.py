@@ -8,6 +8,7 @@ while the stream is drained to its end (the run ends ``interrupted``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -16,9 +17,10 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, RichLog, Static
 
-from lovia_tui.core.console import ConsoleEvent
-from lovia_tui.core.preflight import Preflight
-from lovia_tui.core.resume import RunControl
+if TYPE_CHECKING:
+    from lovia_tui.core.console import ConsoleEvent
+    from lovia_tui.core.preflight import Preflight
+    from lovia_tui.core.resume import RunControl
 
 STYLES = {
     "info": "",
@@ -32,7 +34,7 @@ STYLES = {
 }
 DELTAS = ("text_delta", "reasoning_delta")
 
-Starter = Callable[[Preflight, RunControl], AsyncIterator[ConsoleEvent]]
+Starter = Callable[["Preflight", "RunControl"], AsyncIterator["ConsoleEvent"]]
 
 
 class RunConsole(Vertical):
@@ -61,6 +63,8 @@ class RunConsole(Vertical):
         return self.control is not None
 
     def start(self, pf: Preflight, starter: Starter) -> None:
+        from lovia_tui.core.resume import RunControl  # imports lovia: on first run only
+
         self.remove_class("hidden")
         self.query_one(RichLog).clear()
         self.query_one("#console-title", Label).update(f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)")

@@ -92,10 +92,13 @@ def pair_tool_calls(rows: list[Row]) -> None:
 
 
 def index_text(row: Row) -> str:
-    """The flat index (what rewind counts); ``·`` for entries not in the session."""
+    """The flat index (what rewind counts); ``…`` while it is being counted,
+    ``·`` for entries not in the session (or after an unreadable segment)."""
     if row.entry is None:
         return ""
-    return "·" if row.entry.index is None else str(row.entry.index)
+    if row.entry.index is not None:
+        return str(row.entry.index)
+    return "…" if row.segment is not None and row.segment.counting else "·"
 
 
 def partner_text(row: Row, rows: list[Row], arrow: str) -> str:
