@@ -7,6 +7,7 @@ import hashlib
 from app_helpers import settle, snapshot_app
 
 from lovia_tui.screens.help import HelpScreen
+from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_detail import RunDetail
 
 
@@ -98,6 +99,21 @@ async def test_help_lists_every_command_and_closes(snap_dir, monkeypatch):
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_the_key_bar_follows_the_focus_and_its_keys_click(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        bar = app.screen.query_one(KeyBar)
+        assert "Fold/unfold" not in str(bar.render())
+        await pilot.press("2")  # the transcript's own keys join the screen's
+        await pilot.pause()
+        line = str(bar.render())
+        assert "Fold/unfold" in line and line.rstrip().endswith("^p palette")
+        await pilot.click(KeyBar, offset=(line.index("? Help") + 2, 0))
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
 
 
 async def test_export_writes_the_transcript(snap_dir, monkeypatch):

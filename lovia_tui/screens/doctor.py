@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
+from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Finding, Report, diagnose
@@ -30,6 +30,7 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.previews import Preview
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.worker_errors import WorkerErrors
+from lovia_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from lovia_tui.screens.inspector import InspectorScreen
@@ -101,7 +102,7 @@ class DoctorScreen(WorkerErrors, Screen):
         table.add_columns("severity", "kind", "run", "session", "finding")
         yield table
         yield Static(id="doctor-detail")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

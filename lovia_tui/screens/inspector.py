@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, ProgressBar, Static
+from textual.widgets import Input, Label, ProgressBar, Static
 
 from lovia_tui import messages
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
@@ -29,6 +29,7 @@ from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
 from lovia_tui.transcript_loader import older_rows, session_rows, set_indices
+from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
@@ -91,7 +92,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
                 yield Label("Transcript", classes="pane-title", id="transcript-title")
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
-        yield Footer()
+        yield KeyBar()
 
     @property
     def sessions(self) -> SessionsPane:

@@ -12,9 +12,9 @@ import time
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.widgets import Footer
 
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class RunFlows:
         if found:
             return found.first()
         console = RunConsole(id="console", classes="hidden")
-        await self.mount(console, before=self.query_one(Footer))
+        await self.mount(console, before=self.query_one(KeyBar))
         return console
 
     @property

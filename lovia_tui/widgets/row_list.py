@@ -20,6 +20,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from lovia_tui.widgets.line_cache import LineCache
+
 RowRenderer = Callable[[int, int], Text]
 
 
@@ -66,16 +68,24 @@ class RowList(ScrollView, can_focus=True):
         self._count = 0
         self._base_style: Style | None = None
         self._marked: Callable[[int], bool] = lambda index: False
+        self._lines = LineCache()
         self.empty_text = empty
 
     @property
     def count(self) -> int:
         return self._count
 
+    @property
+    def position(self) -> str:
+        """"cursor/count" for a pane title: the list draws no scrollbar."""
+        return f"{self.cursor + 1:,}/{self._count:,}" if self._count else "0"
+
     def set_count(self, count: int, *, cursor: int | None = None) -> None:
         """Change the number of rows, keeping the cursor in range."""
         self._count = count
-        self.virtual_size = Size(self.size.width, count)
+        # Rows are cut to the width: no horizontal scrolling (its scrollbar
+        # would take a row and a repaint per frame).
+        self.virtual_size = Size(0, count)
         target = self.cursor if cursor is None else cursor
         self.set_reactive(RowList.cursor, max(0, min(target, count - 1)))
         self.refresh()
@@ -140,16 +150,13 @@ class RowList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         if index >= self._count:
             return Strip.blank(width, base)
-        text = self._render_row(index, width)
-        text.truncate(width, overflow="ellipsis", pad=True)
         style = base
         if index == self.cursor:
             cursor_class = "row-list--cursor" if self.has_focus else "row-list--cursor-blurred"
             style = base + self.get_component_rich_style(cursor_class)
         elif self._marked(index):
             style = base + self.get_component_rich_style("row-list--marked")
-        segments = list(text.render(self.app.console))
-        return Strip(segments).apply_style(style).adjust_cell_length(width, style)
+        return self._lines.strip(self._render_row(index, width), width, style, self.app.console)
 
     def on_focus(self) -> None:
         self.refresh()

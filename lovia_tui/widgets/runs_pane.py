@@ -56,8 +56,14 @@ class RunsPane(Vertical):
         ids = [run.run_id for run in self.shown]
         self.row_list.set_count(len(self.shown), cursor=ids.index(current) if current in ids else 0)
         self.row_list.set_marked(self._is_related)
+        self.show_title()
+
+    def show_title(self) -> None:
         label = "Runs" if self.status_filter == "all" else f"Runs: {self.status_filter}"
-        self.query_one("#runs-title", Label).update(f"{label} ({len(self.shown)})")
+        self.query_one("#runs-title", Label).update(f"{label} {self.row_list.position}", layout=False)
+
+    def on_row_list_highlighted(self) -> None:
+        self.show_title()
 
     def find(self, run_id: str) -> RunInfo | None:
         return next((run for run in self.runs if run.run_id == run_id), None)

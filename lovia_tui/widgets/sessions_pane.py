@@ -76,9 +76,16 @@ class SessionsPane(Vertical):
         self.shown = shown
         cursor = shown.index(current) if current in shown else 0
         self.row_list.set_count(len(shown), cursor=cursor)
-        title = f"Sessions ({len(shown):,}"
-        title += f" of {len(self.keys):,})" if len(shown) != len(self.keys) else ")"
+        self.show_title()
+
+    def show_title(self) -> None:
+        title = f"Sessions {self.row_list.position}"
+        if len(self.shown) != len(self.keys):
+            title += f" (of {len(self.keys):,})"
         self.query_one("#sessions-title", Label).update(title, layout=False)
+
+    def on_row_list_highlighted(self) -> None:
+        self.show_title()
 
     def _order(self) -> dict[SessionKey, int]:
         """Each key's position in ``keys``, rebuilt when ``keys`` is replaced."""

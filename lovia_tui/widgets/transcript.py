@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -19,6 +18,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from lovia_tui.widgets.line_cache import LineCache
 from lovia_tui.widgets.transcript_rows import (
     Row,
     detail_lines,
@@ -75,6 +75,7 @@ class Transcript(ScrollView, can_focus=True):
         self._visible: list[int] = []
         self._lines: list[tuple[int, int]] = []
         self._details: dict[str, list[Text]] = {}
+        self._strips = LineCache()
         self._expanded: dict[str, bool] = {}
         self._collapsed: set[str] = set()
         self._raw: set[str] = set()
@@ -215,17 +216,15 @@ class Transcript(ScrollView, can_focus=True):
             details = self._details_for(row, max(20, width - 2))
             text = Text("  ") + details[offset - 1] if offset - 1 < len(details) else Text("")
             style = base + self.get_component_rich_style("transcript--detail")
-        text = text.copy()
         if self._needle:
+            text = text.copy()
             text.highlight_words([self._needle], self.get_component_rich_style("transcript--match"), case_sensitive=False)
         if visible_position == self.cursor and offset == 0:
             cursor = self.get_component_rich_style("transcript--cursor", partial=True)
             style = style + (cursor if self.has_focus else Style(underline=True))
         elif self._is_partner(visible_position):
             style = style + self.get_component_rich_style("transcript--partner", partial=True)
-        text.truncate(width, overflow="ellipsis", pad=True)
-        segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
-        return Strip(segments).adjust_cell_length(width, style)
+        return self._strips.strip(text, width, style, self.app.console)
 
     def _is_partner(self, visible_position: int) -> bool:
         current = self.current_row
