@@ -6,6 +6,7 @@ and the screenshot script.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.goto import GotoProvider
 from lovia_tui.screens.inspector import FirstPage, InspectorScreen
+
+FULL_COLLECTION_EVERY = 1_000
+"""Second-generation collections before a full one (Python's default: 10)."""
 
 
 class LoviaTui(App):
@@ -49,6 +53,11 @@ class LoviaTui(App):
         except LoviaTuiError as exc:
             self.exit(return_code=2, message=f"lovia-tui: {exc}")
             return
+        # A full collection walks every object (~40-90 ms with a long session
+        # loaded) and froze the UI mid-keypress; rows and strips form no
+        # cycles, so reference counting frees them and full passes can be rare.
+        gen0, gen1, _ = gc.get_threshold()
+        gc.set_threshold(gen0, gen1, FULL_COLLECTION_EVERY)
         first_page = await FirstPage.read(self.workspace, self.size.height)
         await self.push_screen(InspectorScreen(self.workspace, stale_after=self.stale_after, first_page=first_page))
 

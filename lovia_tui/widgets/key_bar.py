@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.screen import Screen
@@ -39,6 +40,7 @@ class KeyBar(Widget):
         self._keys: list[Key] = []
         self._palette: Key | None = None
         self._spans: list[tuple[int, int, str]] = []
+        self._drawn: tuple[tuple | None, Text] = (None, Text())
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -64,17 +66,23 @@ class KeyBar(Widget):
             self.refresh()
 
     def render(self) -> Text:
-        styles = {
-            name: self.get_component_rich_style(f"key-bar--{name}")
-            for name in ("key", "description", "disabled")
-        }
+        styles = tuple(
+            self.get_component_rich_style(f"key-bar--{name}") for name in ("key", "description", "disabled")
+        )
+        # Drawn again with its neighbours' repaints: build the line only when it changes.
+        state = (self.size.width, styles, self._keys, self._palette)
+        if state != self._drawn[0]:
+            self._drawn = (state, self._line(*styles))
+        return self._drawn[1]
+
+    def _line(self, key_style: Style, description_style: Style, disabled_style: Style) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         self._spans = []
 
         def add(shown: Key) -> None:
             start = text.cell_len
-            text.append(f" {shown.display} ", style=styles["key" if shown.enabled else "disabled"])
-            text.append(shown.description, style=styles["description" if shown.enabled else "disabled"])
+            text.append(f" {shown.display} ", style=key_style if shown.enabled else disabled_style)
+            text.append(shown.description, style=description_style if shown.enabled else disabled_style)
             self._spans.append((start, text.cell_len, shown.key))
 
         for shown in self._keys:

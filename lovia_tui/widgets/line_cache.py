@@ -1,4 +1,4 @@
-"""Strips of recently drawn lines, keyed by what they show.
+"""Drawing lines cheaply: strips of recent lines, and per-repaint lookups.
 
 A list that scrolls by one row draws every line on screen again, and all but
 one of them were drawn the frame before. Turning a line's text into a Strip
@@ -6,6 +6,10 @@ one of them were drawn the frame before. Turning a line's text into a Strip
 segments) was most of a repaint; this cache keys the result on the text, its
 spans, the width and the style, so it needs no invalidation: a line whose
 content changed has another key.
+
+:class:`RepaintValues` gives the Line API widgets (the lists, the transcript)
+the values every line needs (base style, width, component styles) once per
+repaint: each costs a walk up the DOM, which per line was a third of a frame.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
 from textual.strip import Strip
 
 SIZE = 1024
@@ -37,3 +42,33 @@ class LineCache:
                 del self._strips[next(iter(self._strips))]
             self._strips[key] = found
         return found
+
+
+class RepaintValues:
+    """Mixin for a Line API widget: base style, content width and component
+    styles looked up once per ``render_lines``, not once per line."""
+
+    _repaint: tuple[Style, int] | None = None
+    _components: dict[tuple[str, bool], Style]
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._repaint = (self.rich_style, self.scrollable_content_region.width)
+        self._components = {}
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._repaint = None
+
+    @property
+    def repaint_values(self) -> tuple[Style, int]:
+        """(base style, content width) of the repaint in progress."""
+        return self._repaint or (self.rich_style, self.scrollable_content_region.width)
+
+    def component(self, name: str, partial: bool = False) -> Style:
+        """A component class's style (cached until the next repaint)."""
+        if self._repaint is None:
+            return self.get_component_rich_style(name, partial=partial)
+        key = (name, partial)
+        if key not in self._components:
+            self._components[key] = self.get_component_rich_style(name, partial=partial)
+        return self._components[key]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -20,12 +19,12 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from lovia_tui.widgets.line_cache import LineCache
+from lovia_tui.widgets.line_cache import LineCache, RepaintValues
 
 RowRenderer = Callable[[int, int], Text]
 
 
-class RowList(ScrollView, can_focus=True):
+class RowList(RepaintValues, ScrollView, can_focus=True):
     """A virtual list of ``count`` rows drawn by ``render_row(index, width)``."""
 
     BINDINGS = [
@@ -66,7 +65,6 @@ class RowList(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self._render_row = render_row
         self._count = 0
-        self._base_style: Style | None = None
         self._marked: Callable[[int], bool] = lambda index: False
         self._lines = LineCache()
         self.empty_text = empty
@@ -131,21 +129,12 @@ class RowList(ScrollView, can_focus=True):
             if event.chain == 2:
                 self.action_select()
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # One style lookup per repaint, not per line: it walks every ancestor.
-        self._base_style = self.rich_style
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._base_style = None
-
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        base, width = self.repaint_values
         index = y + self.scroll_offset.y
-        base = self._base_style if self._base_style is not None else self.rich_style
         if not self._count:
             if y == 0 and self.empty_text:
-                style = self.get_component_rich_style("row-list--empty")
+                style = self.component("row-list--empty")
                 return Strip([Segment(self.empty_text[:width], style)]).adjust_cell_length(width, base)
             return Strip.blank(width, base)
         if index >= self._count:
@@ -153,9 +142,9 @@ class RowList(ScrollView, can_focus=True):
         style = base
         if index == self.cursor:
             cursor_class = "row-list--cursor" if self.has_focus else "row-list--cursor-blurred"
-            style = base + self.get_component_rich_style(cursor_class)
+            style = base + self.component(cursor_class)
         elif self._marked(index):
-            style = base + self.get_component_rich_style("row-list--marked")
+            style = base + self.component("row-list--marked")
         return self._lines.strip(self._render_row(index, width), width, style, self.app.console)
 
     def on_focus(self) -> None:

@@ -97,10 +97,12 @@ class SessionsPane(Vertical):
         summary = self.summaries.get(key)
         return summary.title if summary else ""
 
-    def visible_keys(self) -> list[SessionKey]:
+    def visible_keys(self, margin: int = 0) -> list[SessionKey]:
+        """Keys on screen, and ``margin`` screenfuls above and below."""
         rows = self.row_list
+        height = rows.size.height + 1
         start = int(rows.scroll_offset.y)
-        return self.shown[start : start + rows.size.height + 1]
+        return self.shown[max(0, start - margin * height) : start + (margin + 1) * height]
 
     def _render_row(self, index: int, width: int) -> Text:
         key = self.shown[index]

@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from lovia_tui.widgets.line_cache import LineCache
+from lovia_tui.widgets.line_cache import LineCache, RepaintValues
 from lovia_tui.widgets.transcript_rows import (
     Row,
     detail_lines,
@@ -27,7 +27,7 @@ from lovia_tui.widgets.transcript_rows import (
 )
 
 
-class Transcript(ScrollView, can_focus=True):
+class Transcript(RepaintValues, ScrollView, can_focus=True):
     """Rows of one session, newest at the bottom; Enter folds and unfolds."""
 
     BINDINGS = [
@@ -71,7 +71,6 @@ class Transcript(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: list[Row] = []
-        self._base_style: Style | None = None
         self._visible: list[int] = []
         self._lines: list[tuple[int, int]] = []
         self._details: dict[str, list[Text]] = {}
@@ -81,6 +80,7 @@ class Transcript(ScrollView, can_focus=True):
         self._raw: set[str] = set()
         self._needle = ""
         self.cursor = 0
+        self.entries = 0
         self.new_below = 0
         self.loading_older = False
 
@@ -140,6 +140,11 @@ class Transcript(ScrollView, can_focus=True):
         self.refresh()
 
     @property
+    def position(self) -> str:
+        """"cursor/rows" for the pane title: the transcript draws no scrollbar."""
+        return f"{self.cursor + 1:,}/{len(self._visible):,}" if self._visible else "0"
+
+    @property
     def current_row(self) -> Row | None:
         if not self._visible:
             return None
@@ -176,6 +181,7 @@ class Transcript(ScrollView, can_focus=True):
                 details = self._details_for(row, width)
                 lines.extend((visible_position, offset + 1) for offset in range(len(details)))
         self._lines = lines
+        self.entries = sum(1 for row in self.rows if row.kind == "entry")
         self.virtual_size = Size(self.scrollable_content_region.width, len(lines))
         self.refresh()
 
@@ -193,37 +199,28 @@ class Transcript(ScrollView, can_focus=True):
 
     # ----- drawing -----
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # One style lookup per repaint, not per line: it walks every ancestor.
-        self._base_style = self.rich_style
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._base_style = None
-
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        base, width = self.repaint_values
         line_number = y + self.scroll_offset.y
-        base = self._base_style if self._base_style is not None else self.rich_style
         if line_number >= len(self._lines):
             return Strip.blank(width, base)
         visible_position, offset = self._lines[line_number]
         row = self.rows[self._visible[visible_position]]
         if offset == 0:
             text = summary_line(row, self.rows, row.key in self._expanded or (row.kind == "segment" and row.extra.get("segment") not in self._collapsed))
-            style = base + self.get_component_rich_style(row.component)
+            style = base + self.component(row.component)
         else:
             details = self._details_for(row, max(20, width - 2))
             text = Text("  ") + details[offset - 1] if offset - 1 < len(details) else Text("")
-            style = base + self.get_component_rich_style("transcript--detail")
+            style = base + self.component("transcript--detail")
         if self._needle:
             text = text.copy()
-            text.highlight_words([self._needle], self.get_component_rich_style("transcript--match"), case_sensitive=False)
+            text.highlight_words([self._needle], self.component("transcript--match"), case_sensitive=False)
         if visible_position == self.cursor and offset == 0:
-            cursor = self.get_component_rich_style("transcript--cursor", partial=True)
+            cursor = self.component("transcript--cursor", partial=True)
             style = style + (cursor if self.has_focus else Style(underline=True))
         elif self._is_partner(visible_position):
-            style = style + self.get_component_rich_style("transcript--partner", partial=True)
+            style = style + self.component("transcript--partner", partial=True)
         return self._strips.strip(text, width, style, self.app.console)
 
     def _is_partner(self, visible_position: int) -> bool:
