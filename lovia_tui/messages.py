@@ -55,6 +55,16 @@ class TranscriptLoaded(Message):
 
 
 @dataclass
+class NewerLoaded(Message):
+    """A newer batch of a session's segments, to go below what is shown (and,
+    once the newest is reached, the in-flight runs' seams and their seqs)."""
+
+    key: tuple[str, str]
+    rows: list[Row]
+    run_seqs: dict[str, int]
+
+
+@dataclass
 class IndicesCounted(Message):
     """The first flat index of each of a session's segments, by row id."""
 

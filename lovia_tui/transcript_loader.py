@@ -15,7 +15,7 @@ from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.tail import RunEntries, new_snapshot_entries
-from lovia_tui.widgets.transcript_rows import Row
+from lovia_tui.widgets.transcript_rows import Row, newer_row, older_row
 
 BATCH = 30
 
@@ -46,13 +46,6 @@ async def segment_rows(db: Database, batch: list[SegmentInfo], starts: Starts | 
             for offset, entry in enumerate(entries)
         )
     return rows
-
-
-def older_row(older: int, before_id: int) -> list[Row]:
-    """The row standing for the ``older`` segments below id ``before_id``."""
-    if not older:
-        return []
-    return [Row("older", f"older:{before_id}", older=older, extra={"before": before_id})]
 
 
 def set_indices(rows: list[Row], starts: Starts) -> None:
@@ -91,23 +84,47 @@ async def inflight_rows(db: Database, run: RunInfo, status: str) -> tuple[list[R
     return rows + run_entry_rows(run, loaded, 0), loaded.last_seq
 
 
+Inflight = list[tuple[Database, RunInfo, str]]
+"""The runs linked to a session, each with its file and status: shown at the
+seam below the newest segment unless already appended."""
+
+
 async def session_rows(
-    db: Database, session_id: str, inflight: list[tuple[Database, RunInfo, str]], starts: Starts | None = None
+    db: Database, session_id: str, inflight: Inflight, starts: Starts | None = None
 ) -> tuple[list[Row], dict[str, int]]:
     """The newest batch of a session, then each linked run not yet appended;
     and, per such run, the last batch seq read (to follow it from there)."""
     batch, older = await queries.newest_segments(db, session_id, BATCH)
     rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(db, batch, starts)
-    appended = await queries.runs_in_session(db, session_id, [run.run_id for _, run, _ in inflight])
-    seqs: dict[str, int] = {}
-    for run_db, run, status in inflight:
-        if run.run_id not in appended:
-            more, seqs[run.run_id] = await inflight_rows(run_db, run, status)
-            rows.extend(more)
-    return rows, seqs
+    more, seqs = await _seam_rows(db, session_id, inflight)
+    return rows + more, seqs
 
 
 async def older_rows(db: Database, session_id: str, before_id: int, starts: Starts | None) -> list[Row]:
     """The next older batch above what is shown, with a new "older" row if needed."""
     batch, older = await queries.newest_segments(db, session_id, BATCH, before_id)
     return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(db, batch, starts)
+
+
+async def newer_rows(
+    db: Database, session_id: str, after_id: int, starts: Starts | None, inflight: Inflight
+) -> tuple[list[Row], dict[str, int]]:
+    """The next newer batch below what is shown: with a "newer" row if more
+    follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
+    batch, newer = await queries.oldest_segments(db, session_id, BATCH, after_id)
+    rows = await segment_rows(db, batch, starts)
+    if newer:
+        return rows + newer_row(newer, batch[-1].row_id), {}
+    more, seqs = await _seam_rows(db, session_id, inflight)
+    return rows + more, seqs
+
+
+async def _seam_rows(db: Database, session_id: str, inflight: Inflight) -> tuple[list[Row], dict[str, int]]:
+    appended = await queries.runs_in_session(db, session_id, [run.run_id for _, run, _ in inflight])
+    rows: list[Row] = []
+    seqs: dict[str, int] = {}
+    for run_db, run, status in inflight:
+        if run.run_id not in appended:
+            more, seqs[run.run_id] = await inflight_rows(run_db, run, status)
+            rows.extend(more)
+    return rows, seqs

@@ -39,3 +39,36 @@ async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):
         await pilot.press("enter")
         await settle(pilot)
         assert app.focused is app.screen.transcript
+
+
+async def test_the_transcript_keeps_a_window_of_segments_both_ways(snap_dir, monkeypatch):
+    """Scrolling a long session to its start and back holds WINDOW segments at
+    a time: those let go come back through "newer" and "older" rows."""
+    from lovia_tui.widgets import transcript as transcript_widget
+
+    monkeypatch.setattr(transcript_loader, "BATCH", 1)
+    monkeypatch.setattr(transcript_widget, "WINDOW", 1)
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
+        await settle(pilot)
+        transcript = screen.transcript
+
+        def shown() -> tuple[str, list[str], str]:
+            segments = [row.key for row in transcript.rows if row.kind == "segment"]
+            return transcript.rows[0].kind, segments, transcript.rows[-1].kind
+
+        first, (newest,), _ = shown()
+        assert first == "older"
+        await pilot.press("home")
+        await settle(pilot)
+        first, (oldest,), last = shown()
+        assert (first, last) == ("segment", "newer") and oldest != newest
+        await pilot.press("end")  # onto the "newer" row: the newest comes back
+        await settle(pilot)
+        first, segments, last = shown()
+        assert (first, segments, last != "newer") == ("older", [newest], True)
+        indices = [row.entry.index for row in transcript.rows if row.kind == "entry" and row.segment]
+        assert indices and indices[0] > 0 and indices == list(range(indices[0], indices[0] + len(indices)))

@@ -422,3 +422,31 @@ def save_head(conn: sqlite3.Connection, run_id: str, status: str) -> None:
         "INSERT OR REPLACE INTO snapshot_heads VALUES (?, ?, ?)",
         (run_id, f'{{"status": "{status}"}}', time.time()),
     )
+
+
+async def test_the_session_watch_covers_the_segments_shown_and_no_more(tmp_path, opened):
+    """The view holds a window of a long session's segments; a rewrite inside
+    it is reported, one outside is not (it would reload for nothing), and
+    moving the window reports nothing by itself."""
+    from lovia import SQLiteSession
+    from lovia_factory import call, text, write_session
+
+    path = tmp_path / "window.db"
+    dumps = [[call("dump", {"lines": 60}, call_id=f"d{n}"), text("ok")] for n in range(3)]
+    await write_session(path, "w", dumps)
+    store = SQLiteSession(path, wal=True)
+    db = await opened(path)
+    ids = [row_id for row_id, in await db.fetchall("SELECT id FROM session_runs ORDER BY id")]
+    cursor = await Tail.start(db)
+    await cursor.follow_session("w", 1)  # the newest segment is shown
+
+    assert await store.trim_tool_results("w", keep_chars=10, keep_runs=2)  # the oldest
+    assert not (await cursor.poll()).rewritten_sessions
+    await cursor.watch_older(1)  # the middle one comes into view
+    assert not (await cursor.poll()).rewritten_sessions
+    assert await store.trim_tool_results("w", keep_chars=10, keep_runs=1)  # the middle
+    assert (await cursor.poll()).rewritten_sessions == {"w"}
+    await cursor.watch_ids(ids[0], ids[1])  # the newest leaves the view
+    assert not (await cursor.poll()).rewritten_sessions
+    assert await store.trim_tool_results("w", keep_chars=10, keep_runs=0)  # the newest
+    assert not (await cursor.poll()).rewritten_sessions

@@ -40,6 +40,8 @@ INDEX_CHUNK = 4_000
 LINK_CHUNK = 20_000
 """Index entries per statement when looking for the segments of runs."""
 TITLE_WIDTH = 60
+NO_ID_ABOVE = 1 << 62
+"""Above every row id (SQLite's are 64-bit): the open end of an id range."""
 # The first user message, as lovia serialises it, near the start of a segment.
 _FIRST_USER = re.compile(r'"role":\s*"user",\s*"content":\s*("(?:[^"\\]|\\.)*")')
 
@@ -353,7 +355,7 @@ async def newest_segments(
     """
     if not db.stores.session:
         return [], 0
-    upper = 1 << 62 if before_id is None else before_id
+    upper = NO_ID_ABOVE if before_id is None else before_id
     rows = await _segment_rows(db, "id < ? ORDER BY id DESC", (session_id, upper, limit))
     rows.reverse()
     older = 0
@@ -362,6 +364,22 @@ async def newest_segments(
             "SELECT COUNT(*) FROM session_runs WHERE session_id = ? AND id < ?", (session_id, rows[0][0])
         ))[0]
     return [_segment(db, row, row[6], None) for row in rows], older
+
+
+async def oldest_segments(
+    db: Database, session_id: str, limit: int, after_id: int
+) -> tuple[list[SegmentInfo], int]:
+    """Up to ``limit`` segments of a session newer than ``after_id``, in run
+    order, and how many newer ones remain (as :func:`newest_segments`)."""
+    if not db.stores.session:
+        return [], 0
+    rows = await _segment_rows(db, "id > ? ORDER BY id", (session_id, after_id, limit))
+    newer = 0
+    if rows:
+        newer = (await db.fetchone(
+            "SELECT COUNT(*) FROM session_runs WHERE session_id = ? AND id > ?", (session_id, rows[-1][0])
+        ))[0]
+    return [_segment(db, row, row[6], None) for row in rows], newer
 
 
 async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
@@ -626,26 +644,27 @@ async def segments_between(
 
 
 async def session_fingerprint(
-    db: Database, session_id: str, known_upto: int, from_id: int
+    db: Database, session_id: str, known_upto: int, from_id: int, to_id: int | None
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """A session's (segments, last id, characters stored from ``from_id`` on),
+    """A session's (segments, last id, characters stored in ids from_id..to_id),
     whole and over ids <= known_upto.
 
-    Rewind, clear and trim change the second part of the shown segments (ids
-    from ``from_id`` on); appends only the first. A rewind into an older
-    segment deletes every shown one, which the counts see. Counts come from
-    lovia's index and only the shown segments are read, so a poll costs the
-    same for a session of any length. One statement: one snapshot.
+    Rewind, clear and trim change the second part for the segments shown
+    (ids from_id..to_id; to_id None: to the end); appends only the first. A
+    rewind into an older segment deletes every shown one, which the counts
+    see. Counts come from lovia's index and only the shown segments are read,
+    so a poll costs the same for a session of any length. One statement: one
+    snapshot.
     """
     row = await db.fetchone(
         "SELECT COUNT(*), COALESCE(MAX(id), 0), "
         "COALESCE(SUM(id <= ?1), 0), COALESCE(MAX(CASE WHEN id <= ?1 THEN id END), 0), "
         "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
-        " WHERE session_id = ?2 AND id >= ?3), "
+        " WHERE session_id = ?2 AND id >= ?3 AND id <= ?4), "
         "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
-        " WHERE session_id = ?2 AND id >= ?3 AND id <= ?1) "
+        " WHERE session_id = ?2 AND id >= ?3 AND id <= MIN(?4, ?1)) "
         "FROM session_runs WHERE session_id = ?2",
-        (known_upto, session_id, from_id),
+        (known_upto, session_id, from_id, NO_ID_ABOVE if to_id is None else to_id),
     )
     return (row[0], row[1], row[4]), (row[2], row[3], row[5])
 
@@ -656,9 +675,18 @@ async def nth_newest_id(db: Database, session_id: str, n: int, before_id: int | 
     row = await db.fetchone(
         "SELECT MIN(id) FROM (SELECT id FROM session_runs WHERE session_id = ? AND id < ? "
         "ORDER BY id DESC LIMIT ?)",
-        (session_id, 1 << 62 if before_id is None else before_id, n),
+        (session_id, NO_ID_ABOVE if before_id is None else before_id, n),
     )
     return row[0] or 0
+
+
+async def nth_oldest_id(db: Database, session_id: str, n: int, after_id: int) -> int | None:
+    """The id of a session's ``n``-th segment above ``after_id``; None if it has fewer."""
+    row = await db.fetchone(
+        "SELECT id FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1 OFFSET ?",
+        (session_id, after_id, n - 1),
+    )
+    return None if row is None else row[0]
 
 
 async def session_chars(db: Database, session_id: str, from_id: int, below_id: int) -> int:

@@ -159,11 +159,12 @@ class _Heads:
 
 @dataclass(frozen=True)
 class _Followed:
-    """The followed session, the first segment id shown and its fingerprint
-    (segments, last id, characters from that id on)."""
+    """The followed session, the ids of the segments shown (``to_id`` None: up
+    to the newest) and its fingerprint (segments, last id, characters shown)."""
 
     session_id: str
     from_id: int
+    to_id: int | None
     fingerprint: tuple[int, int, int]
 
 
@@ -212,26 +213,50 @@ class Tail:
             self._session = None
             return
         from_id = await queries.nth_newest_id(self.db, session_id, newest)
-        whole, _ = await queries.session_fingerprint(self.db, session_id, 0, from_id)
-        self._session = _Followed(session_id, from_id, whole)
+        whole, _ = await queries.session_fingerprint(self.db, session_id, 0, from_id, None)
+        self._session = _Followed(session_id, from_id, None, whole)
 
-    async def follow_older(self, count: int) -> None:
-        """Also watch the ``count`` segments of the followed session just older
-        than those watched (the ones the view is about to show).
+    async def watch_older(self, count: int) -> None:
+        """Also watch the ``count`` segments just older than those watched
+        (the ones the view is about to show): call it before loading them."""
+        followed = self._session
+        if followed is not None and followed.from_id:
+            from_id = await queries.nth_newest_id(self.db, followed.session_id, count, followed.from_id)
+            await self.watch_ids(from_id or followed.from_id, followed.to_id)
 
-        Adds their characters to the fingerprint instead of taking it anew, so
-        a rewrite of the shown segments since the last poll is still reported.
+    async def watch_newer(self, count: int) -> None:
+        """Also watch the ``count`` segments just newer than those watched
+        (up to the newest if fewer remain): call it before loading them."""
+        followed = self._session
+        if followed is not None and followed.to_id is not None:
+            to_id = await queries.nth_oldest_id(self.db, followed.session_id, count + 1, followed.to_id)
+            await self.watch_ids(followed.from_id, None if to_id is None else to_id - 1)
+
+    async def watch_ids(self, from_id: int, to_id: int | None) -> None:
+        """Watch the followed session's segments with ids in [from_id, to_id]
+        (None: up to the newest), the ones the view shows.
+
+        The fingerprint gains the characters of the ids added and loses those
+        of the ids dropped, instead of being taken anew: a rewrite of the
+        segments still shown since the last poll is then still reported.
         """
         followed = self._session
-        if followed is None or not followed.from_id:
+        if followed is None or (from_id, to_id) == (followed.from_id, followed.to_id):
             return
-        from_id = await queries.nth_newest_id(self.db, followed.session_id, count, followed.from_id)
-        if not from_id:
-            return
-        extra = await queries.session_chars(self.db, followed.session_id, from_id, followed.from_id)
+        sid, chars = followed.session_id, 0
+        top = _end(followed.to_id)
+        chars += await self._chars(from_id, followed.from_id)  # added below
+        chars -= await self._chars(followed.from_id, from_id)  # dropped below
+        chars += await self._chars(top + 1, _end(to_id) + 1)  # added above
+        chars -= await self._chars(_end(to_id) + 1, top + 1)  # dropped above
         if self._session is followed:
-            segments, last_id, chars = followed.fingerprint
-            self._session = _Followed(followed.session_id, from_id, (segments, last_id, chars + extra))
+            segments, last_id, shown = followed.fingerprint
+            self._session = _Followed(sid, from_id, to_id, (segments, last_id, shown + chars))
+
+    async def _chars(self, from_id: int, below_id: int) -> int:
+        if from_id >= below_id:
+            return 0
+        return await queries.session_chars(self.db, self._session.session_id, from_id, below_id)
 
     async def poll(self) -> Changes:
         """What changed since the last poll (or :meth:`start`)."""
@@ -348,15 +373,20 @@ class Tail:
             return frozenset()
         _, last_id, _ = followed.fingerprint
         whole, known = await queries.session_fingerprint(
-            self.db, followed.session_id, last_id, followed.from_id
+            self.db, followed.session_id, last_id, followed.from_id, followed.to_id
         )
         if self._session is followed:
-            self._session = _Followed(followed.session_id, followed.from_id, whole)
+            self._session = _Followed(followed.session_id, followed.from_id, followed.to_id, whole)
         return (
             frozenset()
             if known == followed.fingerprint
             else frozenset({followed.session_id})
         )
+
+
+def _end(to_id: int | None) -> int:
+    """The last id of a range whose end may be open (None)."""
+    return queries.NO_ID_ABOVE if to_id is None else to_id
 
 
 def _head_change(row: tuple[int, str, str | None, float]) -> HeadChange:

@@ -29,7 +29,13 @@ from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
-from lovia_tui.transcript_loader import older_rows, session_rows, set_indices
+from lovia_tui.transcript_loader import (
+    Inflight,
+    newer_rows,
+    older_rows,
+    session_rows,
+    set_indices,
+)
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
@@ -231,13 +237,8 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             # every session passed over (each one repaints the whole screen).
             await asyncio.sleep(settle)
         db = self.workspace.database(Path(key[0]))
-        inflight = [
-            (self.workspace.database(run.file), run, self.runs.status_of(run))
-            for run in self.runs.runs
-            if (link := self.runs.links.get(run.run_id)) and (str(link.file), link.session_id) == key
-        ]
         await self.follow_session(db.path, key[1])
-        rows, seqs = await session_rows(db, key[1], inflight)
+        rows, seqs = await session_rows(db, key[1], self._inflight(key))
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         # Shown first; the flat indices need every older segment counted.
         self.post_message(messages.IndicesCounted(key, await queries.flat_starts(db, key[1])))
@@ -253,6 +254,13 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             self.transcript.select_key(self.pending_row)
             self.pending_row = None
         self._title_transcript()
+
+    def _inflight(self, key: SessionKey) -> Inflight:
+        return [
+            (self.workspace.database(run.file), run, self.runs.status_of(run))
+            for run in self.runs.runs
+            if (link := self.runs.links.get(run.run_id)) and (str(link.file), link.session_id) == key
+        ]
 
     def on_indices_counted(self, message: messages.IndicesCounted) -> None:
         if message.key == self.session_key:
@@ -292,7 +300,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     @work(exclusive=True, group="older")
     async def load_older(self, key: SessionKey, before_id: int) -> None:
         db = self.workspace.database(Path(key[0]))
-        await self.follow_older(db.path)
+        await self.watch_older(db.path)
         rows = await older_rows(db, key[1], before_id, self.flat_starts)
         self.post_message(messages.OlderLoaded(key, rows))
 
@@ -301,6 +309,38 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             if self.flat_starts is not None:
                 set_indices(message.rows, self.flat_starts)  # counted while this batch loaded
             self.transcript.prepend(message.rows)
+            self._watch_window()
+
+    @on(Transcript.LoadNewer)
+    def _load_newer(self) -> None:
+        rows = self.transcript.rows
+        if self.session_key and rows and rows[-1].kind == "newer":
+            self.load_newer(self.session_key, rows[-1].extra["after"])
+
+    @work(exclusive=True, group="newer")
+    async def load_newer(self, key: SessionKey, after_id: int) -> None:
+        db = self.workspace.database(Path(key[0]))
+        await self.watch_newer(db.path)
+        rows, seqs = await newer_rows(db, key[1], after_id, self.flat_starts, self._inflight(key))
+        self.post_message(messages.NewerLoaded(key, rows, seqs))
+
+    def on_newer_loaded(self, message: messages.NewerLoaded) -> None:
+        if message.key == self.session_key:
+            if self.flat_starts is not None:
+                set_indices(message.rows, self.flat_starts)
+            self.transcript.append_newer(message.rows)
+            if message.run_seqs:
+                self.follow_inflight(message.run_seqs)
+            self._watch_window()
+
+    def _watch_window(self) -> None:
+        """The live tail watches the segments the transcript still holds."""
+        rows = self.transcript.rows
+        ids = [row.segment.row_id for row in rows if row.kind == "segment" and row.segment]
+        if self.session_key and ids:
+            to_id = ids[-1] if rows[-1].kind == "newer" else None
+            file = Path(self.session_key[0])
+            self.run_worker(self.watch_window(file, ids[0], to_id), group="watch", exclusive=True)
 
     # ----- runs -----
 

@@ -134,11 +134,20 @@ class LiveTail:
         if tail is not None:
             await tail.follow_session(session_id, BATCH)
 
-    async def follow_older(self, file: Path) -> None:
+    async def watch_older(self, file: Path) -> None:
         """Watch the followed session's next older batch too (call before loading it)."""
-        tail = getattr(self, "tails", {}).get(file)
-        if tail is not None:
-            await tail.follow_older(BATCH)
+        if (tail := getattr(self, "tails", {}).get(file)) is not None:
+            await tail.watch_older(BATCH)
+
+    async def watch_newer(self, file: Path) -> None:
+        """Watch the followed session's next newer batch too (call before loading it)."""
+        if (tail := getattr(self, "tails", {}).get(file)) is not None:
+            await tail.watch_newer(BATCH)
+
+    async def watch_window(self, file: Path, from_id: int, to_id: int | None) -> None:
+        """Watch only the segments the transcript still holds."""
+        if (tail := getattr(self, "tails", {}).get(file)) is not None:
+            await tail.watch_ids(from_id, to_id)
 
     def show_run_alone(self, run: RunInfo) -> None:
         """A run no record links to a session: its own entries, behind a seam."""

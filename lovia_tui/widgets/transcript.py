@@ -22,9 +22,15 @@ from lovia_tui.widgets.line_cache import LineCache, RepaintValues
 from lovia_tui.widgets.transcript_rows import (
     Row,
     detail_lines,
+    keep_newest,
+    keep_oldest,
     pair_tool_calls,
     summary_line,
 )
+
+WINDOW = 600
+"""Most segments the view keeps loaded (~20 batches): scrolling a session of
+thousands of runs end to end holds this many at a time, not all of them."""
 
 
 class Transcript(RepaintValues, ScrollView, can_focus=True):
@@ -47,6 +53,7 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         "transcript--segment",
         "transcript--seam",
         "transcript--older",
+        "transcript--newer",
         "transcript--unreadable",
         "transcript--user",
         "transcript--system",
@@ -68,6 +75,9 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
     class LoadOlder(Message):
         """The user reached the top while older segments are not loaded."""
 
+    class LoadNewer(Message):
+        """The user reached the bottom while newer segments are not loaded."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: list[Row] = []
@@ -83,12 +93,14 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         self.entries = 0
         self.new_below = 0
         self.loading_older = False
+        self.loading_newer = False
 
     # ----- content -----
 
     def show(self, rows: list[Row]) -> None:
         """Replace the content (a new session); the newest entry is in view."""
         self.rows = rows
+        self.loading_older = self.loading_newer = False
         self._expanded.clear()
         self._collapsed.clear()
         self._raw.clear()
@@ -100,11 +112,14 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         self._announce()
 
     def prepend(self, rows: list[Row]) -> None:
-        """Insert older rows above, keeping what the user looks at in place."""
+        """Insert older rows above, keeping what the user looks at in place;
+        beyond ``WINDOW`` segments the newest ones are let go (a "newer" row
+        loads them again), so memory stays bounded however far one scrolls."""
         before = len(self._lines)
         current = self.current_row
-        self.rows = rows + [row for row in self.rows if row.kind != "older"]
+        self.rows = keep_oldest(rows + [row for row in self.rows if row.kind != "older"], WINDOW)
         self.loading_older = False
+        self._forget_dropped()
         self._relayout()
         added = len(self._lines) - before
         if current is not None and current.kind == "older":
@@ -116,6 +131,35 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         if current is not None:
             self.cursor = self._visible.index(self.rows.index(current))
         self.scroll_to(y=self.scroll_offset.y + added, animate=False, immediate=True)
+
+    def append_newer(self, rows: list[Row]) -> None:
+        """Put newer rows below (in place of the "newer" row), keeping what
+        the user looks at in place; beyond ``WINDOW`` segments the oldest
+        ones are let go (an "older" row loads them again)."""
+        current = self.current_row
+        top_line = self._first_line_of(self.cursor)
+        offset_in_view = top_line - self.scroll_offset.y
+        self.rows = keep_newest([row for row in self.rows if row.kind != "newer"] + rows, WINDOW)
+        self.loading_newer = False
+        self._forget_dropped()
+        self._relayout()
+        if current is not None and current.kind == "newer":
+            # As prepend: the batch replaces the row the cursor was on.
+            first = next((n for n, row in enumerate(self.rows) if row in rows), len(self.rows) - 1)
+            current = self.rows[first]
+        if current is not None and current in self.rows:
+            self.cursor = self._visible.index(self.rows.index(current))
+            self.scroll_to(y=max(0, self._first_line_of(self.cursor) - offset_in_view), animate=False, immediate=True)
+        self._announce()
+
+    def _forget_dropped(self) -> None:
+        """Fold, unfold and raw states of rows no longer loaded."""
+        keys = {row.key for row in self.rows}
+        segments = {row.extra.get("segment") for row in self.rows}
+        self._expanded = {key: value for key, value in self._expanded.items() if key in keys}
+        self._raw &= keys
+        self._collapsed &= segments
+        self._details = {key: value for key, value in self._details.items() if key.rsplit(":", 3)[0] in keys}
 
     def extend(self, rows: list[Row]) -> None:
         """Append rows at the bottom (follow mode), keeping the newest in view
@@ -256,9 +300,21 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
 
     def _announce(self) -> None:
         self.post_message(self.RowHighlighted(self.current_row))
-        if self.cursor == 0 and self.rows and self.rows[0].kind == "older" and not self.loading_older:
+        if self.cursor == 0 and self.rows and self.rows[0].kind == "older":
+            self._load_older()
+        current = self.current_row
+        if current is not None and current.kind == "newer":
+            self._load_newer()
+
+    def _load_older(self) -> None:
+        if not self.loading_older:
             self.loading_older = True
             self.post_message(self.LoadOlder())
+
+    def _load_newer(self) -> None:
+        if not self.loading_newer:
+            self.loading_newer = True
+            self.post_message(self.LoadNewer())
 
     def move_cursor(self, position: int) -> None:
         if not self._visible:
@@ -295,9 +351,10 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         if row is None:
             return
         if row.kind == "older":
-            if not self.loading_older:
-                self.loading_older = True
-                self.post_message(self.LoadOlder())
+            self._load_older()
+            return
+        if row.kind == "newer":
+            self._load_newer()
             return
         if row.kind in ("segment", "seam"):
             key = row.key
@@ -333,8 +390,9 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if new <= 0 and self.rows and self.rows[0].kind == "older" and not self.loading_older:
-            self.loading_older = True
-            self.post_message(self.LoadOlder())
+        if new <= 0 and self.rows and self.rows[0].kind == "older":
+            self._load_older()
         if new >= self.max_scroll_y - 1:
             self.new_below = 0
+            if self.rows and self.rows[-1].kind == "newer":
+                self._load_newer()

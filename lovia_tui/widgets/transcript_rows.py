@@ -16,7 +16,7 @@ from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import size, timestamp
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 
-RowKind = Literal["older", "segment", "entry", "seam", "unreadable"]
+RowKind = Literal["older", "newer", "segment", "entry", "seam", "unreadable"]
 FOLD_LINES = 40
 FOLD_CHARS = 20_000
 """Most characters a folded entry shows on screen."""
@@ -70,6 +70,41 @@ class Row:
         return "transcript--" + str(kind).replace("_", "-")
 
 
+def older_row(count: int, before_id: int) -> list[Row]:
+    """The row standing for ``count`` segments below id ``before_id``, not loaded."""
+    return [Row("older", f"older:{before_id}", older=count, extra={"before": before_id})] if count else []
+
+
+def newer_row(count: int, after_id: int) -> list[Row]:
+    """The row standing for ``count`` segments above id ``after_id``, not loaded
+    (dropped from the window while the user read older ones)."""
+    return [Row("newer", f"newer:{after_id}", older=count, extra={"after": after_id})] if count else []
+
+
+def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
+    """``rows`` with only their first ``segments`` segments; the rest (in-flight
+    seams included) folded into a "newer" row to load again."""
+    headers = [n for n, row in enumerate(rows) if row.kind == "segment"]
+    if len(headers) <= segments:
+        return rows
+    cut = headers[segments]
+    dropped = rows[cut:]
+    count = sum(1 for row in dropped if row.kind == "segment") + sum(row.older for row in dropped if row.kind == "newer")
+    return rows[:cut] + newer_row(count, rows[headers[segments - 1]].segment.row_id)
+
+
+def keep_newest(rows: list[Row], segments: int) -> list[Row]:
+    """``rows`` with only their last ``segments`` segments (and what follows
+    them); the rest folded into an "older" row to load again."""
+    headers = [n for n, row in enumerate(rows) if row.kind == "segment"]
+    if len(headers) <= segments:
+        return rows
+    cut = headers[-segments]
+    dropped = rows[:cut]
+    count = sum(1 for row in dropped if row.kind == "segment") + sum(row.older for row in dropped if row.kind == "older")
+    return older_row(count, rows[cut].segment.row_id) + rows[cut:]
+
+
 def pair_tool_calls(rows: list[Row]) -> None:
     """Link each tool call row with its result row (by call_id occurrence)."""
     waiting: dict[str, list[int]] = {}
@@ -114,6 +149,8 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     """The one line a row shows when folded (and the first line when expanded)."""
     if row.kind == "older":
         return Text(f"▲ {row.older:,} older runs — press Enter (or scroll to the top) to load")
+    if row.kind == "newer":
+        return Text(f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load")
     if row.kind == "unreadable" and row.problem:
         return Text(f"⚠ unreadable: {row.problem}")
     if row.kind == "segment" and row.segment:
