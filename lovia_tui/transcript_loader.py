@@ -27,19 +27,19 @@ Starts = dict[int, int | None]
 async def segment_rows(db: Database, batch: list[SegmentInfo], starts: Starts | None) -> list[Row]:
     """Header and entry rows of some segments (unreadable ones say so); their
     flat indices from ``starts``, or still being counted when it is None."""
+    if starts is None:
+        batch = [replace(segment, counting=True) for segment in batch]
+    else:
+        batch = [replace(segment, first_index=starts.get(segment.row_id)) for segment in batch]
+    loaded = await queries.batch_entries(db, batch)
     rows: list[Row] = []
     for segment in batch:
-        if starts is None:
-            segment = replace(segment, counting=True)
-        else:
-            segment = replace(segment, first_index=starts.get(segment.row_id))
         header = f"seg:{db.path}:{segment.row_id}"
         rows.append(Row("segment", header, segment=segment, extra={"segment": header}))
-        try:
-            entries = await queries.segment_entries(db, segment)
-        except UnreadableError as exc:
+        entries = loaded[segment.row_id]
+        if isinstance(entries, UnreadableError):
             where = f"{db.name} session_runs id {segment.row_id} (run {segment.run_id})"
-            rows.append(Row("unreadable", f"{header}:bad", problem=Unreadable(where, str(exc)), extra={"segment": header}))
+            rows.append(Row("unreadable", f"{header}:bad", problem=Unreadable(where, str(entries)), extra={"segment": header}))
             continue
         rows.extend(
             Row("entry", f"{header}:{offset}", segment=segment, entry=entry, extra={"segment": header})

@@ -332,7 +332,7 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     after = 0
     next_index: int | None = 0
     while True:
-        rows = await _segment_rows(db, "id > ? ORDER BY id", (session_id, after, SEGMENT_CHUNK))
+        rows = await _segment_rows(db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK))
         if not rows:
             return result
         for row in rows:
@@ -356,13 +356,9 @@ async def newest_segments(
     if not db.stores.session:
         return [], 0
     upper = NO_ID_ABOVE if before_id is None else before_id
-    rows = await _segment_rows(db, "id < ? ORDER BY id DESC", (session_id, upper, limit))
+    rows = await _segment_rows(db, "id < ?2", "id DESC", (session_id, upper, limit))
     rows.reverse()
-    older = 0
-    if rows:
-        older = (await db.fetchone(
-            "SELECT COUNT(*) FROM session_runs WHERE session_id = ? AND id < ?", (session_id, rows[0][0])
-        ))[0]
+    older = rows[0][7] - len(rows) if rows else 0
     return [_segment(db, row, row[6], None) for row in rows], older
 
 
@@ -373,12 +369,8 @@ async def oldest_segments(
     order, and how many newer ones remain (as :func:`newest_segments`)."""
     if not db.stores.session:
         return [], 0
-    rows = await _segment_rows(db, "id > ? ORDER BY id", (session_id, after_id, limit))
-    newer = 0
-    if rows:
-        newer = (await db.fetchone(
-            "SELECT COUNT(*) FROM session_runs WHERE session_id = ? AND id > ?", (session_id, rows[-1][0])
-        ))[0]
+    rows = await _segment_rows(db, "id > ?2", "id", (session_id, after_id, limit))
+    newer = rows[0][7] - len(rows) if rows else 0
     return [_segment(db, row, row[6], None) for row in rows], newer
 
 
@@ -404,10 +396,14 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
         after = rows[-1][0]
 
 
-async def _segment_rows(db: Database, order: str, params: tuple[Any, ...]) -> list[Any]:
+async def _segment_rows(db: Database, where: str, order: str, params: tuple[str, int, int]) -> list[Any]:
+    """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
+    each row ends with how many of the session's segments match ``where``
+    (counted from lovia's index, once: the subquery is not correlated)."""
     base = (
-        "SELECT id, session_id, run_id, created_at, length(entries_json), meta_json, {count} "
-        f"FROM session_runs WHERE session_id = ? AND {order} LIMIT ?"
+        "SELECT id, session_id, run_id, created_at, length(entries_json), meta_json, {count}, "
+        f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
+        f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
     return await _with_counts(db, base, params)
 
@@ -431,11 +427,31 @@ async def _with_counts(db: Database, base: str, params: tuple[Any, ...]) -> list
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
     """The entries of one segment with their flat indices (raises UnreadableError)."""
     row = await db.fetchone("SELECT entries_json FROM session_runs WHERE id = ?", (segment.row_id,))
-    if row is None:
+    return _entries(segment, None if row is None else row[0])
+
+
+async def batch_entries(db: Database, segments: list[SegmentInfo]) -> dict[int, list[Entry] | UnreadableError]:
+    """The entries of a batch of segments, by row id, in one statement (one
+    round trip a segment kept a screenful waiting on the busy event loop); an
+    unreadable or vanished segment maps to the error saying so."""
+    ids = [segment.row_id for segment in segments]
+    stored = dict(await db.fetchall(
+        f"SELECT id, entries_json FROM session_runs WHERE id IN ({','.join('?' * len(ids))})", tuple(ids)
+    )) if ids else {}
+    found: dict[int, list[Entry] | UnreadableError] = {}
+    for segment in segments:
+        try:
+            found[segment.row_id] = _entries(segment, stored.get(segment.row_id))
+        except UnreadableError as exc:
+            found[segment.row_id] = exc
+    return found
+
+
+def _entries(segment: SegmentInfo, stored: str | None) -> list[Entry]:
+    if stored is None:
         raise UnreadableError("segment no longer exists")
-    data = parse_entries(row[0])
     first = segment.first_index
-    return [Entry(None if first is None else first + offset, entry) for offset, entry in enumerate(data)]
+    return [Entry(None if first is None else first + offset, entry) for offset, entry in enumerate(parse_entries(stored))]
 
 
 async def runs_in_session(db: Database, session_id: str, run_ids: list[str]) -> set[str]:
@@ -667,6 +683,21 @@ async def session_fingerprint(
         (known_upto, session_id, from_id, NO_ID_ABOVE if to_id is None else to_id),
     )
     return (row[0], row[1], row[4]), (row[2], row[3], row[5])
+
+
+async def newest_fingerprint(db: Database, session_id: str, newest: int) -> tuple[int, tuple[int, int, int]]:
+    """The id of the session's ``newest``-th newest segment and the session's
+    fingerprint from there on (as :func:`session_fingerprint`), in one statement."""
+    row = await db.fetchone(
+        "WITH shown AS (SELECT COALESCE(MIN(id), 0) AS from_id FROM "
+        " (SELECT id FROM session_runs WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)) "
+        "SELECT (SELECT from_id FROM shown), COUNT(*), COALESCE(MAX(id), 0), "
+        "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        " WHERE session_id = ?1 AND id >= (SELECT from_id FROM shown)) "
+        "FROM session_runs WHERE session_id = ?1",
+        (session_id, newest),
+    )
+    return row[0], (row[1], row[2], row[3])
 
 
 async def nth_newest_id(db: Database, session_id: str, n: int, before_id: int | None = None) -> int:

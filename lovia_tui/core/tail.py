@@ -212,8 +212,7 @@ class Tail:
         if session_id is None or not self.db.stores.session:
             self._session = None
             return
-        from_id = await queries.nth_newest_id(self.db, session_id, newest)
-        whole, _ = await queries.session_fingerprint(self.db, session_id, 0, from_id, None)
+        from_id, whole = await queries.newest_fingerprint(self.db, session_id, newest)
         self._session = _Followed(session_id, from_id, None, whole)
 
     async def watch_older(self, count: int) -> None:

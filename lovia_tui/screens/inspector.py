@@ -535,7 +535,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self.pending_row = focus_row
         self._select_session(key)
         if key in pane.shown:
-            pane.row_list.set_count(len(pane.shown), cursor=pane.shown.index(key))
+            pane.row_list.cursor = pane.shown.index(key)
         self.action_focus_pane("transcript")
 
     def go_to_run(self, run_id: str) -> None:

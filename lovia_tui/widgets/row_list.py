@@ -146,9 +146,3 @@ class RowList(RepaintValues, ScrollView, can_focus=True):
         elif self._marked(index):
             style = base + self.component("row-list--marked")
         return self._lines.strip(self._render_row(index, width), width, style, self.app.console)
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
