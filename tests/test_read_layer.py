@@ -285,7 +285,7 @@ async def test_session_index_counts_every_session(
 # ------------------------------------------------------------------ runs
 
 
-async def test_runs_report_every_head_field(demo: Any) -> None:
+async def test_runs_report_every_head_field(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     heads = {
         run_id: json.loads(head)
         for run_id, head in raw(
@@ -337,6 +337,8 @@ async def test_runs_report_every_head_field(demo: Any) -> None:
         window = by_id[demo.crash_window_run]
         assert window.status == "completed" and "Weekly summary" in window.output
         assert await queries.runs(db, "no-such-run") == []
+        monkeypatch.setattr(queries, "RUNS_CHUNK", 2)  # listed a few at a time: the same
+        assert await queries.runs(db) == found
 
 
 def test_staleness_only_for_running_runs() -> None:

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 from app_helpers import settle, snapshot_app
 
 from lovia_tui import transcript_loader
+from lovia_tui.widgets import transcript as transcript_widget
 
 
-async def test_home_loads_older_batches_up_to_the_first_run(snap_dir, monkeypatch):
-    """Home on the "older" row used to crash the app when the batch arrived."""
-    monkeypatch.setattr(transcript_loader, "BATCH", 1)  # chat-kyoto's 2 runs: 2 batches
+@asynccontextmanager
+async def kyoto(snap_dir, monkeypatch):
+    """The app showing chat-kyoto, whose 2 runs are 2 batches of one segment."""
+    monkeypatch.setattr(transcript_loader, "BATCH", 1)
     app = snapshot_app(snap_dir, monkeypatch)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         screen = app.screen
         screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
         await settle(pilot)
-        transcript = screen.transcript
+        yield pilot
+
+
+async def test_home_loads_older_batches_up_to_the_first_run(snap_dir, monkeypatch):
+    """Home on the "older" row used to crash the app when the batch arrived."""
+    async with kyoto(snap_dir, monkeypatch) as pilot:
+        transcript = pilot.app.screen.transcript
         assert transcript.rows[0].kind == "older"
         newest = [row.key for row in transcript.rows if row.kind == "segment"]
         await pilot.press("home")
@@ -44,17 +54,9 @@ async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):
 async def test_the_transcript_keeps_a_window_of_segments_both_ways(snap_dir, monkeypatch):
     """Scrolling a long session to its start and back holds WINDOW segments at
     a time: those let go come back through "newer" and "older" rows."""
-    from lovia_tui.widgets import transcript as transcript_widget
-
-    monkeypatch.setattr(transcript_loader, "BATCH", 1)
     monkeypatch.setattr(transcript_widget, "WINDOW", 1)
-    app = snapshot_app(snap_dir, monkeypatch)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
-        await settle(pilot)
-        transcript = screen.transcript
+    async with kyoto(snap_dir, monkeypatch) as pilot:
+        transcript = pilot.app.screen.transcript
 
         def shown() -> tuple[str, list[str], str]:
             segments = [row.key for row in transcript.rows if row.kind == "segment"]
