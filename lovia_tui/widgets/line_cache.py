@@ -45,30 +45,44 @@ class LineCache:
 
 
 class RepaintValues:
-    """Mixin for a Line API widget: base style, content width and component
-    styles looked up once per ``render_lines``, not once per line."""
+    """Mixin for a Line API widget: the base style, the content width and the
+    component styles every line needs, looked up once, not once per line.
 
-    _repaint: tuple[Style, int] | None = None
-    _components: dict[tuple[str, bool], Style]
+    Styles are kept until Textual re-applies the CSS to the widget (a theme
+    change, a class change around it), which it says by ``notify_style_update``;
+    Textual's own cache of them is cleared on every ``refresh``. The width is
+    taken once per repaint.
+    """
+
+    _width: int | None = None
+    _styles: dict[tuple[str, bool] | None, Style] | None = None
+
+    def notify_style_update(self) -> None:
+        self._styles = None
+        super().notify_style_update()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._repaint = (self.rich_style, self.scrollable_content_region.width)
-        self._components = {}
+        self._width = self.scrollable_content_region.width
         try:
             return super().render_lines(crop)
         finally:
-            self._repaint = None
+            self._width = None
 
     @property
     def repaint_values(self) -> tuple[Style, int]:
         """(base style, content width) of the repaint in progress."""
-        return self._repaint or (self.rich_style, self.scrollable_content_region.width)
+        width = self._width if self._width is not None else self.scrollable_content_region.width
+        return self._style(None), width
 
     def component(self, name: str, partial: bool = False) -> Style:
-        """A component class's style (cached until the next repaint)."""
-        if self._repaint is None:
-            return self.get_component_rich_style(name, partial=partial)
-        key = (name, partial)
-        if key not in self._components:
-            self._components[key] = self.get_component_rich_style(name, partial=partial)
-        return self._components[key]
+        """A component class's style."""
+        return self._style((name, partial))
+
+    def _style(self, key: tuple[str, bool] | None) -> Style:
+        if self._styles is None:
+            self._styles = {}
+        if key not in self._styles:
+            self._styles[key] = (
+                self.rich_style if key is None else self.get_component_rich_style(key[0], partial=key[1])
+            )
+        return self._styles[key]
