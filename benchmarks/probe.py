@@ -498,7 +498,7 @@ async def search(app, frames: Frames, screen, needle: str, progress: list) -> di
     from textual.widgets import Input
 
     progress.clear()
-    screen.action_search_content()
+    await screen.run_action("search_content")
     box = screen.query_one("#session-filter", Input)
     box.value = needle
     await settle(app)
@@ -524,7 +524,7 @@ async def cancel_search(app, screen, needle: str, progress: list) -> dict:
     from textual.widgets import Input
 
     progress.clear()
-    screen.action_search_content()
+    await screen.run_action("search_content")
     screen.query_one("#session-filter", Input).value = needle
     await asyncio.sleep(0.05)
     post_key(app, "enter")
@@ -580,7 +580,7 @@ def stress(info: dict) -> None:
                 for _ in range(3):
                     post_key(app, "home")
                     await asyncio.sleep(0.2)
-                screen.action_search_content()
+                await screen.run_action("search_content")
                 from textual.widgets import Input
 
                 screen.query_one("#session-filter", Input).value = info["needle"]

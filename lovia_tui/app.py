@@ -21,6 +21,8 @@ from lovia_tui.screens.inspector import FirstPage, InspectorScreen
 
 FULL_COLLECTION_EVERY = 1_000
 """Second-generation collections before a full one (Python's default: 10)."""
+FIRST_PAGE_ROWS = 60
+"""Sessions whose titles are read before the first frame: most terminals; the rest follow."""
 
 
 class LoviaTui(App):
@@ -46,20 +48,32 @@ class LoviaTui(App):
         self.agent_spec = agent_spec
         self.deps_spec = deps_spec
         self.workspace: Workspace | None = None
+        self.first_page: FirstPage | None = None
+        self.open_error = ""
 
-    async def on_mount(self) -> None:
+    async def on_load(self) -> None:
+        """Open the files and read the first page before anything is drawn:
+        the first frame is the inspector with its newest sessions."""
         try:
             self.workspace = await Workspace.open(self.paths, readonly=self.readonly)
         except LoviaTuiError as exc:
-            self.exit(return_code=2, message=f"lovia-tui: {exc}")
+            self.open_error = f"lovia-tui: {exc}"  # said on mount, once there is a screen
             return
         # A full collection walks every object (~40-90 ms with a long session
         # loaded) and froze the UI mid-keypress; rows and strips form no
         # cycles, so reference counting frees them and full passes can be rare.
         gen0, gen1, _ = gc.get_threshold()
         gc.set_threshold(gen0, gen1, FULL_COLLECTION_EVERY)
-        first_page = await FirstPage.read(self.workspace, self.size.height)
-        await self.push_screen(InspectorScreen(self.workspace, stale_after=self.stale_after, first_page=first_page))
+        self.first_page = await FirstPage.read(self.workspace, FIRST_PAGE_ROWS)
+
+    def on_mount(self) -> None:
+        if self.open_error:
+            self.exit(return_code=2, message=self.open_error)
+
+    def get_default_screen(self) -> Screen:
+        if self.workspace is None:
+            return super().get_default_screen()  # the files did not open: exiting
+        return InspectorScreen(self.workspace, stale_after=self.stale_after, first_page=self.first_page)
 
     async def on_unmount(self) -> None:
         if self.workspace is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -18,8 +19,10 @@ from lovia_tui.core.models import (
     SessionSummary,
     Unreadable,
 )
-from lovia_tui.core.tail import ChangeFeed
 from lovia_tui.widgets.transcript_rows import Row
+
+if TYPE_CHECKING:
+    from lovia_tui.core.tail import ChangeFeed
 
 
 @dataclass

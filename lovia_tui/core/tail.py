@@ -12,12 +12,17 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database, Stores
 from lovia_tui.core.models import Entry, Unreadable
 from lovia_tui.core.schema import CHAT_TABLES, STORE_TABLES
-from lovia_tui.core.watch import CommitWatch
+
+if TYPE_CHECKING:
+    from lovia_tui.core.watch import (
+        CommitWatch,  # watchfiles: imported by the live view only
+    )
 
 NEW_SEGMENTS_LIMIT = 1_000
 """More new segments than this in one poll are not listed: reload instead."""

@@ -17,7 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Input, Label, ProgressBar, Static
+from textual.widgets import Input, Label, Static
 
 from lovia_tui import messages
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
@@ -87,6 +87,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self.search_needle = ""
         self.pending_row: str | None = None
         self.flat_starts: dict[int, int | None] | None = None
+        self.tails = {}
+        self.watch_modes = {}
+        self.described = False
         self.runs_loaded = False
 
     # ----- layout -----
@@ -114,8 +117,8 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         return self.query_one(Transcript)
 
     def on_mount(self) -> None:
-        self.start_live()  # first: it decides each file's watch mode, which the status line shows
         self._describe_files()
+        self.call_after_refresh(self.start_live)
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)
@@ -134,9 +137,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
                 name for name, has in (("sessions", db.stores.session), ("checkpoints", db.stores.checkpoint), ("web", db.stores.chat)) if has
             )
             mode = "read-only" if db.readonly else db.journal_mode.upper()
-            live = getattr(self, "watch_modes", {}).get(db.path, "watching")
+            live = self.watch_modes.get(db.path, "watching")
             parts.append(f"{db.name} [{stores}, {mode}, {live}]")
-            if db.notice and not getattr(self, "described", False):
+            if db.notice and not self.described:
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
         self.query_one("#status-line", Static).update(" · ".join(parts))
         self.described = True
@@ -427,15 +430,15 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             pane = self.query_one(f"#{name}-pane")
             pane.set_class(focused is not None and pane in focused.ancestors_with_self, "focused")
 
-    def action_filter_sessions(self) -> None:
-        self._open_input("filter", "filter by id or title", self.sessions.filter_text)
+    async def action_filter_sessions(self) -> None:
+        await self._open_input("filter", "filter by id or title", self.sessions.filter_text)
 
-    def action_search_content(self) -> None:
-        self._open_input("search", "search message text (Enter to start, Esc to cancel)", self.search_needle)
+    async def action_search_content(self) -> None:
+        await self._open_input("search", "search message text (Enter to start, Esc to cancel)", self.search_needle)
 
-    def _open_input(self, mode: str, placeholder: str, value: str) -> None:
+    async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
         self.filter_mode = mode
-        box = self.query_one("#session-filter", Input)
+        box = await self.sessions.filter_box()
         box.placeholder, box.value = placeholder, value
         box.remove_class("hidden")
         self.action_focus_pane("sessions")
@@ -453,7 +456,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             self.search_needle = event.value
             self.sessions.matches = set()
             self.sessions.apply_filter()
-            self.query_one("#search-progress", ProgressBar).remove_class("hidden")
+            self._search_progress("searching… (esc cancels)")
             self.search(event.value)
         self.sessions.row_list.focus()
 
@@ -474,8 +477,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     def on_search_progress(self, message: messages.SearchProgress) -> None:
         if message.needle != self.search_needle:
             return
-        bar = self.query_one("#search-progress", ProgressBar)
-        bar.update(total=1.0, progress=message.fraction)
+        self._search_progress(f"searching {message.fraction:.0%} (esc cancels)")
         keys = set(message.keys)
         if message.done or keys != self.sessions.matches:
             # Re-filtering walks every session: only when the matches changed.
@@ -483,19 +485,24 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             self.sessions.apply_filter()
             self.transcript.set_needle(self.search_needle)
         if message.done:
-            bar.add_class("hidden")
+            self._search_progress("")
             self.notify(f"{len(message.keys)} session(s) contain {message.needle!r}")
 
+    def _search_progress(self, text: str) -> None:
+        """A search's progress, in the sessions title: no bar to lay out."""
+        self.sessions.progress = text
+        self.sessions.show_title()
+
     def action_back(self) -> None:
-        box = self.query_one("#session-filter", Input)
         if self.workers and any(w.group == "search" and w.is_running for w in self.workers):
             self.workers.cancel_group(self, "search")
-            self.query_one("#search-progress", ProgressBar).add_class("hidden")
+            self._search_progress("")
             self.notify("search cancelled")
             return
-        if not box.has_class("hidden") or self.sessions.matches is not None or self.sessions.filter_text:
-            box.add_class("hidden")
-            box.value = ""
+        if self.sessions.filter_open or self.sessions.matches is not None or self.sessions.filter_text:
+            for box in self.query("#session-filter").results(Input):
+                box.add_class("hidden")
+                box.value = ""
             self.sessions.filter_text = ""
             self.sessions.matches = None
             self.search_needle = ""

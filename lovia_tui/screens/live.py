@@ -17,7 +17,6 @@ from lovia_tui.core.database import Database
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
-from lovia_tui.core.watch import CommitWatch
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
@@ -38,20 +37,24 @@ async def _until_readable(db: Database) -> None:
 class LiveTail:
     """Keeps every view current without a key press; `f` toggles following."""
 
+    tails: dict[Path, Tail]
+    watch_modes: dict[Path, str]
     follow_enabled: bool = True
     followed: tuple[Path, str] | None = None
     run_view: str | None = None
 
     def start_live(self) -> None:
-        self.tails: dict[Path, Tail] = {}
-        self.watch_modes: dict[Path, str] = {}
+        """Watch every file (after the first frame: watching is not needed to draw it)."""
         for db in self.workspace.databases:
             if db.immutable:
                 self.watch_modes[db.path] = "static (immutable: changes are not seen)"
                 continue
             self.run_worker(self._live(db), group=f"live:{db.path}", exclusive=True, exit_on_error=False)
+        self._describe_files()
 
     async def _live(self, db: Database) -> None:
+        from lovia_tui.core.watch import CommitWatch  # watchfiles: off the first frame
+
         watch = CommitWatch(db)
         feed = ChangeFeed()
         tail: Tail | None = None
@@ -117,7 +120,7 @@ class LiveTail:
     def follow_inflight(self, run_seqs: dict[str, int]) -> None:
         """Follow the running checkpoint shown at the seam, from the batch shown."""
         self.followed = None
-        for tail in getattr(self, "tails", {}).values():
+        for tail in self.tails.values():
             tail.follow_run(None)
         if not self.follow_enabled:
             return
@@ -130,23 +133,23 @@ class LiveTail:
 
     async def follow_session(self, file: Path, session_id: str) -> None:
         """Watch the session's newest batch (call before loading it)."""
-        tail = getattr(self, "tails", {}).get(file)
+        tail = self.tails.get(file)
         if tail is not None:
             await tail.follow_session(session_id, BATCH)
 
     async def watch_older(self, file: Path) -> None:
         """Watch the followed session's next older batch too (call before loading it)."""
-        if (tail := getattr(self, "tails", {}).get(file)) is not None:
+        if (tail := self.tails.get(file)) is not None:
             await tail.watch_older(BATCH)
 
     async def watch_newer(self, file: Path) -> None:
         """Watch the followed session's next newer batch too (call before loading it)."""
-        if (tail := getattr(self, "tails", {}).get(file)) is not None:
+        if (tail := self.tails.get(file)) is not None:
             await tail.watch_newer(BATCH)
 
     async def watch_window(self, file: Path, from_id: int, to_id: int | None) -> None:
         """Watch only the segments the transcript still holds."""
-        if (tail := getattr(self, "tails", {}).get(file)) is not None:
+        if (tail := self.tails.get(file)) is not None:
             await tail.watch_ids(from_id, to_id)
 
     def show_run_alone(self, run: RunInfo) -> None:

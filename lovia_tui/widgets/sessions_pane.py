@@ -7,7 +7,7 @@ import time
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, Label, ProgressBar
+from textual.widgets import Input, Label
 
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import SessionSummary
@@ -29,12 +29,25 @@ class SessionsPane(Vertical):
         self.badges: dict[SessionKey, str] = {}
         self.matches: set[SessionKey] | None = None
         self.filter_text = ""
+        self.progress = ""
+        """What a running content search says in the title (its progress)."""
 
     def compose(self) -> ComposeResult:
         yield Label("Sessions", classes="pane-title", id="sessions-title")
-        yield Input(placeholder="filter by id or title", id="session-filter", classes="hidden")
         yield RowList(self._render_row, empty="no sessions", id="sessions")
-        yield ProgressBar(id="search-progress", classes="hidden", show_eta=False)
+
+    async def filter_box(self) -> Input:
+        """The filter and search input, mounted on first use: not in the first frame."""
+        found = self.query("#session-filter")
+        if found:
+            return found.first(Input)
+        box = Input(id="session-filter", classes="hidden")
+        await self.mount(box, after="#sessions-title")
+        return box
+
+    @property
+    def filter_open(self) -> bool:
+        return any(not box.has_class("hidden") for box in self.query("#session-filter"))
 
     @property
     def row_list(self) -> RowList:
@@ -82,6 +95,8 @@ class SessionsPane(Vertical):
         title = f"Sessions {self.row_list.position}"
         if len(self.shown) != len(self.keys):
             title += f" (of {len(self.keys):,})"
+        if self.progress:
+            title += f" · {self.progress}"
         self.query_one("#sessions-title", Label).update(title, layout=False)
 
     def on_row_list_highlighted(self) -> None:
