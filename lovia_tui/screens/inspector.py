@@ -146,8 +146,8 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
 
     def _tick(self) -> None:
         """Ages and staleness move with time, without any key press."""
-        self.runs.row_list.refresh()
-        self.sessions.row_list.refresh()
+        self.runs.row_list.refresh_changed()
+        self.sessions.row_list.refresh_changed()
         self._title_transcript()
 
     # ----- sessions -----
@@ -289,7 +289,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             title += f" · following {self.followed[1]}"
         if self.transcript.new_below:
             title += f" · {self.transcript.new_below} new entries ↓"
-        self.query_one("#transcript-title", Label).update(title, layout=False)
+        label = self.query_one("#transcript-title", Label)
+        if title != label.content:
+            label.update(title, layout=False)
 
     def on_transcript_row_highlighted(self) -> None:
         self._title_transcript()

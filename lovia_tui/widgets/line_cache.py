@@ -46,7 +46,8 @@ class LineCache:
 
 class RepaintValues:
     """Mixin for a Line API widget: the base style, the content width and the
-    component styles every line needs, looked up once, not once per line.
+    component styles every line needs, looked up once, not once per line; and
+    wheel scrolling without a scrollbar.
 
     Styles are kept until Textual re-applies the CSS to the widget (a theme
     change, a class change around it), which it says by ``notify_style_update``;
@@ -56,6 +57,12 @@ class RepaintValues:
 
     _width: int | None = None
     _styles: dict[tuple[str, bool] | None, Style] | None = None
+
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        # The view draws no scrollbar (overflow-y: hidden: a zero-width one
+        # still invalidated the screen's map on every scroll), yet the wheel scrolls.
+        return not self.is_disabled and self.max_scroll_y > 0
 
     def notify_style_update(self) -> None:
         self._styles = None

@@ -67,6 +67,7 @@ class RowList(RepaintValues, ScrollView, can_focus=True):
         self._count = 0
         self._marked: Callable[[int], bool] = lambda index: False
         self._lines = LineCache()
+        self._drawn: dict[int, tuple[str, list]] = {}
         self.empty_text = empty
 
     @property
@@ -145,4 +146,16 @@ class RowList(RepaintValues, ScrollView, can_focus=True):
             style = base + self.component(cursor_class)
         elif self._marked(index):
             style = base + self.component("row-list--marked")
-        return self._lines.strip(self._render_row(index, width), width, style, self.app.console)
+        text = self._render_row(index, width)
+        self._drawn[index] = (text.plain, text.spans)
+        return self._lines.strip(text, width, style, self.app.console)
+
+    def refresh_changed(self) -> None:
+        """Repaint only the rows on screen whose text changed since drawn (ages
+        and staleness move with time): a full repaint a second cost frames."""
+        _, width = self.repaint_values
+        top = int(self.scroll_offset.y)
+        for index in range(top, min(self._count, top + self.size.height)):
+            text = self._render_row(index, width)
+            if self._drawn.get(index) != (text.plain, text.spans):
+                self.refresh_line(index)

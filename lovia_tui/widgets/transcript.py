@@ -22,12 +22,16 @@ from lovia_tui.widgets.line_cache import LineCache, RepaintValues
 from lovia_tui.widgets.transcript_rows import (
     Row,
     detail_lines,
+    index_text,
     keep_newest,
     keep_oldest,
     pair_tool_calls,
+    partner_text,
     summary_line,
 )
 
+SUMMARIES = 4096
+"""Summary lines remembered (a few screens of rows in every state)."""
 WINDOW = 600
 """Most segments the view keeps loaded (~20 batches): scrolling a session of
 thousands of runs end to end holds this many at a time, not all of them."""
@@ -85,6 +89,7 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         self._lines: list[tuple[int, int]] = []
         self._details: dict[str, list[Text]] = {}
         self._strips = LineCache()
+        self._summaries: dict[tuple, Text] = {}
         self._expanded: dict[str, bool] = {}
         self._collapsed: set[str] = set()
         self._raw: set[str] = set()
@@ -101,6 +106,7 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         """Replace the content (a new session); the newest entry is in view."""
         self.rows = rows
         self.loading_older = self.loading_newer = False
+        self._summaries.clear()  # a reload after a trim has new text under the same keys
         self._expanded.clear()
         self._collapsed.clear()
         self._raw.clear()
@@ -251,7 +257,7 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         visible_position, offset = self._lines[line_number]
         row = self.rows[self._visible[visible_position]]
         if offset == 0:
-            text = summary_line(row, self.rows, row.key in self._expanded or (row.kind == "segment" and row.extra.get("segment") not in self._collapsed))
+            text = self._summary(row, row.key in self._expanded or (row.kind == "segment" and row.extra.get("segment") not in self._collapsed))
             style = base + self.component(row.component)
         else:
             details = self._details_for(row, max(20, width - 2))
@@ -266,6 +272,17 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
         elif self._is_partner(visible_position):
             style = style + self.component("transcript--partner", partial=True)
         return self._strips.strip(text, width, style, self.app.console)
+
+    def _summary(self, row: Row, expanded: bool) -> Text:
+        """A row's summary line, remembered: building it measures and cuts the
+        entry's text (a 100 KB output's size included) on every repaint."""
+        key = (row.key, expanded, index_text(row), partner_text(row, self.rows, ""), row.extra.get("status"), row.older)
+        text = self._summaries.get(key)
+        if text is None:
+            if len(self._summaries) >= SUMMARIES:
+                self._summaries.clear()
+            text = self._summaries[key] = summary_line(row, self.rows, expanded)
+        return text
 
     def _is_partner(self, visible_position: int) -> bool:
         current = self.current_row
