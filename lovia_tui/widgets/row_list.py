@@ -13,18 +13,18 @@ from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Region, Size
+from textual.geometry import Region
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from lovia_tui.widgets.line_cache import LineCache, RepaintValues
+from lovia_tui.widgets.line_view import LineCache, LineView
 
 RowRenderer = Callable[[int, int], Text]
 
 
-class RowList(RepaintValues, ScrollView, can_focus=True):
+class RowList(LineView, ScrollView, can_focus=True):
     """A virtual list of ``count`` rows drawn by ``render_row(index, width)``."""
 
     BINDINGS = [
@@ -82,12 +82,9 @@ class RowList(RepaintValues, ScrollView, can_focus=True):
     def set_count(self, count: int, *, cursor: int | None = None) -> None:
         """Change the number of rows, keeping the cursor in range."""
         self._count = count
-        # Rows are cut to the width: no horizontal scrolling (its scrollbar
-        # would take a row and a repaint per frame).
-        self.virtual_size = Size(0, count)
+        self.set_virtual_height(count)
         target = self.cursor if cursor is None else cursor
         self.set_reactive(RowList.cursor, max(0, min(target, count - 1)))
-        self.refresh()
 
     def set_marked(self, predicate: Callable[[int], bool]) -> None:
         """Rows for which ``predicate`` holds are drawn marked (e.g. related rows)."""

@@ -13,12 +13,12 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Region, Size
+from textual.geometry import Region
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from lovia_tui.widgets.line_cache import LineCache, RepaintValues
+from lovia_tui.widgets.line_view import LineCache, LineView
 from lovia_tui.widgets.transcript_rows import (
     Row,
     detail_lines,
@@ -37,7 +37,7 @@ WINDOW = 600
 thousands of runs end to end holds this many at a time, not all of them."""
 
 
-class Transcript(RepaintValues, ScrollView, can_focus=True):
+class Transcript(LineView, ScrollView, can_focus=True):
     """Rows of one session, newest at the bottom; Enter folds and unfolds."""
 
     BINDINGS = [
@@ -232,8 +232,7 @@ class Transcript(RepaintValues, ScrollView, can_focus=True):
                 lines.extend((visible_position, offset + 1) for offset in range(len(details)))
         self._lines = lines
         self.entries = sum(1 for row in self.rows if row.kind == "entry")
-        self.virtual_size = Size(self.scrollable_content_region.width, len(lines))
-        self.refresh()
+        self.set_virtual_height(len(lines))
 
     def _details_for(self, row: Row, width: int) -> list[Text]:
         key = f"{row.key}:{width}:{row.key in self._raw}:{self._expanded.get(row.key)}"

@@ -1,4 +1,4 @@
-"""Drawing lines cheaply: strips of recent lines, and per-repaint lookups.
+"""What the Line API views (the lists, the transcript) share to stay cheap.
 
 A list that scrolls by one row draws every line on screen again, and all but
 one of them were drawn the frame before. Turning a line's text into a Strip
@@ -7,9 +7,10 @@ segments) was most of a repaint; this cache keys the result on the text, its
 spans, the width and the style, so it needs no invalidation: a line whose
 content changed has another key.
 
-:class:`RepaintValues` gives the Line API widgets (the lists, the transcript)
-the values every line needs (base style, width, component styles) once per
-repaint: each costs a walk up the DOM, which per line was a third of a frame.
+:class:`LineView` gives them the values every line needs (base style,
+width, component styles) without a walk up the DOM per line (a third of a
+frame), wheel scrolling without a scrollbar, and a content height set without
+a screen-wide layout.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
+from textual.widget import Widget
 
 SIZE = 1024
 """Lines kept: a few screens of each list, the oldest dropped first."""
@@ -44,10 +46,11 @@ class LineCache:
         return found
 
 
-class RepaintValues:
-    """Mixin for a Line API widget: the base style, the content width and the
-    component styles every line needs, looked up once, not once per line; and
-    wheel scrolling without a scrollbar.
+class LineView:
+    """Mixin for a Line API ScrollView sized by the CSS: the base style, the
+    content width and the component styles every line needs, looked up once,
+    not once per line; wheel scrolling without a scrollbar; a content height
+    set without laying out the screen.
 
     Styles are kept until Textual re-applies the CSS to the widget (a theme
     change, a class change around it), which it says by ``notify_style_update``;
@@ -57,6 +60,18 @@ class RepaintValues:
 
     _width: int | None = None
     _styles: dict[tuple[str, bool] | None, Style] | None = None
+
+    def set_virtual_height(self, height: int) -> None:
+        """The number of lines to scroll through.
+
+        Textual's ``virtual_size`` reactive lays out the whole screen when it
+        changes (30-60 ms here) for content that might resize its container;
+        these views are sized by the CSS, so the size is set as plain state,
+        the scroll offset kept in range and the view repainted.
+        """
+        self.set_reactive(Widget.virtual_size, Size(self.scrollable_content_region.width, height))
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
+        self.refresh()
 
     @property
     def allow_vertical_scroll(self) -> bool:
