@@ -45,6 +45,9 @@ from lovia_tui.widgets.transcript import Transcript
 
 FIRST_PAGE = 200
 HIGHLIGHT_SETTLE = 0.06
+FOCUS_AT_THE_LATEST = 0.3
+"""Seconds after a jump to a session when its transcript takes the focus even
+if its rows have not arrived (they normally arrive first, with the focus)."""
 SEARCH_PROGRESS_EVERY = 0.25
 NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
@@ -90,6 +93,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self.tails = {}
         self.watch_modes = {}
         self.described = False
+        self.focus_when_loaded = False
         self.runs_loaded = False
 
     # ----- layout -----
@@ -256,6 +260,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         if self.pending_row:
             self.transcript.select_key(self.pending_row)
             self.pending_row = None
+        self._focus_loaded()
         self._title_transcript()
 
     def _inflight(self, key: SessionKey) -> Inflight:
@@ -545,7 +550,15 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self._select_session(key)
         if key in pane.shown:
             pane.row_list.cursor = pane.shown.index(key)
-        self.action_focus_pane("transcript")
+        # The focus moves with the new rows: moved now, it would repaint the
+        # old session's rows and the panes while the new ones are read.
+        self.focus_when_loaded = True
+        self.set_timer(FOCUS_AT_THE_LATEST, self._focus_loaded)
+
+    def _focus_loaded(self) -> None:
+        if self.focus_when_loaded:
+            self.focus_when_loaded = False
+            self.action_focus_pane("transcript")
 
     def go_to_run(self, run_id: str) -> None:
         if self.runs.select_run(run_id):
