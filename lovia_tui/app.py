@@ -57,7 +57,9 @@ class LoviaTui(App):
         try:
             self.workspace = await Workspace.open(self.paths, readonly=self.readonly)
         except LoviaTuiError as exc:
-            self.open_error = f"lovia-tui: {exc}"  # said on mount, once there is a screen
+            self.open_error = (
+                f"lovia-tui: {exc}"  # said on mount, once there is a screen
+            )
             return
         # A full collection walks every object (~40-90 ms with a long session
         # loaded) and froze the UI mid-keypress; rows and strips form no
@@ -73,7 +75,9 @@ class LoviaTui(App):
     def get_default_screen(self) -> Screen:
         if self.workspace is None:
             return super().get_default_screen()  # the files did not open: exiting
-        return InspectorScreen(self.workspace, stale_after=self.stale_after, first_page=self.first_page)
+        return InspectorScreen(
+            self.workspace, stale_after=self.stale_after, first_page=self.first_page
+        )
 
     async def on_unmount(self) -> None:
         if self.workspace is not None:
@@ -85,10 +89,13 @@ class LoviaTui(App):
             return
         for command in INSPECTOR_COMMANDS:
             if screen.check_action(command.action.split("(")[0], ()):
-                yield SystemCommand(command.title, command.help, _runner(screen, command.action))
+                yield SystemCommand(
+                    command.title, command.help, _runner(screen, command.action)
+                )
         for status in ["all", *RUN_STATUS_FILTERS]:
             yield SystemCommand(
-                f"Runs: show {status}", f"Filter the runs list to {status} runs",
+                f"Runs: show {status}",
+                f"Filter the runs list to {status} runs",
                 _runner(screen, f"runs_filter('{status}')"),
             )
 
@@ -109,5 +116,9 @@ def make_app(
     deps_spec: str | None = None,
 ) -> LoviaTui:
     return LoviaTui(
-        paths, readonly=readonly, stale_after=stale_after, agent_spec=agent_spec, deps_spec=deps_spec
+        paths,
+        readonly=readonly,
+        stale_after=stale_after,
+        agent_spec=agent_spec,
+        deps_spec=deps_spec,
     )

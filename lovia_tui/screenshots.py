@@ -24,7 +24,11 @@ SHOTS: list[tuple[str, tuple[int, int], list[str]]] = [
 async def _settle(pilot) -> None:
     """Wait for the loading workers; the live-tail workers run for good."""
     for _ in range(50):
-        busy = [w for w in pilot.app.workers if not w.is_finished and not str(w.group).startswith("live")]
+        busy = [
+            w
+            for w in pilot.app.workers
+            if not w.is_finished and not str(w.group).startswith("live")
+        ]
         if not busy:
             await pilot.pause()
             return
@@ -40,7 +44,9 @@ async def _shoot(directory: Path, target: Path) -> None:
             if name == "crashed-run":
                 await pilot.press("3")
                 runs = app.screen.runs
-                runs.row_list.cursor = [r.run_id for r in runs.shown].index("run-crashed")
+                runs.row_list.cursor = [r.run_id for r in runs.shown].index(
+                    "run-crashed"
+                )
             for key in keys:
                 await pilot.press(key)
                 await _settle(pilot)

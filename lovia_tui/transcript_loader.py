@@ -24,13 +24,18 @@ Starts = dict[int, int | None]
 """Each segment's first flat index by row id (``queries.flat_starts``)."""
 
 
-async def segment_rows(db: Database, batch: list[SegmentInfo], starts: Starts | None) -> list[Row]:
+async def segment_rows(
+    db: Database, batch: list[SegmentInfo], starts: Starts | None
+) -> list[Row]:
     """Header and entry rows of some segments (unreadable ones say so); their
     flat indices from ``starts``, or still being counted when it is None."""
     if starts is None:
         batch = [replace(segment, counting=True) for segment in batch]
     else:
-        batch = [replace(segment, first_index=starts.get(segment.row_id)) for segment in batch]
+        batch = [
+            replace(segment, first_index=starts.get(segment.row_id))
+            for segment in batch
+        ]
     loaded = await queries.batch_entries(db, batch)
     rows: list[Row] = []
     for segment in batch:
@@ -39,10 +44,23 @@ async def segment_rows(db: Database, batch: list[SegmentInfo], starts: Starts | 
         entries = loaded[segment.row_id]
         if isinstance(entries, UnreadableError):
             where = f"{db.name} session_runs id {segment.row_id} (run {segment.run_id})"
-            rows.append(Row("unreadable", f"{header}:bad", problem=Unreadable(where, str(entries)), extra={"segment": header}))
+            rows.append(
+                Row(
+                    "unreadable",
+                    f"{header}:bad",
+                    problem=Unreadable(where, str(entries)),
+                    extra={"segment": header},
+                )
+            )
             continue
         rows.extend(
-            Row("entry", f"{header}:{offset}", segment=segment, entry=entry, extra={"segment": header})
+            Row(
+                "entry",
+                f"{header}:{offset}",
+                segment=segment,
+                entry=entry,
+                extra={"segment": header},
+            )
             for offset, entry in enumerate(entries)
         )
     return rows
@@ -57,7 +75,9 @@ def set_indices(rows: list[Row], starts: Starts) -> None:
         first = starts.get(segment.row_id)
         if row.kind == "entry" and row.entry is not None:
             offset = int(row.key.rsplit(":", 1)[1])
-            row.entry = replace(row.entry, index=None if first is None else first + offset)
+            row.entry = replace(
+                row.entry, index=None if first is None else first + offset
+            )
         row.segment = replace(segment, first_index=first, counting=False)
 
 
@@ -65,17 +85,30 @@ def run_entry_rows(run: RunInfo, loaded: RunEntries, first_offset: int) -> list[
     """Rows for a checkpoint's entries (first load, or new ones while following)."""
     seam = f"seam:{run.run_id}"
     rows = [
-        Row("entry", f"{seam}:{first_offset + n}", run=run, entry=entry, extra={"segment": seam})
+        Row(
+            "entry",
+            f"{seam}:{first_offset + n}",
+            run=run,
+            entry=entry,
+            extra={"segment": seam},
+        )
         for n, entry in enumerate(loaded.entries)
     ]
     rows.extend(
-        Row("unreadable", f"{seam}:bad{loaded.last_seq}:{n}", problem=p, extra={"segment": seam})
+        Row(
+            "unreadable",
+            f"{seam}:bad{loaded.last_seq}:{n}",
+            problem=p,
+            extra={"segment": seam},
+        )
         for n, p in enumerate(loaded.problems)
     )
     return rows
 
 
-async def inflight_rows(db: Database, run: RunInfo, status: str) -> tuple[list[Row], int]:
+async def inflight_rows(
+    db: Database, run: RunInfo, status: str
+) -> tuple[list[Row], int]:
     """The seam and a checkpoint's own entries, not yet in the session; and
     the last batch seq read, from which following the run picks up."""
     seam = f"seam:{run.run_id}"
@@ -95,19 +128,29 @@ async def session_rows(
     """The newest batch of a session, then each linked run not yet appended;
     and, per such run, the last batch seq read (to follow it from there)."""
     batch, older = await queries.newest_segments(db, session_id, BATCH)
-    rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(db, batch, starts)
+    rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
+        db, batch, starts
+    )
     more, seqs = await _seam_rows(db, session_id, inflight)
     return rows + more, seqs
 
 
-async def older_rows(db: Database, session_id: str, before_id: int, starts: Starts | None) -> list[Row]:
+async def older_rows(
+    db: Database, session_id: str, before_id: int, starts: Starts | None
+) -> list[Row]:
     """The next older batch above what is shown, with a new "older" row if needed."""
     batch, older = await queries.newest_segments(db, session_id, BATCH, before_id)
-    return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(db, batch, starts)
+    return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
+        db, batch, starts
+    )
 
 
 async def newer_rows(
-    db: Database, session_id: str, after_id: int, starts: Starts | None, inflight: Inflight
+    db: Database,
+    session_id: str,
+    after_id: int,
+    starts: Starts | None,
+    inflight: Inflight,
 ) -> tuple[list[Row], dict[str, int]]:
     """The next newer batch below what is shown: with a "newer" row if more
     follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
@@ -119,8 +162,12 @@ async def newer_rows(
     return rows + more, seqs
 
 
-async def _seam_rows(db: Database, session_id: str, inflight: Inflight) -> tuple[list[Row], dict[str, int]]:
-    appended = await queries.runs_in_session(db, session_id, [run.run_id for _, run, _ in inflight])
+async def _seam_rows(
+    db: Database, session_id: str, inflight: Inflight
+) -> tuple[list[Row], dict[str, int]]:
+    appended = await queries.runs_in_session(
+        db, session_id, [run.run_id for _, run, _ in inflight]
+    )
     rows: list[Row] = []
     seqs: dict[str, int] = {}
     for run_db, run, status in inflight:

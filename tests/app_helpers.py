@@ -37,7 +37,9 @@ async def settle(pilot, rounds: int = 100) -> None:
         if busy:
             quiet = 0
             waits = [worker.wait() for worker in busy]
-            await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), timeout=30)
+            await asyncio.wait_for(
+                asyncio.gather(*waits, return_exceptions=True), timeout=30
+            )
         else:
             quiet += 1
             if quiet >= 3:

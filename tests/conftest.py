@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest_plugins = ["lovia_factory"]  # lovia-written fixture databases (tests/lovia_factory.py)
+pytest_plugins = [
+    "lovia_factory"
+]  # lovia-written fixture databases (tests/lovia_factory.py)
 
 if TYPE_CHECKING:
     from lovia_tui.demo import DemoWorkspace
@@ -38,7 +40,9 @@ def snap_dir(snapshot_template, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def isolated_journal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+def isolated_journal(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
     """Every test journals into its own file, never the user's ~/.local/state.
 
     Tests that look at the journal take lovia_factory's ``private_journal``,

@@ -75,14 +75,22 @@ async def write_session(
     without ``delete_on_success`` leaves it.
     """
     session = SQLiteSession(path, wal=True)
-    checkpointer = SQLiteCheckpointer(checkpoint_path, wal=True) if checkpoint_path else None
+    checkpointer = (
+        SQLiteCheckpointer(checkpoint_path, wal=True) if checkpoint_path else None
+    )
     for n, script in enumerate(scripts):
         prompt = prompts[n] if n < len(prompts) else f"Request {n + 1}."
         checkpoint = (
-            CheckpointOptions(checkpointer, f"{session_id}-{n}") if checkpointer else None
+            CheckpointOptions(checkpointer, f"{session_id}-{n}")
+            if checkpointer
+            else None
         )
         await Runner.run(
-            agent(script), prompt, session=session, session_id=session_id, checkpoint=checkpoint
+            agent(script),
+            prompt,
+            session=session,
+            session_id=session_id,
+            checkpoint=checkpoint,
         )
     return [segment.run_id for segment in await session.segments(session_id)]
 
@@ -107,14 +115,18 @@ async def abandoned_run(
         prompt,
         session=SQLiteSession(session_path, wal=True) if session_path else None,
         session_id=session_id,
-        checkpoint=CheckpointOptions(SQLiteCheckpointer(checkpoint_path, wal=True), run_id),
+        checkpoint=CheckpointOptions(
+            SQLiteCheckpointer(checkpoint_path, wal=True), run_id
+        ),
     )
     async for event in handle:
         if isinstance(event, events.ToolCallStarted):
             break
 
 
-async def web_records(path: Path, session_id: str, run_id: str, title: str = "Chat") -> None:
+async def web_records(
+    path: Path, session_id: str, run_id: str, title: str = "Chat"
+) -> None:
     """What lovia's web UI writes as a run starts: chat row, active pointer, run record."""
     from lovia.web.store import ChatStore, RunRow
 
@@ -122,15 +134,30 @@ async def web_records(path: Path, session_id: str, run_id: str, title: str = "Ch
     await store.upsert(session_id, agent="worker", title=title)
     await store.set_active_run_id(session_id, run_id)
     await store.start_run(
-        RunRow(run_id, session_id, "worker", "user", "running", None, time.time(), None, None)
+        RunRow(
+            run_id,
+            session_id,
+            "worker",
+            "user",
+            "running",
+            None,
+            time.time(),
+            None,
+            None,
+        )
     )
 
 
-async def append_entries(path: Path, session_id: str, count: int, prefix: str = "w") -> None:
+async def append_entries(
+    path: Path, session_id: str, count: int, prefix: str = "w"
+) -> None:
     """Append ``count`` small segments through lovia, as another app would."""
     session = SQLiteSession(path, wal=True)
     for n in range(count):
-        entries = [InputEntry(role="user", content=f"{prefix} {n}"), AssistantTextEntry(content="ok")]
+        entries = [
+            InputEntry(role="user", content=f"{prefix} {n}"),
+            AssistantTextEntry(content="ok"),
+        ]
         await session.append(session_id, entries, run_id=f"{prefix}-{n}")
 
 
@@ -153,7 +180,9 @@ def rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
     full-precision reals), so equal dumps mean byte-identical rows.
     """
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    conn.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")  # exact, even if invalid
+    conn.text_factory = lambda raw: raw.decode(
+        "utf-8", "backslashreplace"
+    )  # exact, even if invalid
     try:
         tables = [
             name
@@ -166,7 +195,9 @@ def rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
         for table in tables:
             columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
             quoted = ", ".join(f'quote("{c}")' for c in columns)
-            dump[table] = conn.execute(f"SELECT {quoted} FROM {table} ORDER BY rowid").fetchall()
+            dump[table] = conn.execute(
+                f"SELECT {quoted} FROM {table} ORDER BY rowid"
+            ).fetchall()
         return dump
     finally:
         conn.close()
@@ -175,10 +206,16 @@ def rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
 # Session "s": 4 + 6 + 2 = 12 flat entries, a parallel batch in the middle run.
 SCRIPTS = [
     [call("echo", {"message": "one"}, call_id="c0"), text("Echoed one.")],
-    [batch(("echo", {"message": "a"}, "c1"), ("dump", {"lines": 60}, "c2")), text("Both done.")],
+    [
+        batch(("echo", {"message": "a"}, "c1"), ("dump", {"lines": 60}, "c2")),
+        text("Both done."),
+    ],
     [text("Just text.")],
 ]
-CRASH = [batch(("echo", {"message": "x"}, "k1"), ("dump", {"lines": 5}, "k2")), text("never")]
+CRASH = [
+    batch(("echo", {"message": "x"}, "k1"), ("dump", {"lines": 5}, "k2")),
+    text("never"),
+]
 
 
 async def build_two_files(directory: Path) -> tuple[Path, Path]:
@@ -227,10 +264,14 @@ def two_files_template() -> Iterator[tuple[Path, Path]]:
 
 
 @pytest.fixture
-def two_files(two_files_template: tuple[Path, Path], scratch: Path) -> tuple[Path, Path]:
+def two_files(
+    two_files_template: tuple[Path, Path], scratch: Path
+) -> tuple[Path, Path]:
     """A private copy of :func:`build_two_files`' databases."""
     sessions, runs = two_files_template
-    return copy_db(sessions, scratch / sessions.name), copy_db(runs, scratch / runs.name)
+    return copy_db(sessions, scratch / sessions.name), copy_db(
+        runs, scratch / runs.name
+    )
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,15 @@ ALL, LATER = {"s-0", "s-1", "s-2"}, {"s-1", "s-2"}
 
 @pytest.mark.parametrize(
     ("keep", "deleted"),
-    [(0, ALL), (2, ALL), (4, LATER), (6, LATER), (8, LATER), (10, {"s-2"}), (12, set())],
+    [
+        (0, ALL),
+        (2, ALL),
+        (4, LATER),
+        (6, LATER),
+        (8, LATER),
+        (10, {"s-2"}),
+        (12, set()),
+    ],
 )
 async def test_rewind_equals_lovia(
     two_files: tuple[Path, Path], scratch: Path, keep: int, deleted: set[str]
@@ -70,7 +78,9 @@ async def test_rewind_equals_lovia(
         await ws.close()
     for checkpoint in preview.checkpoints:
         await SQLiteCheckpointer(copy_runs, wal=True).delete(checkpoint.run_id)
-    removed = await SQLiteSession(copy_sessions, wal=True).rewind("s", keep_entries=keep)
+    removed = await SQLiteSession(copy_sessions, wal=True).rewind(
+        "s", keep_entries=keep
+    )
     assert preview.entries_removed == removed
     assert result.counts.get("entries_removed", 0) == removed
     assert rows(sessions) == rows(copy_sessions)
@@ -94,14 +104,19 @@ async def test_rewind_cut_details(two_files: tuple[Path, Path]) -> None:
     assert cut_in_batch.runs_deleted == ("s-2",)
     assert {c.call_id for c in cut_in_batch.side_effects} == {"c2"}
     # [q, c0]: the call is dropped, only the user message survives.
-    assert cut_after_call.truncated is not None and cut_after_call.truncated.kept_entries == 1
+    assert (
+        cut_after_call.truncated is not None
+        and cut_after_call.truncated.kept_entries == 1
+    )
     assert cut_after_call.entries_removed == 11
     # "crashed" is live and linked to nothing: it may be this session's.
     assert cut_in_batch.unknown_live_runs == ("crashed",)
     assert {c.call_id for c in cut_after_call.side_effects} == {"c0", "c1", "c2"}
 
 
-async def test_rewind_web_deletes_inflight_and_clears_pointer(web_file: Path, scratch: Path) -> None:
+async def test_rewind_web_deletes_inflight_and_clears_pointer(
+    web_file: Path, scratch: Path
+) -> None:
     (copy,) = copies(scratch, web_file)
     ws = await Workspace.open([web_file])
     try:
@@ -112,10 +127,17 @@ async def test_rewind_web_deletes_inflight_and_clears_pointer(web_file: Path, sc
     finally:
         await ws.close()
     [inflight] = preview.checkpoints
-    assert (inflight.run_id, inflight.web_pointer, inflight.appended) == ("inflight", "chat", False)
+    assert (inflight.run_id, inflight.web_pointer, inflight.appended) == (
+        "inflight",
+        "chat",
+        False,
+    )
     await SQLiteCheckpointer(copy, wal=True).delete("inflight")
     await ChatStore.sqlite(copy).clear_active_run_id("chat", expected="inflight")
-    assert await SQLiteSession(copy, wal=True).rewind("chat", keep_entries=4) == preview.entries_removed
+    assert (
+        await SQLiteSession(copy, wal=True).rewind("chat", keep_entries=4)
+        == preview.entries_removed
+    )
     assert rows(web_file) == rows(copy)
 
 
@@ -140,10 +162,17 @@ async def test_trim_equals_lovia(two_files: tuple[Path, Path], scratch: Path) ->
         again = await preview_trim(ws, "s", keep_chars=20, keep_runs=1)
     finally:
         await ws.close()
-    trimmed = await SQLiteSession(copy, wal=True).trim_tool_results("s", keep_chars=20, keep_runs=1)
+    trimmed = await SQLiteSession(copy, wal=True).trim_tool_results(
+        "s", keep_chars=20, keep_runs=1
+    )
     assert preview.results_trimmed == trimmed == result.counts["results_trimmed"] == 1
     [cut] = preview.cuts
-    assert (cut.run_id, cut.call_id, cut.tool, cut.archived) == ("s-1", "c2", "dump", False)
+    assert (cut.run_id, cut.call_id, cut.tool, cut.archived) == (
+        "s-1",
+        "c2",
+        "dump",
+        False,
+    )
     [stored] = sqlite3.connect(sessions).execute(
         "SELECT length(CAST(entries_json AS BLOB)) FROM session_runs WHERE run_id = 's-1'"
     )
@@ -157,7 +186,9 @@ async def test_trim_sees_archived_outputs(scratch: Path) -> None:
     path = scratch / "s.db"
     big = "x" * 2000
     session = SQLiteSession(path, wal=True)
-    offloaded = {"o1": {"preview": big[:10], "chars": len(big), "digest": result_digest(big)}}
+    offloaded = {
+        "o1": {"preview": big[:10], "chars": len(big), "digest": result_digest(big)}
+    }
     meta = {"context_state": {"context": {"version": 3, "offloaded": offloaded}}}
     for n, call_id in enumerate(["o1", "o2"]):
         await session.append(
@@ -175,7 +206,9 @@ async def test_trim_sees_archived_outputs(scratch: Path) -> None:
     assert preview.lost_for_good == 1
 
 
-async def test_delete_runs_by_filter(two_files: tuple[Path, Path], scratch: Path) -> None:
+async def test_delete_runs_by_filter(
+    two_files: tuple[Path, Path], scratch: Path
+) -> None:
     sessions, runs = two_files
     (copy,) = copies(scratch, runs)
     ws = await Workspace.open([sessions, runs])
@@ -209,7 +242,11 @@ async def test_finalize_web_equals_lovia_stop(web_file: Path, scratch: Path) -> 
         result = await perform(ws, preview)
     finally:
         await ws.close()
-    assert (preview.session_id, preview.session_source, preview.web_record) == ("chat", "web", "running")
+    assert (preview.session_id, preview.session_source, preview.web_record) == (
+        "chat",
+        "web",
+        "running",
+    )
     assert preview.checkpoint.web_pointer == "chat"
     checkpointer = SQLiteCheckpointer(copy, wal=True)
     snapshot = await checkpointer.load("inflight")
@@ -219,12 +256,16 @@ async def test_finalize_web_equals_lovia_stop(web_file: Path, scratch: Path) -> 
     assert preview.timing == timing
     assert result.counts["entries_appended"] == len(entries) == preview.entries_appended
     assert {c.call_id for c in preview.dropped_calls} == {"k1", "k2"}
-    await SQLiteSession(copy, wal=True).append("chat", entries, run_id="inflight", meta={"timing": timing})
+    await SQLiteSession(copy, wal=True).append(
+        "chat", entries, run_id="inflight", meta={"timing": timing}
+    )
     await checkpointer.delete("inflight")
     store = ChatStore.sqlite(copy)
     await store.clear_active_run_id("chat", expected="inflight")
     usage = usage_dict(snapshot.usage, last_input_tokens=snapshot.last_input_tokens)
-    await store.finish_run("inflight", status="cancelled", error="cancelled", usage=usage)
+    await store.finish_run(
+        "inflight", status="cancelled", error="cancelled", usage=usage
+    )
     ours, theirs = rows(web_file), rows(copy)
     for dump in (ours, theirs):  # written at different moments
         dump["session_runs"] = [r[:5] for r in dump["session_runs"]]
@@ -233,7 +274,9 @@ async def test_finalize_web_equals_lovia_stop(web_file: Path, scratch: Path) -> 
     assert theirs["chat_runs"][0][4] == "'cancelled'"
 
 
-async def test_finalize_needs_a_session(two_files: tuple[Path, Path], scratch: Path) -> None:
+async def test_finalize_needs_a_session(
+    two_files: tuple[Path, Path], scratch: Path
+) -> None:
     sessions, runs = two_files
     copy_sessions, copy_runs = copies(scratch, sessions, runs)
     ws = await Workspace.open([sessions, runs])
@@ -249,7 +292,11 @@ async def test_finalize_needs_a_session(two_files: tuple[Path, Path], scratch: P
     finally:
         await ws.close()
     assert appended.already_appended and appended.entries_appended == 0
-    assert (given.session_source, given.file, given.entries_appended) == ("given", sessions, 1)
+    assert (given.session_source, given.file, given.entries_appended) == (
+        "given",
+        sessions,
+        1,
+    )
     checkpointer = SQLiteCheckpointer(copy_runs, wal=True)
     snapshot = await checkpointer.load("crashed")
     assert snapshot is not None
@@ -257,7 +304,12 @@ async def test_finalize_needs_a_session(two_files: tuple[Path, Path], scratch: P
         "s",
         drop_dangling_tool_calls(snapshot.entries),
         run_id="crashed",
-        meta={"timing": {"started_at": snapshot.started_at, "finished_at": snapshot.updated_at}},
+        meta={
+            "timing": {
+                "started_at": snapshot.started_at,
+                "finished_at": snapshot.updated_at,
+            }
+        },
     )
     await checkpointer.delete("s-0")
     await checkpointer.delete("crashed")
@@ -314,7 +366,9 @@ async def test_change_after_preview_is_refused(two_files: tuple[Path, Path]) -> 
     assert rows(sessions) == before
 
 
-async def test_no_store_is_created_on_a_file_without_it(two_files: tuple[Path, Path]) -> None:
+async def test_no_store_is_created_on_a_file_without_it(
+    two_files: tuple[Path, Path],
+) -> None:
     """Actions construct lovia stores only on the file holding that store's tables."""
     sessions, runs = two_files
     ws = await Workspace.open([sessions, runs])
@@ -336,7 +390,11 @@ _CALL_IDS = st.sampled_from(["call_0", "call_1", "c2", "c3"])  # providers reuse
 @st.composite
 def _segment(draw: st.DrawFn) -> list:
     entries: list = [InputEntry(role="user", content=draw(st.text(max_size=5)))]
-    for kind in draw(st.lists(st.sampled_from(["pair", "batch", "text", "dangling", "reason"]), max_size=4)):
+    for kind in draw(
+        st.lists(
+            st.sampled_from(["pair", "batch", "text", "dangling", "reason"]), max_size=4
+        )
+    ):
         if kind == "text":
             entries.append(AssistantTextEntry(content="ok"))
         elif kind == "reason":
@@ -344,13 +402,27 @@ def _segment(draw: st.DrawFn) -> list:
         elif kind == "dangling":
             entries.append(ToolCallEntry(draw(_CALL_IDS), "echo", "{}"))
         else:
-            ids = draw(st.lists(_CALL_IDS, min_size=1, max_size=1 if kind == "pair" else 3, unique=True))
+            ids = draw(
+                st.lists(
+                    _CALL_IDS,
+                    min_size=1,
+                    max_size=1 if kind == "pair" else 3,
+                    unique=True,
+                )
+            )
             entries += [ToolCallEntry(i, "echo", "{}") for i in ids]
-            entries += [ToolResultEntry(i, draw(_OUTPUT)) for i in draw(st.permutations(ids))]
+            entries += [
+                ToolResultEntry(i, draw(_OUTPUT)) for i in draw(st.permutations(ids))
+            ]
     return entries
 
 
-@settings(max_examples=50, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=50,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     segments=st.lists(st.one_of(_segment(), st.just([])), min_size=1, max_size=4),
     cut=st.integers(min_value=0, max_value=40),
@@ -363,7 +435,9 @@ def test_previews_match_lovia_on_random_transcripts(
     asyncio.run(_check_random(segments, cut, keep_chars, keep_runs))
 
 
-async def _check_random(segments: list, cut: int, keep_chars: int, keep_runs: int) -> None:
+async def _check_random(
+    segments: list, cut: int, keep_chars: int, keep_runs: int
+) -> None:
     with scratch_directory() as tmp:
         path = tmp / "s.db"
         session = SQLiteSession(path, wal=True)
@@ -383,7 +457,9 @@ async def _check_random(segments: list, cut: int, keep_chars: int, keep_runs: in
         removed = await session.rewind("s", keep_entries=cut)
         assert rewind.entries_removed == removed
         after = await session.segments("s")
-        kept = [f"r{n}" for n in range(len(segments)) if f"r{n}" not in rewind.runs_deleted]
+        kept = [
+            f"r{n}" for n in range(len(segments)) if f"r{n}" not in rewind.runs_deleted
+        ]
         assert [s.run_id for s in after] == kept
         if rewind.truncated is not None:
             assert after[-1].run_id == rewind.truncated.run_id
@@ -394,7 +470,9 @@ async def _check_random(segments: list, cut: int, keep_chars: int, keep_runs: in
 # --- a concurrent writer -------------------------------------------------------
 
 
-async def test_actions_while_another_process_appends(two_files: tuple[Path, Path]) -> None:
+async def test_actions_while_another_process_appends(
+    two_files: tuple[Path, Path],
+) -> None:
     """Rewind, undo and trim on one session while a lovia process keeps appending
     to another in the same file: both succeed, nothing is locked out or lost."""
     from lovia_tui.core.actions import undo
@@ -403,7 +481,15 @@ async def test_actions_while_another_process_appends(two_files: tuple[Path, Path
     stop = sessions.with_name("stop")
     factory = Path(__file__).with_name("lovia_factory.py")
     writer = subprocess.Popen(
-        [sys.executable, str(factory), "append-loop", str(sessions), "busy", str(stop), "5000"],
+        [
+            sys.executable,
+            str(factory),
+            "append-loop",
+            str(sessions),
+            "busy",
+            str(stop),
+            "5000",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

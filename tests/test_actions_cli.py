@@ -26,7 +26,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str
 def files_bytes(*paths: Path) -> list[bytes]:
     """The databases' bytes, and their write-ahead logs' (an empty log holds nothing)."""
     logs = [p.with_name(p.name + "-wal") for p in paths]
-    return [p.read_bytes() for p in paths] + [w.read_bytes() for w in logs if w.exists() and w.stat().st_size]
+    return [p.read_bytes() for p in paths] + [
+        w.read_bytes() for w in logs if w.exists() and w.stat().st_size
+    ]
 
 
 @pytest.mark.parametrize(
@@ -56,20 +58,38 @@ def test_rewind_yes_json_matches_lovia(
     sessions, runs = two_files
     copy = copy_db(sessions, scratch / "copy.db")
     code, out, _ = run(
-        capsys, "rewind", sessions, runs, "s", "--keep", "6", "--yes", "--json", "--reason", "retry"
+        capsys,
+        "rewind",
+        sessions,
+        runs,
+        "s",
+        "--keep",
+        "6",
+        "--yes",
+        "--json",
+        "--reason",
+        "retry",
     )
     data = json.loads(out)
     removed = asyncio.run(SQLiteSession(copy, wal=True).rewind("s", keep_entries=6))
     assert code == 0
-    assert data["preview"]["entries_removed"] == data["result"]["counts"]["entries_removed"] == removed
+    assert (
+        data["preview"]["entries_removed"]
+        == data["result"]["counts"]["entries_removed"]
+        == removed
+    )
     assert sorted(c["run_id"] for c in data["preview"]["checkpoints"]) == ["s-1", "s-2"]
     assert rows(sessions) == rows(copy)
 
 
-def test_readonly_refused(capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]) -> None:
+def test_readonly_refused(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
     sessions, runs = two_files
     before = files_bytes(sessions, runs)
-    code, out, err = run(capsys, "rewind", sessions, runs, "s", "--keep", "4", "--yes", "--readonly")
+    code, out, err = run(
+        capsys, "rewind", sessions, runs, "s", "--keep", "4", "--yes", "--readonly"
+    )
     assert (code, out) == (2, "")
     assert err == "lovia-tui: the files are open read-only: no action can change them\n"
     assert files_bytes(sessions, runs) == before
@@ -82,28 +102,50 @@ def test_live_run_refused_without_force(
     code, out, err = run(capsys, "delete-run", sessions, runs, "crashed", "--yes")
     assert (code, out) == (2, "")
     assert "run crashed is live" in err and err.count("\n") == 1
-    code, _, err = run(capsys, "finalize", sessions, runs, "crashed", "--session", "s", "--yes")
+    code, _, err = run(
+        capsys, "finalize", sessions, runs, "crashed", "--session", "s", "--yes"
+    )
     assert code == 2 and "live" in err
-    code, out, _ = run(capsys, "delete-run", sessions, runs, "crashed", "--yes", "--force")
+    code, out, _ = run(
+        capsys, "delete-run", sessions, runs, "crashed", "--yes", "--force"
+    )
     assert code == 0 and "done: checkpoints deleted 1" in out
     assert [r[0] for r in rows(runs)["snapshot_heads"]] == ["'s-0'", "'s-1'", "'s-2'"]
 
 
-def test_delete_run_by_status(capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]) -> None:
+def test_delete_run_by_status(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
     sessions, runs = two_files
-    code, out, _ = run(capsys, "delete-run", sessions, runs, "--status", "completed", "--json")
+    code, out, _ = run(
+        capsys, "delete-run", sessions, runs, "--status", "completed", "--json"
+    )
     data = json.loads(out)
     assert code == 0 and data["result"] is None
-    assert sorted(c["run_id"] for c in data["preview"]["checkpoints"]) == ["s-0", "s-1", "s-2"]
+    assert sorted(c["run_id"] for c in data["preview"]["checkpoints"]) == [
+        "s-0",
+        "s-1",
+        "s-2",
+    ]
 
 
-def test_journal_and_undo(capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]) -> None:
+def test_journal_and_undo(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
     sessions, runs = two_files
     before = rows(sessions)
-    assert run(capsys, "clear", sessions, runs, "s", "--yes", "--reason", "start over")[0] == 0
+    assert (
+        run(capsys, "clear", sessions, runs, "s", "--yes", "--reason", "start over")[0]
+        == 0
+    )
     code, out, _ = run(capsys, "journal", sessions, "--json")
     [entry] = json.loads(out)
-    assert (code, entry["action"], entry["reason"], entry["undoable"]) == (0, "clear", "start over", True)
+    assert (code, entry["action"], entry["reason"], entry["undoable"]) == (
+        0,
+        "clear",
+        "start over",
+        True,
+    )
     code, out, _ = run(capsys, "undo", sessions, runs)
     assert code == 0 and f"undo journal entry {entry['id']}: clear of session s" in out
     assert rows(sessions)["session_runs"] == []
@@ -116,7 +158,9 @@ def test_journal_and_undo(capsys: pytest.CaptureFixture[str], two_files: tuple[P
     assert code == 0 and "undone by" in out
 
 
-def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]) -> None:
+def test_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
     sessions, runs = two_files
     for argv in (
         ["rewind", sessions, runs, "nope", "--keep", "1"],
@@ -131,7 +175,9 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], two_files: tupl
 
 def test_split_paths_and_ids(tmp_path: Path) -> None:
     (tmp_path / "a.db").touch()
-    assert split_paths_and_ids([str(tmp_path / "a.db"), str(tmp_path), "r1", "r2"], "RUN_ID...") == (
+    assert split_paths_and_ids(
+        [str(tmp_path / "a.db"), str(tmp_path), "r1", "r2"], "RUN_ID..."
+    ) == (
         [str(tmp_path / "a.db"), str(tmp_path)],
         ["r1", "r2"],
     )
@@ -140,10 +186,22 @@ def test_split_paths_and_ids(tmp_path: Path) -> None:
         split_paths_and_ids(["r1"], "RUN_ID...")
 
 
-def test_finalize_json(capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]) -> None:
+def test_finalize_json(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
     sessions, runs = two_files
     code, out, _ = run(
-        capsys, "finalize", sessions, runs, "crashed", "--session", "s", "--stale-after", "0", "--yes", "--json"
+        capsys,
+        "finalize",
+        sessions,
+        runs,
+        "crashed",
+        "--session",
+        "s",
+        "--stale-after",
+        "0",
+        "--yes",
+        "--json",
     )
     data = json.loads(out)
     assert code == 0

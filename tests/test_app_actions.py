@@ -27,7 +27,9 @@ async def _open_kyoto(pilot) -> None:
     await settle(pilot)
 
 
-async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(snap_dir, monkeypatch):
+async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
+    snap_dir, monkeypatch
+):
     app = snapshot_app(snap_dir, monkeypatch)
     db = snap_dir / "snap.db"
     before = _rows(db)
@@ -35,14 +37,21 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(snap_
         await settle(pilot)
         await _open_kyoto(pilot)
         transcript = app.screen.transcript
-        user_rows = [n for n, row in enumerate(transcript._visible) if transcript.rows[row].kind == "entry" and transcript.rows[row].entry.data.get("role") == "user"]
+        user_rows = [
+            n
+            for n, row in enumerate(transcript._visible)
+            if transcript.rows[row].kind == "entry"
+            and transcript.rows[row].entry.data.get("role") == "user"
+        ]
         transcript.move_cursor(user_rows[1] + 1)  # inside the second user turn
         await pilot.press("W")
         await settle(pilot)
         dialog = app.screen
         assert isinstance(dialog, ActionScreen)
         text = "\n".join(dialog.lines)
-        assert "run-kyoto-2" in text and "check_stock" in text, "the removed run and its tool call are listed"
+        assert "run-kyoto-2" in text and "check_stock" in text, (
+            "the removed run and its tool call are listed"
+        )
         await pilot.press("enter")  # Confirm has the focus
         await settle(pilot)
         after = _rows(db)
@@ -71,7 +80,9 @@ async def test_cancelling_the_preview_changes_nothing(snap_dir, monkeypatch):
 
 
 async def test_deleting_a_live_checkpoint_needs_its_id_typed(snap_dir, monkeypatch):
-    app = snapshot_app(snap_dir, monkeypatch, stale_after=1e9)  # the crashed run counts as live
+    app = snapshot_app(
+        snap_dir, monkeypatch, stale_after=1e9
+    )  # the crashed run counts as live
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         await pilot.press("3", "d")
@@ -80,7 +91,11 @@ async def test_deleting_a_live_checkpoint_needs_its_id_typed(snap_dir, monkeypat
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, (ForceScreen, ActionScreen))
-    heads = sqlite3.connect(snap_dir / "snap.db").execute("SELECT run_id FROM snapshot_heads").fetchall()
+    heads = (
+        sqlite3.connect(snap_dir / "snap.db")
+        .execute("SELECT run_id FROM snapshot_heads")
+        .fetchall()
+    )
     assert heads == [("run-crashed",)]
 
 
@@ -88,5 +103,12 @@ async def test_actions_are_hidden_when_read_only(snap_dir, monkeypatch):
     app = snapshot_app(snap_dir, monkeypatch, readonly=True)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
-        for action in ("rewind_here", "trim", "clear_session", "delete_run", "finalize", "undo"):
+        for action in (
+            "rewind_here",
+            "trim",
+            "clear_session",
+            "delete_run",
+            "finalize",
+            "undo",
+        ):
             assert app.screen.check_action(action, ()) is None

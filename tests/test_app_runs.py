@@ -19,7 +19,9 @@ async def test_resume_from_the_app_finishes_the_crashed_run(snap_dir, monkeypatc
         dialog = app.screen
         assert isinstance(dialog, PreflightScreen)
         assert dialog.pf.ok and [c.name for c in dialog.pf.dangling] == ["run_job"]
-        assert dialog.pf.session_id == "chat-export" and dialog.pf.session_source == "web"
+        assert (
+            dialog.pf.session_id == "chat-export" and dialog.pf.session_source == "web"
+        )
         await pilot.press("enter")  # the Resume button has the focus
         await settle(pilot)
         console = app.screen.query_one(RunConsole)
@@ -27,8 +29,12 @@ async def test_resume_from_the_app_finishes_the_crashed_run(snap_dir, monkeypatc
         lines = [str(line.text) for line in console.query_one("#console-log").lines]
         assert any("completed" in line for line in lines)
     db = sqlite3.connect(snap_dir / "snap.db")
-    status = db.execute("SELECT json_extract(head_json, '$.status') FROM snapshot_heads WHERE run_id = 'run-crashed'").fetchone()
-    appended = db.execute("SELECT COUNT(*) FROM session_runs WHERE run_id = 'run-crashed' AND session_id = 'chat-export'").fetchone()
+    status = db.execute(
+        "SELECT json_extract(head_json, '$.status') FROM snapshot_heads WHERE run_id = 'run-crashed'"
+    ).fetchone()
+    appended = db.execute(
+        "SELECT COUNT(*) FROM session_runs WHERE run_id = 'run-crashed' AND session_id = 'chat-export'"
+    ).fetchone()
     assert status == ("completed",) and appended == (1,)
 
 
@@ -48,7 +54,9 @@ async def test_resume_without_an_agent_explains_how_to_give_one(snap_dir, monkey
 
 
 async def test_resume_and_replay_are_hidden_in_readonly_mode(snap_dir, monkeypatch):
-    app = snapshot_app(snap_dir, monkeypatch, readonly=True, agent_spec="lovia_tui.demo:agent")
+    app = snapshot_app(
+        snap_dir, monkeypatch, readonly=True, agent_spec="lovia_tui.demo:agent"
+    )
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         await pilot.press("3")

@@ -8,19 +8,25 @@ import sys
 
 import lovia_tui.core
 
-CORE_MODULES = sorted(f"lovia_tui.core.{m.name}" for m in pkgutil.iter_modules(lovia_tui.core.__path__))
+CORE_MODULES = sorted(
+    f"lovia_tui.core.{m.name}" for m in pkgutil.iter_modules(lovia_tui.core.__path__)
+)
 
 
 def _loaded_after(statement: str) -> set[str]:
     code = f"import sys; {statement}; print('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     return set(out.stdout.split())
 
 
 def test_the_core_never_imports_textual():
     imports = "; ".join(f"import {name}" for name in CORE_MODULES)
     loaded = _loaded_after(imports)
-    assert not {name for name in loaded if name == "textual" or name.startswith("textual.")}
+    assert not {
+        name for name in loaded if name == "textual" or name.startswith("textual.")
+    }
 
 
 def test_starting_the_app_does_not_import_lovia():

@@ -34,7 +34,9 @@ WEB_ACTIONS: dict[str, MakePreview] = {
 }
 
 
-async def _perform(paths: list[Path], make: MakePreview, reason: str | None = None) -> int:
+async def _perform(
+    paths: list[Path], make: MakePreview, reason: str | None = None
+) -> int:
     ws = await Workspace.open(paths)
     try:
         result = await perform(ws, await make(ws), reason=reason)
@@ -53,7 +55,9 @@ async def _undo(paths: list[Path], entry_id: int) -> None:
 
 
 @pytest.mark.parametrize("action", TWO_FILE_ACTIONS)
-async def test_undo_restores_rows_byte_identical(two_files: tuple[Path, Path], action: str) -> None:
+async def test_undo_restores_rows_byte_identical(
+    two_files: tuple[Path, Path], action: str
+) -> None:
     paths = list(two_files)
     before = [rows(p) for p in paths]
     entry_id = await _perform(paths, TWO_FILE_ACTIONS[action])
@@ -72,23 +76,35 @@ async def test_undo_restores_web_ui_rows(web_file: Path, action: str) -> None:
     assert rows(web_file) == before
 
 
-async def test_undo_keeps_values_lovia_never_writes(two_files: tuple[Path, Path]) -> None:
+async def test_undo_keeps_values_lovia_never_writes(
+    two_files: tuple[Path, Path],
+) -> None:
     """Storage classes and invalid UTF-8 survive: restore copies bytes, not strings."""
     sessions, runs = two_files
     with sqlite3.connect(sessions) as conn:  # another program's odd values
-        conn.execute("UPDATE session_runs SET meta_json = X'00FF10' WHERE run_id = 's-1'")
-        conn.execute("UPDATE session_runs SET meta_json = CAST(X'7BC3' AS TEXT) WHERE run_id = 's-2'")
-        conn.execute("UPDATE session_runs SET created_at = 0.1 + 0.2 WHERE run_id = 's-0'")
+        conn.execute(
+            "UPDATE session_runs SET meta_json = X'00FF10' WHERE run_id = 's-1'"
+        )
+        conn.execute(
+            "UPDATE session_runs SET meta_json = CAST(X'7BC3' AS TEXT) WHERE run_id = 's-2'"
+        )
+        conn.execute(
+            "UPDATE session_runs SET created_at = 0.1 + 0.2 WHERE run_id = 's-0'"
+        )
     before = rows(sessions)
     entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 4))
     await _undo([sessions, runs], entry_id)
     assert rows(sessions) == before
     with sqlite3.connect(sessions) as conn:
-        kinds = conn.execute("SELECT typeof(meta_json) FROM session_runs ORDER BY id").fetchall()
+        kinds = conn.execute(
+            "SELECT typeof(meta_json) FROM session_runs ORDER BY id"
+        ).fetchall()
     assert kinds == [("text",), ("blob",), ("text",)]
 
 
-async def test_undo_refused_after_lovia_changed_the_rows(two_files: tuple[Path, Path]) -> None:
+async def test_undo_refused_after_lovia_changed_the_rows(
+    two_files: tuple[Path, Path],
+) -> None:
     sessions, runs = two_files
     entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 4))
     await append_entries(sessions, "s", 1, prefix="later")
@@ -96,7 +112,9 @@ async def test_undo_refused_after_lovia_changed_the_rows(two_files: tuple[Path, 
     with pytest.raises(ActionError, match="changed since the rewind"):
         await _undo([sessions, runs], entry_id)
     assert rows(sessions) == changed
-    assert (await Journal().get(entry_id)).undoable is None  # still undoable once it matches
+    assert (
+        await Journal().get(entry_id)
+    ).undoable is None  # still undoable once it matches
 
 
 async def test_undo_ignores_other_sessions(two_files: tuple[Path, Path]) -> None:
@@ -123,20 +141,33 @@ async def test_undo_once_then_redo(two_files: tuple[Path, Path]) -> None:
     entry = await journal.get(entry_id)
     assert entry.undone_by is not None
     undo_entry = await journal.get(entry.undone_by)
-    assert (undo_entry.action, undo_entry.undoes, undo_entry.status) == ("undo", entry_id, "done")
+    assert (undo_entry.action, undo_entry.undoes, undo_entry.status) == (
+        "undo",
+        entry_id,
+        "done",
+    )
     await _undo(paths, undo_entry.id)  # undoing the undo redoes the rewind
     assert rows(paths[0]) == rewound
     assert rows(paths[0]) != original
 
 
-async def test_journal_records_the_audit(two_files: tuple[Path, Path], private_journal: Path) -> None:
+async def test_journal_records_the_audit(
+    two_files: tuple[Path, Path], private_journal: Path
+) -> None:
     sessions, runs = two_files
     await _perform([sessions, runs], lambda ws: preview_trim(ws, "s", keep_chars=10))
-    entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 4), "bad answer")
+    entry_id = await _perform(
+        [sessions, runs], lambda ws: preview_rewind(ws, "s", 4), "bad answer"
+    )
     journal = Journal()
     assert journal.path == private_journal == journal_path()
     [entry, trim] = await journal.entries([sessions])
-    assert (entry.id, entry.action, entry.reason, entry.status) == (entry_id, "rewind", "bad answer", "done")
+    assert (entry.id, entry.action, entry.reason, entry.status) == (
+        entry_id,
+        "rewind",
+        "bad answer",
+        "done",
+    )
     assert entry.user
     assert entry.params["session_id"] == "s" and entry.params["keep_entries"] == 4
     assert entry.counts == {"entries_removed": 8, "checkpoints_deleted": 2}
@@ -147,7 +178,9 @@ async def test_journal_records_the_audit(two_files: tuple[Path, Path], private_j
     assert last is not None and last.id == entry_id
 
 
-async def test_undo_refused_on_a_readonly_workspace(two_files: tuple[Path, Path]) -> None:
+async def test_undo_refused_on_a_readonly_workspace(
+    two_files: tuple[Path, Path],
+) -> None:
     sessions, runs = two_files
     entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 4))
     ws = await Workspace.open([sessions, runs], readonly=True)
@@ -183,7 +216,9 @@ async def test_failed_action_stays_undoable(two_files: tuple[Path, Path]) -> Non
     ws = await Workspace.open([sessions, runs])
     try:
         preview = await preview_rewind(ws, "s", 4)
-        with sqlite3.connect(sessions) as conn:  # a trigger that makes lovia's rewind fail
+        with sqlite3.connect(
+            sessions
+        ) as conn:  # a trigger that makes lovia's rewind fail
             conn.execute(
                 "CREATE TRIGGER no_delete BEFORE DELETE ON session_runs "
                 "BEGIN SELECT RAISE(ABORT, 'deletes forbidden'); END"

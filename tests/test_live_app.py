@@ -33,14 +33,24 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
             screen = app.screen
             await _until(pilot, lambda: screen.runs.find("r1") is not None)
             await pilot.press("3", "f")
-            await _until(pilot, lambda: screen.run_view == "r1" and screen.followed is not None)
-            shown = lambda: sum(1 for row in screen.transcript.rows if row.kind == "entry")  # noqa: E731
+            await _until(
+                pilot, lambda: screen.run_view == "r1" and screen.followed is not None
+            )
+            shown = lambda: sum(
+                1 for row in screen.transcript.rows if row.kind == "entry"
+            )  # noqa: E731
             first = shown()
             await _until(pilot, lambda: shown() > first)
             await writer.expect("DONE", timeout=30)
             await _until(pilot, lambda: screen.runs.find("r1").status == "completed")
-            await _until(pilot, lambda: ("sess-live" in {key[1] for key in screen.sessions.keys}))
-            calls = [row.entry.data.get("name") for row in screen.transcript.rows if row.kind == "entry" and row.entry.data.get("type") == "tool_call"]
+            await _until(
+                pilot, lambda: "sess-live" in {key[1] for key in screen.sessions.keys}
+            )
+            calls = [
+                row.entry.data.get("name")
+                for row in screen.transcript.rows
+                if row.kind == "entry" and row.entry.data.get("type") == "tool_call"
+            ]
             assert calls == ["pause"] * 10, "every tool call arrived, in order, once"
     finally:
         await writer.close()
@@ -63,8 +73,12 @@ async def test_a_rewind_by_another_process_shows_up(snap_dir, monkeypatch):
         key = next(key for key in screen.sessions.keys if key[1] == "chat-kyoto")
         screen.go_to_session(key)
         await settle(pilot)
-        entries = lambda: [row.entry.index for row in screen.transcript.rows if row.kind == "entry"]  # noqa: E731
+        entries = lambda: [
+            row.entry.index for row in screen.transcript.rows if row.kind == "entry"
+        ]  # noqa: E731
         assert len(entries()) > 3
-        child = await asyncio.create_subprocess_exec(sys.executable, "-c", REWIND, str(snap_dir / "snap.db"), "chat-kyoto", "3")
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", REWIND, str(snap_dir / "snap.db"), "chat-kyoto", "3"
+        )
         assert await child.wait() == 0
         await _until(pilot, lambda: entries() == [0, 1, 2])

@@ -242,14 +242,22 @@ async def test_flat_indices_match_lovia_load(
                 assert len(entries) == segment.entry_count
                 flat.extend(entries)
             # What the transcript reads: the newest batch, then indices counted apart.
-            assert await queries.flat_starts(db, sid) == {s.row_id: s.first_index for s in segments}
+            assert await queries.flat_starts(db, sid) == {
+                s.row_id: s.first_index for s in segments
+            }
             newest, older = await queries.newest_segments(db, sid, 2)
             assert [s.row_id for s in newest] == [s.row_id for s in segments[-2:]]
-            assert [s.entry_count for s in newest] == [s.entry_count for s in segments[-2:]]
+            assert [s.entry_count for s in newest] == [
+                s.entry_count for s in segments[-2:]
+            ]
             assert older == max(0, len(segments) - 2)
             if older:
-                below, rest = await queries.newest_segments(db, sid, 1, newest[0].row_id)
-                assert [s.row_id for s in below] == [segments[-3].row_id] and rest == older - 1
+                below, rest = await queries.newest_segments(
+                    db, sid, 1, newest[0].row_id
+                )
+                assert [s.row_id for s in below] == [
+                    segments[-3].row_id
+                ] and rest == older - 1
             expected = [entry_to_dict(entry) for entry in await store.load(sid)]
             assert [entry.index for entry in flat] == list(range(len(expected)))
             assert [entry.data for entry in flat] == expected
@@ -285,7 +293,9 @@ async def test_session_index_counts_every_session(
 # ------------------------------------------------------------------ runs
 
 
-async def test_runs_report_every_head_field(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_runs_report_every_head_field(
+    demo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     heads = {
         run_id: json.loads(head)
         for run_id, head in raw(
@@ -337,7 +347,9 @@ async def test_runs_report_every_head_field(demo: Any, monkeypatch: pytest.Monke
         window = by_id[demo.crash_window_run]
         assert window.status == "completed" and "Weekly summary" in window.output
         assert await queries.runs(db, "no-such-run") == []
-        monkeypatch.setattr(queries, "RUNS_CHUNK", 2)  # listed a few at a time: the same
+        monkeypatch.setattr(
+            queries, "RUNS_CHUNK", 2
+        )  # listed a few at a time: the same
         assert await queries.runs(db) == found
 
 

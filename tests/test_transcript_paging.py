@@ -51,7 +51,9 @@ async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):
         assert app.focused is app.screen.transcript
 
 
-async def test_the_transcript_keeps_a_window_of_segments_both_ways(snap_dir, monkeypatch):
+async def test_the_transcript_keeps_a_window_of_segments_both_ways(
+    snap_dir, monkeypatch
+):
     """Scrolling a long session to its start and back holds WINDOW segments at
     a time: those let go come back through "newer" and "older" rows."""
     monkeypatch.setattr(transcript_widget, "WINDOW", 1)
@@ -72,5 +74,13 @@ async def test_the_transcript_keeps_a_window_of_segments_both_ways(snap_dir, mon
         await settle(pilot)
         first, segments, last = shown()
         assert (first, segments, last != "newer") == ("older", [newest], True)
-        indices = [row.entry.index for row in transcript.rows if row.kind == "entry" and row.segment]
-        assert indices and indices[0] > 0 and indices == list(range(indices[0], indices[0] + len(indices)))
+        indices = [
+            row.entry.index
+            for row in transcript.rows
+            if row.kind == "entry" and row.segment
+        ]
+        assert (
+            indices
+            and indices[0] > 0
+            and indices == list(range(indices[0], indices[0] + len(indices)))
+        )

@@ -424,7 +424,9 @@ def save_head(conn: sqlite3.Connection, run_id: str, status: str) -> None:
     )
 
 
-async def test_the_session_watch_covers_the_segments_shown_and_no_more(tmp_path, opened):
+async def test_the_session_watch_covers_the_segments_shown_and_no_more(
+    tmp_path, opened
+):
     """The view holds a window of a long session's segments; a rewrite inside
     it is reported, one outside is not (it would reload for nothing), and
     moving the window reports nothing by itself."""
@@ -432,11 +434,16 @@ async def test_the_session_watch_covers_the_segments_shown_and_no_more(tmp_path,
     from lovia_factory import call, text, write_session
 
     path = tmp_path / "window.db"
-    dumps = [[call("dump", {"lines": 60}, call_id=f"d{n}"), text("ok")] for n in range(3)]
+    dumps = [
+        [call("dump", {"lines": 60}, call_id=f"d{n}"), text("ok")] for n in range(3)
+    ]
     await write_session(path, "w", dumps)
     store = SQLiteSession(path, wal=True)
     db = await opened(path)
-    ids = [row_id for row_id, in await db.fetchall("SELECT id FROM session_runs ORDER BY id")]
+    ids = [
+        row_id
+        for (row_id,) in await db.fetchall("SELECT id FROM session_runs ORDER BY id")
+    ]
     cursor = await Tail.start(db)
     await cursor.follow_session("w", 1)  # the newest segment is shown
 

@@ -14,7 +14,13 @@ from lovia_tui.cli import actions, browse, demo, doctor, resume
 from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
 from lovia_tui.cli.launch import configure_app, launch_app
 
-COMMANDS: list[Command] = [*demo.COMMANDS, *browse.COMMANDS, *resume.COMMANDS, *actions.COMMANDS, *doctor.COMMANDS]
+COMMANDS: list[Command] = [
+    *demo.COMMANDS,
+    *browse.COMMANDS,
+    *resume.COMMANDS,
+    *actions.COMMANDS,
+    *doctor.COMMANDS,
+]
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -25,7 +31,9 @@ def _app_parser() -> argparse.ArgumentParser:
         epilog=f"subcommands (lovia-tui SUBCOMMAND --help):\n{lines}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"lovia-tui {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"lovia-tui {__version__}"
+    )
     configure_app(parser)
     return parser
 
@@ -36,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {command.name: command for command in COMMANDS}
     if argv and argv[0] in by_name:
         command = by_name[argv[0]]
-        parser = argparse.ArgumentParser(prog=f"lovia-tui {command.name}", description=command.help)
+        parser = argparse.ArgumentParser(
+            prog=f"lovia-tui {command.name}", description=command.help
+        )
         command.configure(parser)
         return run_command(command, parser.parse_args(argv[1:]))
     return launch_app(_app_parser().parse_args(argv))

@@ -42,19 +42,27 @@ from lovia_tui.core.workspace import Workspace, resolve_paths
 def _print_lines(lines: list[str]) -> None:
     out = console()
     for number, line in enumerate(lines):
-        style = "bold" if number == 0 else "yellow" if line.startswith("WARNING") else ""
+        style = (
+            "bold" if number == 0 else "yellow" if line.startswith("WARNING") else ""
+        )
         out.print(Text(line, style=style))
 
 
-def _configure_action(parser: argparse.ArgumentParser, ids: str, *, force: bool = True) -> None:
+def _configure_action(
+    parser: argparse.ArgumentParser, ids: str, *, force: bool = True
+) -> None:
     parser.add_argument("paths", nargs="+", metavar=f"PATH... {ids}")
-    parser.add_argument("--yes", action="store_true", help="do it (without: print what it would do)")
+    parser.add_argument(
+        "--yes", action="store_true", help="do it (without: print what it would do)"
+    )
     parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
     add_json(parser)
     add_readonly(parser)
     if force:
         parser.add_argument(
-            "--force", action="store_true", help="act even on a run saved recently (maybe live)"
+            "--force",
+            action="store_true",
+            help="act even on a run saved recently (maybe live)",
         )
         add_stale_after(parser)
 
@@ -70,14 +78,21 @@ async def _act(
     finally:
         await ws.close()
     if args.json:
-        print_json({"preview": preview_dict(preview), "result": asdict(result) if result else None})
+        print_json(
+            {
+                "preview": preview_dict(preview),
+                "result": asdict(result) if result else None,
+            }
+        )
         return EXIT_OK
     _print_lines(describe(preview))
     if result is None:
         if not preview.noop:
             console().print("nothing changed: add --yes to do it", style="dim")
     elif result.journal_id is not None:
-        counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in result.counts.items())
+        counts = ", ".join(
+            f"{k.replace('_', ' ')} {v}" for k, v in result.counts.items()
+        )
         console().print(
             f"done: {counts}; undo with `lovia-tui undo PATH... {result.journal_id}`",
             style="green",
@@ -89,7 +104,11 @@ async def _act(
 def _configure_rewind(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "SESSION_ID")
     parser.add_argument(
-        "--keep", type=int, required=True, metavar="N", help="keep the first N flat entries"
+        "--keep",
+        type=int,
+        required=True,
+        metavar="N",
+        help="keep the first N flat entries",
     )
 
 
@@ -106,10 +125,18 @@ async def _rewind(args: argparse.Namespace) -> int:
 def _configure_trim(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "SESSION_ID", force=False)
     parser.add_argument(
-        "--keep-chars", type=int, default=400, metavar="N", help="keep N chars of each output (400)"
+        "--keep-chars",
+        type=int,
+        default=400,
+        metavar="N",
+        help="keep N chars of each output (400)",
     )
     parser.add_argument(
-        "--keep-runs", type=int, default=1, metavar="N", help="leave the last N runs whole (1)"
+        "--keep-runs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="leave the last N runs whole (1)",
     )
 
 
@@ -122,9 +149,14 @@ async def _trim(args: argparse.Namespace) -> int:
 
 def _configure_delete_run(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "[RUN_ID...]")
-    parser.add_argument("--status", choices=RUN_STATUSES, help="only checkpoints with this status")
     parser.add_argument(
-        "--older-than", type=float, metavar="DAYS", help="only checkpoints not saved for DAYS days"
+        "--status", choices=RUN_STATUSES, help="only checkpoints with this status"
+    )
+    parser.add_argument(
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="only checkpoints not saved for DAYS days",
     )
 
 
@@ -146,7 +178,9 @@ async def _delete_run(args: argparse.Namespace) -> int:
 def _configure_finalize(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "RUN_ID")
     parser.add_argument(
-        "--session", metavar="SID", help="the session to fold it into, when nothing links the run"
+        "--session",
+        metavar="SID",
+        help="the session to fold it into, when nothing links the run",
     )
 
 
@@ -168,7 +202,9 @@ async def _clear(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
     return await _act(
         args,
-        lambda ws: preview_clear(ws, session_id, force=args.force, stale_after=args.stale_after),
+        lambda ws: preview_clear(
+            ws, session_id, force=args.force, stale_after=args.stale_after
+        ),
     )
 
 
@@ -187,7 +223,9 @@ def _subject(entry: JournalEntry) -> str:
 
 def _configure_journal(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH")
-    parser.add_argument("--limit", type=int, default=50, help="at most N entries (default 50)")
+    parser.add_argument(
+        "--limit", type=int, default=50, help="at most N entries (default 50)"
+    )
     add_json(parser)
 
 
@@ -197,12 +235,21 @@ async def _journal(args: argparse.Namespace) -> int:
     if args.json:
         print_json([_entry_dict(e) for e in entries])
         return EXIT_OK
-    table = Table("id", "time", "user", "action", "subject", "reason", "counts", "state")
+    table = Table(
+        "id", "time", "user", "action", "subject", "reason", "counts", "state"
+    )
     for e in entries:
         state = f"undone by {e.undone_by}" if e.undone_by else e.status
         counts = ", ".join(f"{k} {v}" for k, v in e.counts.items())
         table.add_row(
-            str(e.id), timestamp(e.created_at), e.user, e.action, _subject(e), e.reason or "", counts, state
+            str(e.id),
+            timestamp(e.created_at),
+            e.user,
+            e.action,
+            _subject(e),
+            e.reason or "",
+            counts,
+            state,
         )
     out = console()
     out.print(table)
@@ -212,7 +259,9 @@ async def _journal(args: argparse.Namespace) -> int:
 
 def _configure_undo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH... [ID]")
-    parser.add_argument("--yes", action="store_true", help="do it (without: print what it would undo)")
+    parser.add_argument(
+        "--yes", action="store_true", help="do it (without: print what it would undo)"
+    )
     add_json(parser)
     add_readonly(parser)
 
@@ -220,7 +269,9 @@ def _configure_undo(parser: argparse.ArgumentParser) -> None:
 async def _undo(args: argparse.Namespace) -> int:
     args.paths, ids = split_paths_and_ids(args.paths, "[ID]")
     if len(ids) > 1 or (ids and not ids[0].isdigit()):
-        raise LoviaTuiError("expected PATH... [ID]: one journal entry id (see `lovia-tui journal`)")
+        raise LoviaTuiError(
+            "expected PATH... [ID]: one journal entry id (see `lovia-tui journal`)"
+        )
     journal = Journal()
     ws = await open_workspace(args)
     try:
@@ -237,7 +288,12 @@ async def _undo(args: argparse.Namespace) -> int:
     finally:
         await ws.close()
     if args.json:
-        print_json({"preview": _entry_dict(entry), "result": asdict(result) if result else None})
+        print_json(
+            {
+                "preview": _entry_dict(entry),
+                "result": asdict(result) if result else None,
+            }
+        )
         return EXIT_OK
     out = console()
     out.print(
@@ -261,11 +317,43 @@ async def _undo(args: argparse.Namespace) -> int:
 
 
 COMMANDS = [
-    Command("rewind", "drop a session's tail after its first N entries (lovia rewind)", _configure_rewind, _rewind),
-    Command("trim", "shorten old stored tool outputs (lovia trim_tool_results)", _configure_trim, _trim),
-    Command("delete-run", "delete checkpoints by run id, status or age", _configure_delete_run, _delete_run),
-    Command("finalize", "fold an abandoned run into its session, as the web UI's Stop does", _configure_finalize, _finalize),
-    Command("clear", "remove every segment of a session (lovia clear)", _configure_clear, _clear),
-    Command("journal", "list the journaled actions on these files", _configure_journal, _journal),
-    Command("undo", "put back the rows a journaled action changed", _configure_undo, _undo),
+    Command(
+        "rewind",
+        "drop a session's tail after its first N entries (lovia rewind)",
+        _configure_rewind,
+        _rewind,
+    ),
+    Command(
+        "trim",
+        "shorten old stored tool outputs (lovia trim_tool_results)",
+        _configure_trim,
+        _trim,
+    ),
+    Command(
+        "delete-run",
+        "delete checkpoints by run id, status or age",
+        _configure_delete_run,
+        _delete_run,
+    ),
+    Command(
+        "finalize",
+        "fold an abandoned run into its session, as the web UI's Stop does",
+        _configure_finalize,
+        _finalize,
+    ),
+    Command(
+        "clear",
+        "remove every segment of a session (lovia clear)",
+        _configure_clear,
+        _clear,
+    ),
+    Command(
+        "journal",
+        "list the journaled actions on these files",
+        _configure_journal,
+        _journal,
+    ),
+    Command(
+        "undo", "put back the rows a journaled action changed", _configure_undo, _undo
+    ),
 ]

@@ -35,8 +35,12 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
     add_paths(parser)
     add_json(parser)
     add_readonly(parser)
-    parser.add_argument("--search", metavar="TEXT", help="only sessions whose messages contain TEXT")
-    parser.add_argument("--limit", type=int, default=50, help="at most N sessions (default 50)")
+    parser.add_argument(
+        "--search", metavar="TEXT", help="only sessions whose messages contain TEXT"
+    )
+    parser.add_argument(
+        "--limit", type=int, default=50, help="at most N sessions (default 50)"
+    )
 
 
 async def _sessions(args: argparse.Namespace) -> int:
@@ -76,7 +80,9 @@ async def _sessions(args: argparse.Namespace) -> int:
         return EXIT_OK
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
-        table.add_row(s.session_id, s.title, str(s.runs), timestamp(s.last_activity), s.file.name)
+        table.add_row(
+            s.session_id, s.title, str(s.runs), timestamp(s.last_activity), s.file.name
+        )
     console().print(table)
     return EXIT_OK
 
@@ -129,8 +135,12 @@ async def _show(args: argparse.Namespace) -> int:
             continue
         for entry in item["entries"]:
             label = entry.get("role") if entry["type"] == "input" else entry["type"]
-            index = "?" if entry["index"] is None else entry["index"]  # after an unreadable segment
-            out_console.print(f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}")
+            index = (
+                "?" if entry["index"] is None else entry["index"]
+            )  # after an unreadable segment
+            out_console.print(
+                f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
+            )
     return EXIT_OK
 
 
@@ -158,7 +168,13 @@ async def run_records(ws: Workspace, stale_after: float) -> list[dict[str, Any]]
     return records
 
 
-def _record(run: RunInfo, link: SessionLink | None, entries: list, now: float, stale_after: float) -> dict[str, Any]:
+def _record(
+    run: RunInfo,
+    link: SessionLink | None,
+    entries: list,
+    now: float,
+    stale_after: float,
+) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "status": run.status,
@@ -193,22 +209,37 @@ async def _runs(args: argparse.Namespace) -> int:
     if args.json:
         print_json(records)
         return EXIT_OK
-    table = Table("run", "status", "agent", "turns", "age", "dangling", "session", "file")
+    table = Table(
+        "run", "status", "agent", "turns", "age", "dangling", "session", "file"
+    )
     for column in (table.columns[0], table.columns[6]):
         column.overflow, column.no_wrap = "fold", False
     for r in records:
         status = "stale (crashed?)" if r["stale"] else r["status"]
         dangling = ", ".join(d["name"] for d in r["dangling"]) or "-"
         session = r["session_id"] or "unlinked"
-        table.add_row(r["run_id"], status, r["agent"], str(r["turns"]), age(r["age_s"]), dangling, session, r["file"])
+        table.add_row(
+            r["run_id"],
+            status,
+            r["agent"],
+            str(r["turns"]),
+            age(r["age_s"]),
+            dangling,
+            session,
+            r["file"],
+        )
     console().print(table)
     return EXIT_OK
 
 
 def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
-    parser.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
-    parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    parser.add_argument(
+        "--format", choices=FORMATS, default="md", help="md (default) or json"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, help="write here instead of stdout"
+    )
     add_readonly(parser)
 
 
@@ -217,7 +248,9 @@ async def _export(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        count = await export_session(db, session_id, args.format, args.output or sys.stdout)
+        count = await export_session(
+            db, session_id, args.format, args.output or sys.stdout
+        )
     finally:
         await ws.close()
     if args.output:
@@ -226,8 +259,28 @@ async def _export(args: argparse.Namespace) -> int:
 
 
 COMMANDS = [
-    Command("sessions", "list sessions, most recently active first", _configure_sessions, _sessions),
-    Command("show", "print a session's segments and entries with flat indices", _configure_show, _show),
-    Command("runs", "list checkpoints: status, staleness, dangling calls, session", _configure_runs, _runs),
-    Command("export", "write a session's transcript as Markdown or JSON", _configure_export, _export),
+    Command(
+        "sessions",
+        "list sessions, most recently active first",
+        _configure_sessions,
+        _sessions,
+    ),
+    Command(
+        "show",
+        "print a session's segments and entries with flat indices",
+        _configure_show,
+        _show,
+    ),
+    Command(
+        "runs",
+        "list checkpoints: status, staleness, dangling calls, session",
+        _configure_runs,
+        _runs,
+    ),
+    Command(
+        "export",
+        "write a session's transcript as Markdown or JSON",
+        _configure_export,
+        _export,
+    ),
 ]

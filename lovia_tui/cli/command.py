@@ -39,17 +39,24 @@ class Command:
 
 def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
     parser.add_argument(
-        "paths", nargs=nargs, metavar="PATH", help="lovia SQLite file(s) or directories of *.db"
+        "paths",
+        nargs=nargs,
+        metavar="PATH",
+        help="lovia SQLite file(s) or directories of *.db",
     )
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON instead of tables"
+    )
 
 
 def add_readonly(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--readonly", action="store_true", help="open with SQLite mode=ro: no write of any kind"
+        "--readonly",
+        action="store_true",
+        help="open with SQLite mode=ro: no write of any kind",
     )
 
 
@@ -70,14 +77,18 @@ def split_paths_and_id(paths: list[str], what: str) -> tuple[list[str], str]:
     return paths[:-1], paths[-1]
 
 
-def split_paths_and_ids(positionals: list[str], what: str) -> tuple[list[str], list[str]]:
+def split_paths_and_ids(
+    positionals: list[str], what: str
+) -> tuple[list[str], list[str]]:
     """``PATH... [ID...]``: leading positionals naming an existing file or directory
     are paths, the rest are ids."""
     count = 0
     while count < len(positionals) and Path(positionals[count]).exists():
         count += 1
     if count == 0:
-        first = f": {positionals[0]!r} is not a file or directory" if positionals else ""
+        first = (
+            f": {positionals[0]!r} is not a file or directory" if positionals else ""
+        )
         raise LoviaTuiError(f"expected PATH... {what}{first}")
     return positionals[:count], positionals[count:]
 
@@ -99,13 +110,24 @@ def tolerate_narrow_output() -> None:
     """Under a non-UTF-8 locale (``LANG=C``, ``PYTHONIOENCODING=ascii``) print
     what the terminal cannot show as "?" instead of failing on the first emoji."""
     for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict" and not _encodes_everything(stream):
+        if (
+            isinstance(stream, io.TextIOWrapper)
+            and stream.errors == "strict"
+            and not _encodes_everything(stream)
+        ):
             stream.reconfigure(errors="replace")
 
 
 def print_json(data: Any) -> None:
     # \u escapes where stdout cannot encode a character: still exact JSON.
-    print(json.dumps(data, ensure_ascii=not _encodes_everything(sys.stdout), indent=2, default=str))
+    print(
+        json.dumps(
+            data,
+            ensure_ascii=not _encodes_everything(sys.stdout),
+            indent=2,
+            default=str,
+        )
+    )
 
 
 def console() -> Console:

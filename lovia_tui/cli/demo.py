@@ -13,10 +13,17 @@ DEMO_AGENT = "lovia_tui.demo:agent"
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", type=Path, help="where to write the demo (default: a new temp dir)")
-    parser.add_argument("--no-tui", action="store_true", help="write the demo, print its paths, exit")
     parser.add_argument(
-        "--stale-after", type=float, default=2.0, metavar="SECONDS",
+        "--dir", type=Path, help="where to write the demo (default: a new temp dir)"
+    )
+    parser.add_argument(
+        "--no-tui", action="store_true", help="write the demo, print its paths, exit"
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
         help="staleness threshold for the demo's runs (default 2)",
     )
 
@@ -36,4 +43,11 @@ def _demo(args: argparse.Namespace) -> int:
     return launch_app(args)
 
 
-COMMANDS = [Command("demo", "write a demo workspace from real lovia runs and open it", _configure, _demo)]
+COMMANDS = [
+    Command(
+        "demo",
+        "write a demo workspace from real lovia runs and open it",
+        _configure,
+        _demo,
+    )
+]

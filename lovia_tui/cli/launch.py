@@ -12,16 +12,21 @@ from lovia_tui.core.workspace import Workspace
 
 def configure_app(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH",
+        "paths",
+        nargs="*",
+        metavar="PATH",
         help="lovia SQLite files or directories of *.db (default: ./.lovia/*.db)",
     )
     add_readonly(parser)
     add_stale_after(parser)
     parser.add_argument(
-        "--agent", metavar="MODULE:ATTR",
+        "--agent",
+        metavar="MODULE:ATTR",
         help="the entry Agent (or a zero-argument factory) used to resume runs",
     )
-    parser.add_argument("--deps", metavar="MODULE:ATTR", help="deps passed to resumed runs")
+    parser.add_argument(
+        "--deps", metavar="MODULE:ATTR", help="deps passed to resumed runs"
+    )
 
 
 async def _check_opens(args: argparse.Namespace) -> None:

@@ -41,7 +41,11 @@ class ActionResult:
 
 
 async def perform(
-    ws: Workspace, preview: Preview, *, reason: str | None = None, journal: Journal | None = None
+    ws: Workspace,
+    preview: Preview,
+    *,
+    reason: str | None = None,
+    journal: Journal | None = None,
 ) -> ActionResult:
     """Do what ``preview`` says, or raise ActionError without changing anything.
 
@@ -58,7 +62,9 @@ async def perform(
             f"the rows this {preview.action} touches changed since the preview; "
             "nothing was done: preview it again"
         )
-    entry_id = await journal.begin(preview.action, preview_dict(preview), reason, before)
+    entry_id = await journal.begin(
+        preview.action, preview_dict(preview), reason, before
+    )
     try:
         counts = await _PERFORMERS[type(preview)](preview)
     except Exception as exc:
@@ -67,11 +73,15 @@ async def perform(
         raise ActionError(
             f"{preview.action} failed ({exc}); journal entry {entry_id} holds the rows as they were"
         ) from exc
-    await journal.finish(entry_id, await capture_groups(ws, preview.plan.groups), counts)
+    await journal.finish(
+        entry_id, await capture_groups(ws, preview.plan.groups), counts
+    )
     return ActionResult(preview.action, entry_id, counts)
 
 
-async def undo(ws: Workspace, entry_id: int, journal: Journal | None = None) -> UndoResult:
+async def undo(
+    ws: Workspace, entry_id: int, journal: Journal | None = None
+) -> UndoResult:
     """Undo a journaled action on the workspace's files (see :meth:`Journal.undo`)."""
     refuse_readonly(ws)
     return await (journal or Journal()).undo(entry_id, [db.path for db in ws.databases])
@@ -102,7 +112,9 @@ async def _delete_checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> int:
         await SQLiteCheckpointer(checkpoint.file, wal=True).delete(checkpoint.run_id)
         if checkpoint.web_pointer is not None:
             store = await _chat_store(checkpoint.file)
-            await store.clear_active_run_id(checkpoint.web_pointer, expected=checkpoint.run_id)
+            await store.clear_active_run_id(
+                checkpoint.web_pointer, expected=checkpoint.run_id
+            )
         deleted += 1
     return deleted
 

@@ -142,7 +142,11 @@ def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
 
 async def _connect(path: Path, readonly: bool) -> tuple[aiosqlite.Connection, bool]:
     """Connect without ever creating a file; returns (connection, immutable)."""
-    attempts = [(sqlite_uri(path, "ro"), False)] if readonly else [(sqlite_uri(path, "rw"), False)]
+    attempts = (
+        [(sqlite_uri(path, "ro"), False)]
+        if readonly
+        else [(sqlite_uri(path, "rw"), False)]
+    )
     if readonly:
         # A WAL database in a read-only directory without its -shm can only
         # be read as immutable.
@@ -207,14 +211,22 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
                 f"{path}: not a lovia database (no session_runs or snapshot_heads table)"
             )
         for table in set().union(*STORE_TABLES.values()) & tables:
-            columns = {row[1] for row in await _fetch(conn, f"PRAGMA table_info({table})")}
+            columns = {
+                row[1] for row in await _fetch(conn, f"PRAGMA table_info({table})")
+            }
             check_columns(path, table, columns)
         if "lovia_schema" in tables:
-            versions = dict(await _fetch(conn, "SELECT store, version FROM lovia_schema"))
+            versions = dict(
+                await _fetch(conn, "SELECT store, version FROM lovia_schema")
+            )
             check_versions(path, versions)
         if readonly:
             mode = str((await _fetch(conn, "PRAGMA journal_mode"))[0][0]).lower()
-            notice = "opened immutable: changes by others are not seen" if immutable else None
+            notice = (
+                "opened immutable: changes by others are not seen"
+                if immutable
+                else None
+            )
         else:
             mode, notice = await _set_wal(conn)
     except OpenError:
@@ -224,7 +236,13 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
         await conn.close()
         raise OpenError(f"{path}: cannot read ({_sqlite_reason(exc)})") from exc
     return Database(
-        path, conn, stores, readonly=readonly, journal_mode=mode, notice=notice, immutable=immutable
+        path,
+        conn,
+        stores,
+        readonly=readonly,
+        journal_mode=mode,
+        notice=notice,
+        immutable=immutable,
     )
 
 

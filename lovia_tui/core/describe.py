@@ -20,7 +20,11 @@ from lovia_tui.core.previews import (
     TrimPreview,
 )
 
-_SOURCES = {"segment": "its stored segment", "web": "the web UI's records", "given": "your choice"}
+_SOURCES = {
+    "segment": "its stored segment",
+    "web": "the web UI's records",
+    "given": "your choice",
+}
 
 
 def _plural(count: int, word: str, words: str | None = None) -> str:
@@ -56,7 +60,9 @@ def _unknown_live(run_ids: tuple[str, ...]) -> list[str]:
 
 def _rewind(p: RewindPreview) -> list[str]:
     if p.noop:
-        return [f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"]
+        return [
+            f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"
+        ]
     lines = [
         f"rewind {p.session_id}: keep {p.keep_entries} of {p.total_entries} entries, "
         f"remove {p.entries_removed}"
@@ -67,7 +73,9 @@ def _rewind(p: RewindPreview) -> list[str]:
             f"truncate run {t.run_id}: keep {t.kept_entries}, remove {t.removed_entries}"
             + ("; its meta (context state, timing) is dropped" if t.loses_meta else "")
         )
-        lines += _calls("drop tool calls left without a result at the cut:", t.dropped_calls)
+        lines += _calls(
+            "drop tool calls left without a result at the cut:", t.dropped_calls
+        )
     lines += _checkpoints(p.checkpoints)
     lines += _calls(
         "WARNING: these tool calls already ran; rewinding removes them, not their effects:",
@@ -78,17 +86,27 @@ def _rewind(p: RewindPreview) -> list[str]:
 
 def _trim(p: TrimPreview) -> list[str]:
     if p.noop:
-        return [f"trim {p.session_id}: nothing to trim (keeping the last {p.keep_runs} runs)"]
+        return [
+            f"trim {p.session_id}: nothing to trim (keeping the last {p.keep_runs} runs)"
+        ]
     lines = [
         f"trim {p.session_id}: cut {_plural(p.results_trimmed, 'tool result')} to "
         f"{p.keep_chars} chars, reclaim {size(p.bytes_reclaimed)}"
     ]
     for run in p.runs:
-        lines.append(f"run {run.run_id}: {_plural(run.results, 'result')}, {size(run.bytes_reclaimed)}")
+        lines.append(
+            f"run {run.run_id}: {_plural(run.results, 'result')}, {size(run.bytes_reclaimed)}"
+        )
     for c in p.cuts:
-        fate = "archived (recall_tool_result can fetch it)" if c.archived else "lost for good"
+        fate = (
+            "archived (recall_tool_result can fetch it)"
+            if c.archived
+            else "lost for good"
+        )
         parts = "; its parts (images) are dropped" if c.drops_parts else ""
-        lines.append(f"  {c.tool} [{c.call_id}]: {c.old_chars} → {c.new_chars} chars, {fate}{parts}")
+        lines.append(
+            f"  {c.tool} [{c.call_id}]: {c.old_chars} → {c.new_chars} chars, {fate}{parts}"
+        )
     if p.lost_for_good:
         lines.append(
             f"WARNING: {_plural(p.lost_for_good, 'output')} not archived to a result store "
@@ -100,7 +118,10 @@ def _trim(p: TrimPreview) -> list[str]:
 def _delete(p: DeleteRunsPreview) -> list[str]:
     if p.noop:
         return ["delete checkpoints: none matches"]
-    lines = [f"delete {_plural(len(p.checkpoints), 'checkpoint')}", *_checkpoints(p.checkpoints)]
+    lines = [
+        f"delete {_plural(len(p.checkpoints), 'checkpoint')}",
+        *_checkpoints(p.checkpoints),
+    ]
     lost = [c.run_id for c in p.checkpoints if not c.appended]
     if lost:
         lines.append(
@@ -110,20 +131,28 @@ def _delete(p: DeleteRunsPreview) -> list[str]:
 
 
 def _finalize(p: FinalizePreview) -> list[str]:
-    lines = [f"finalize run {p.run_id} into session {p.session_id} ({_SOURCES[p.session_source]})"]
+    lines = [
+        f"finalize run {p.run_id} into session {p.session_id} ({_SOURCES[p.session_source]})"
+    ]
     if p.already_appended:
         lines.append("already a segment of the session: nothing is appended")
     else:
         timing = (
-            f", finished {timestamp(p.timing['finished_at'])} (its last save)" if p.timing else ""
+            f", finished {timestamp(p.timing['finished_at'])} (its last save)"
+            if p.timing
+            else ""
         )
-        lines.append(f"append {_plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}")
+        lines.append(
+            f"append {_plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}"
+        )
     lines += _calls("drop tool calls without a result (never re-run):", p.dropped_calls)
     lines += _checkpoints([p.checkpoint])
     if p.web_record:
         lines.append(f"close the web UI's run record: {p.web_record} → cancelled")
     if p.session_source == "given":
-        lines.append("WARNING: nothing links this run to the session: lovia cannot check your choice")
+        lines.append(
+            "WARNING: nothing links this run to the session: lovia cannot check your choice"
+        )
     return lines
 
 

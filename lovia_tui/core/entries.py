@@ -14,7 +14,9 @@ import orjson
 
 from lovia_tui.core.models import DanglingCall
 
-ENTRY_TYPES = frozenset({"input", "assistant_text", "reasoning", "tool_call", "tool_result"})
+ENTRY_TYPES = frozenset(
+    {"input", "assistant_text", "reasoning", "tool_call", "tool_result"}
+)
 TRIM_SENTINEL = "archived to a result store]"
 
 
@@ -35,7 +37,9 @@ def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
     """Parse an ``entries_json`` column, checking each entry's shape."""
     data = parse_json(text)
     if not isinstance(data, list):
-        raise UnreadableError(f"expected a JSON list of entries, got {type(data).__name__}")
+        raise UnreadableError(
+            f"expected a JSON list of entries, got {type(data).__name__}"
+        )
     for position, entry in enumerate(data):
         if not isinstance(entry, dict):
             raise UnreadableError(f"entry {position} is not an object")
@@ -65,7 +69,9 @@ def dangling_calls(entries: list[dict[str, Any]]) -> list[DanglingCall]:
     A call_id may repeat (providers reuse ids across turns); the n-th call is
     answered by the n-th result with that id, as lovia's resume pairs them.
     """
-    results = Counter(_call_key(e.get("call_id")) for e in entries if e.get("type") == "tool_result")
+    results = Counter(
+        _call_key(e.get("call_id")) for e in entries if e.get("type") == "tool_result"
+    )
     dangling = []
     for entry in entries:
         if entry.get("type") != "tool_call":
@@ -91,11 +97,15 @@ def drop_dangling(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     its id (set membership, not occurrence pairing); mirroring it exactly is
     what makes a rewind preview count what lovia will remove.
     """
-    resolved = {_call_key(e.get("call_id")) for e in entries if e.get("type") == "tool_result"}
+    resolved = {
+        _call_key(e.get("call_id")) for e in entries if e.get("type") == "tool_result"
+    }
     return [
         e
         for e in entries
-        if not (e.get("type") == "tool_call" and _call_key(e.get("call_id")) not in resolved)
+        if not (
+            e.get("type") == "tool_call" and _call_key(e.get("call_id")) not in resolved
+        )
     ]
 
 

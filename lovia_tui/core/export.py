@@ -18,7 +18,9 @@ from lovia_tui.core.formatting import timestamp
 FORMATS = ("md", "json")
 
 
-async def export_session(db: Database, session_id: str, fmt: str, target: Path | IO[str]) -> int:
+async def export_session(
+    db: Database, session_id: str, fmt: str, target: Path | IO[str]
+) -> int:
     """Write ``session_id``'s transcript to ``target``; returns entries written."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
@@ -28,29 +30,51 @@ async def export_session(db: Database, session_id: str, fmt: str, target: Path |
     written = 0
     segments = await queries.segments(db, session_id)
     if fmt == "md":
-        target.write(f"# Session {session_id}\n\n_{len(segments)} runs, from {db.path}_\n")
+        target.write(
+            f"# Session {session_id}\n\n_{len(segments)} runs, from {db.path}_\n"
+        )
     else:
-        target.write(json.dumps({"session_id": session_id, "file": str(db.path)}, ensure_ascii=False)[:-1] + ', "segments": [\n')
+        target.write(
+            json.dumps(
+                {"session_id": session_id, "file": str(db.path)}, ensure_ascii=False
+            )[:-1]
+            + ', "segments": [\n'
+        )
     for number, segment in enumerate(segments):
         try:
-            entries = [{"index": e.index, **e.data} for e in await queries.segment_entries(db, segment)]
+            entries = [
+                {"index": e.index, **e.data}
+                for e in await queries.segment_entries(db, segment)
+            ]
             problem = None
         except UnreadableError as exc:
             entries, problem = [], str(exc)
         written += len(entries)
         if fmt == "md":
-            target.write(_markdown_segment(segment.run_id, timestamp(segment.created_at), entries, problem))
+            target.write(
+                _markdown_segment(
+                    segment.run_id, timestamp(segment.created_at), entries, problem
+                )
+            )
         else:
-            record = {"run_id": segment.run_id, "created_at": segment.created_at, "entries": entries}
+            record = {
+                "run_id": segment.run_id,
+                "created_at": segment.created_at,
+                "entries": entries,
+            }
             if problem:
                 record["unreadable"] = problem
-            target.write(("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n")
+            target.write(
+                ("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n"
+            )
     if fmt == "json":
         target.write("]}\n")
     return written
 
 
-def _markdown_segment(run_id: str, when: str, entries: list[dict], problem: str | None) -> str:
+def _markdown_segment(
+    run_id: str, when: str, entries: list[dict], problem: str | None
+) -> str:
     lines = [f"\n## Run `{run_id}` · {when}\n"]
     if problem:
         lines.append(f"> unreadable: {problem}\n")
@@ -58,10 +82,14 @@ def _markdown_segment(run_id: str, when: str, entries: list[dict], problem: str 
         kind = entry.get("type")
         label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
         if kind == "tool_call":
-            lines.append(f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n")
+            lines.append(
+                f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n"
+            )
         elif kind == "tool_result":
             error = " (error)" if entry.get("is_error") else ""
-            lines.append(f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n")
+            lines.append(
+                f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n"
+            )
         else:
             lines.append(f"**#{entry['index']} {label}**\n\n{entry_text(entry)}\n")
     return "\n".join(lines)

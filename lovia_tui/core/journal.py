@@ -102,7 +102,9 @@ class JournalEntry:
     def undoable(self) -> str | None:
         """Why this entry cannot be undone, or None when it can."""
         if self.undone_by is not None:
-            return f"journal entry {self.id} was already undone by entry {self.undone_by}"
+            return (
+                f"journal entry {self.id} was already undone by entry {self.undone_by}"
+            )
         if self.status == "rolled back":
             return f"journal entry {self.id} changed nothing (it was rolled back)"
         if self.status == "pending":
@@ -165,10 +167,16 @@ class Journal:
             conn.execute("COMMIT")
 
     async def begin(
-        self, action: str, params: dict[str, Any], reason: str | None, captured: Sequence[Captured]
+        self,
+        action: str,
+        params: dict[str, Any],
+        reason: str | None,
+        captured: Sequence[Captured],
     ) -> int:
         """Record an action about to run, with the rows it will touch as they are."""
-        return await asyncio.to_thread(self._begin, action, params, reason, captured, None)
+        return await asyncio.to_thread(
+            self._begin, action, params, reason, captured, None
+        )
 
     def _begin(
         self,
@@ -183,7 +191,15 @@ class Journal:
             entry_id = conn.execute(
                 "INSERT INTO entries (created_at, user, action, params_json, reason, "
                 "databases_json, status, undoes) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                (time.time(), _os_user(), action, _json(params), reason, _json(databases), undoes),
+                (
+                    time.time(),
+                    _os_user(),
+                    action,
+                    _json(params),
+                    reason,
+                    _json(databases),
+                    undoes,
+                ),
             ).lastrowid
             for position, item in enumerate(captured):
                 conn.execute(
@@ -244,7 +260,8 @@ class Journal:
         with self._connect() as conn:
             if files is None:
                 rows = conn.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY id DESC LIMIT ?", (limit,)
+                    f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY id DESC LIMIT ?",
+                    (limit,),
                 ).fetchall()
             else:
                 marks = ",".join("?" * len(files))
@@ -296,7 +313,9 @@ class Journal:
         allowed = {str(Path(f).resolve()) for f in open_files}
         missing = [d for d in entry.databases if d not in allowed]
         if missing:
-            raise ActionError(f"journal entry {entry_id} changed {missing[0]}, which is not open")
+            raise ActionError(
+                f"journal entry {entry_id} changed {missing[0]}, which is not open"
+            )
         return await asyncio.to_thread(self._undo, entry)
 
     def _undo(self, entry: JournalEntry) -> UndoResult:
@@ -342,13 +361,26 @@ class Journal:
                 conn.close()
         self._finish(undo_id, "done", digests, {"rows_restored": restored}, None)
         with self._connect() as conn:
-            conn.execute("UPDATE entries SET undone_by = ? WHERE id = ?", (undo_id, entry.id))
+            conn.execute(
+                "UPDATE entries SET undone_by = ? WHERE id = ?", (undo_id, entry.id)
+            )
         return UndoResult(entry.id, undo_id, restored, entry.databases)
 
-    def _journaled(self, conn: sqlite3.Connection, entry_id: int) -> list[tuple[Captured, str | None]]:
+    def _journaled(
+        self, conn: sqlite3.Connection, entry_id: int
+    ) -> list[tuple[Captured, str | None]]:
         """An entry's journaled rows and each group's digest right after the action."""
         groups = []
-        for position, database, table, key, columns_json, rowids, before, after in conn.execute(
+        for (
+            position,
+            database,
+            table,
+            key,
+            columns_json,
+            rowids,
+            before,
+            after,
+        ) in conn.execute(
             "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
             "after_digest FROM groups WHERE entry_id = ? ORDER BY position",
             (entry_id,),
@@ -363,7 +395,14 @@ class Journal:
                 rows.setdefault(row_no, []).append((kind, value))
             group = RowGroup(Path(database), table, key)
             cells = tuple(tuple(r) for r in rows.values())
-            groups.append((Captured(group, columns, cells, tuple(orjson.loads(rowids)), before), after))
+            groups.append(
+                (
+                    Captured(
+                        group, columns, cells, tuple(orjson.loads(rowids)), before
+                    ),
+                    after,
+                )
+            )
         return groups
 
 
@@ -391,7 +430,10 @@ def _entry(row: Any) -> JournalEntry:
 
 
 def _unchanged(
-    conn: sqlite3.Connection, journaled: Captured, after: str | None, entry: JournalEntry
+    conn: sqlite3.Connection,
+    journaled: Captured,
+    after: str | None,
+    entry: JournalEntry,
 ) -> Captured:
     """The group's current rows, provided they are what the action left behind."""
     now = capture_sync(conn, journaled.group)
@@ -402,5 +444,3 @@ def _unchanged(
             "undoing would lose that change"
         )
     return now
-
-

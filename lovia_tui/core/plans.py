@@ -66,14 +66,19 @@ async def session_database(ws: Workspace, session_id: str) -> Database:
     if db is None:
         raise ActionError(f"no session {session_id!r} in the open files")
     if not db.stores.session:
-        raise ActionError(f"session {session_id!r} has no stored runs: {db.path} has no session store")
+        raise ActionError(
+            f"session {session_id!r} has no stored runs: {db.path} has no session store"
+        )
     return db
 
 
 def parse_segments(rows: Captured, action: str) -> list[Segment]:
     """The session's segments, or ActionError: lovia cannot act on unreadable entries."""
     segments = []
-    entries_at, meta_at = rows.columns.index("entries_json"), rows.columns.index("meta_json")
+    entries_at, meta_at = (
+        rows.columns.index("entries_json"),
+        rows.columns.index("meta_json"),
+    )
     for run_id, row in zip(rows.column("run_id"), rows.rows, strict=True):
         (_, raw), (_, meta) = row[entries_at], row[meta_at]
         try:
@@ -83,13 +88,20 @@ def parse_segments(rows: Captured, action: str) -> list[Segment]:
                 f"segment {run_id} of session {rows.group.key!r} is unreadable ({exc}); "
                 f"lovia cannot {action} this session"
             ) from exc
-        segments.append(Segment(run_id, entries, meta is not None, _meta(meta), len(bytes(raw))))
+        segments.append(
+            Segment(run_id, entries, meta is not None, _meta(meta), len(bytes(raw)))
+        )
     return segments
 
 
 def calls(run_id: str, entries: Iterable[dict[str, Any]]) -> list[ToolCallRef]:
     return [
-        ToolCallRef(run_id, str(e.get("call_id")), str(e.get("name", "?")), str(e.get("arguments", "")))
+        ToolCallRef(
+            run_id,
+            str(e.get("call_id")),
+            str(e.get("name", "?")),
+            str(e.get("arguments", "")),
+        )
         for e in entries
         if e.get("type") == "tool_call"
     ]
@@ -100,7 +112,9 @@ async def runs_and_links(ws: Workspace) -> tuple[list[RunInfo], dict[str, Sessio
     return runs, await ws.links(run.run_id for run in runs)
 
 
-def refuse_live(runs: Iterable[RunInfo], force: bool, stale_after: float, what: str) -> None:
+def refuse_live(
+    runs: Iterable[RunInfo], force: bool, stale_after: float, what: str
+) -> None:
     """No action may touch a run another process may still be writing."""
     now = time.time()
     for run in runs:
@@ -130,13 +144,18 @@ async def require_current_chat(db: Database) -> None:
 
 
 async def deletion(
-    ws: Workspace, run: RunInfo, link: SessionLink | None, reason: str, stale_after: float
+    ws: Workspace,
+    run: RunInfo,
+    link: SessionLink | None,
+    reason: str,
+    stale_after: float,
 ) -> CheckpointDeletion:
     db = ws.database(run.file)
     pointer = None
     if db.stores.chat:
         row = await db.fetchone(
-            "SELECT id FROM chat_sessions WHERE active_run_id = ? LIMIT 1", (run.run_id,)
+            "SELECT id FROM chat_sessions WHERE active_run_id = ? LIMIT 1",
+            (run.run_id,),
         )
         pointer = row[0] if row else None
         if pointer is not None:
@@ -159,7 +178,10 @@ async def deletion(
 def checkpoint_groups(deletions: Iterable[CheckpointDeletion]) -> list[RowGroup]:
     groups = []
     for d in deletions:
-        groups += [RowGroup(d.file, "snapshot_heads", d.run_id), RowGroup(d.file, "snapshot_turns", d.run_id)]
+        groups += [
+            RowGroup(d.file, "snapshot_heads", d.run_id),
+            RowGroup(d.file, "snapshot_turns", d.run_id),
+        ]
         if d.web_pointer is not None:
             groups.append(RowGroup(d.file, "chat_sessions", d.web_pointer))
     return groups
@@ -170,7 +192,10 @@ async def capture_groups(ws: Workspace, groups: Iterable[RowGroup]) -> list[Capt
 
 
 async def make_plan(
-    ws: Workspace, groups: Sequence[RowGroup], forced: bool, known: Sequence[Captured] = ()
+    ws: Workspace,
+    groups: Sequence[RowGroup],
+    forced: bool,
+    known: Sequence[Captured] = (),
 ) -> Plan:
     """Fingerprint the groups' rows now (reusing rows already read for the preview)."""
     have = {c.group: c for c in known}

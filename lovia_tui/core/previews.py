@@ -199,7 +199,9 @@ class ClearPreview:
         return self.segments == 0 and not self.checkpoints
 
 
-Preview = RewindPreview | TrimPreview | DeleteRunsPreview | FinalizePreview | ClearPreview
+Preview = (
+    RewindPreview | TrimPreview | DeleteRunsPreview | FinalizePreview | ClearPreview
+)
 
 
 def preview_dict(preview: Preview) -> dict[str, Any]:

@@ -51,7 +51,9 @@ _FIRST_USER = re.compile(r'"role":\s*"user",\s*"content":\s*("(?:[^"\\]|\\.)*")'
 
 # Two subqueries, not MIN(id), MAX(id) in one: SQLite reads a lone MIN or MAX
 # from the end of the primary key but scans a whole index for both at once.
-_ID_BOUNDS = "SELECT (SELECT MIN(id) FROM session_runs), (SELECT MAX(id) FROM session_runs)"
+_ID_BOUNDS = (
+    "SELECT (SELECT MIN(id) FROM session_runs), (SELECT MAX(id) FROM session_runs)"
+)
 
 
 def is_missing_table(exc: sqlite3.Error) -> bool:
@@ -102,10 +104,16 @@ async def recent_session_ids(
                 tuple(chunk),
             )
         )
-    return [(sid, row_id, created[row_id]) for sid, row_id in seen.items() if row_id in created]
+    return [
+        (sid, row_id, created[row_id])
+        for sid, row_id in seen.items()
+        if row_id in created
+    ]
 
 
-async def session_index(db: Database) -> AsyncIterator[tuple[dict[str, tuple[int, int]], float]]:
+async def session_index(
+    db: Database,
+) -> AsyncIterator[tuple[dict[str, tuple[int, int]], float]]:
     """Every session's (runs, last id), chunk by chunk of ``INDEX_CHUNK`` sessions.
 
     Read from lovia's ``(session_id, id)`` index alone, in session id order
@@ -120,7 +128,9 @@ async def session_index(db: Database) -> AsyncIterator[tuple[dict[str, tuple[int
     after: str | None = None
     counted = 0
     while True:
-        where, params = ("", ()) if after is None else ("WHERE session_id > ? ", (after,))
+        where, params = (
+            ("", ()) if after is None else ("WHERE session_id > ? ", (after,))
+        )
         rows = await db.fetchall(
             f"SELECT session_id, COUNT(*), MAX(id) FROM session_runs {where}"
             "GROUP BY session_id ORDER BY session_id LIMIT ?",
@@ -172,12 +182,15 @@ async def session_summary(db: Database, session_id: str) -> SessionSummary | Non
     row = None
     if db.stores.session:
         row = await db.fetchone(
-            "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?", (session_id,)
+            "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?",
+            (session_id,),
         )
     if not row or not row[0]:
         return await _chat_only_summary(db, session_id)
     runs, last_id = row
-    last = await db.fetchone("SELECT created_at FROM session_runs WHERE id = ?", (last_id,))
+    last = await db.fetchone(
+        "SELECT created_at FROM session_runs WHERE id = ?", (last_id,)
+    )
     return SessionSummary(
         file=db.path,
         session_id=session_id,
@@ -191,16 +204,22 @@ async def session_summary(db: Database, session_id: str) -> SessionSummary | Non
 async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | None:
     if not db.stores.chat:
         return None
-    row = await db.fetchone("SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,))
+    row = await db.fetchone(
+        "SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,)
+    )
     if row is None:
         return None
-    return SessionSummary(db.path, session_id, 0, 0, row[0], await session_title(db, session_id))
+    return SessionSummary(
+        db.path, session_id, 0, 0, row[0], await session_title(db, session_id)
+    )
 
 
 async def session_title(db: Database, session_id: str) -> str:
     """The web UI's chat title when there is one, else the first user message."""
     if db.stores.chat:
-        row = await db.fetchone("SELECT title FROM chat_sessions WHERE id = ?", (session_id,))
+        row = await db.fetchone(
+            "SELECT title FROM chat_sessions WHERE id = ?", (session_id,)
+        )
         if row and row[0]:
             return shorten(str(row[0]), TITLE_WIDTH)
     if not db.stores.session:
@@ -226,7 +245,9 @@ def _title_from(head: Any) -> str:
     return ""
 
 
-async def session_summaries(db: Database, session_ids: list[str]) -> dict[str, SessionSummary]:
+async def session_summaries(
+    db: Database, session_ids: list[str]
+) -> dict[str, SessionSummary]:
     """:func:`session_summary` of several sessions in three statements, not three each.
 
     A screenful of summaries must not queue dozens of statements on the
@@ -261,7 +282,9 @@ async def session_summaries(db: Database, session_ids: list[str]) -> dict[str, S
                 runs=runs,
                 last_id=last_id,
                 last_activity=created.get(last_id),
-                title=shorten(str(chat_title), TITLE_WIDTH) if chat_title else _title_from(heads.get(first_id)),
+                title=shorten(str(chat_title), TITLE_WIDTH)
+                if chat_title
+                else _title_from(heads.get(first_id)),
             )
     for session_id in wanted:
         if session_id not in found:
@@ -275,7 +298,8 @@ async def _by_ids(db: Database, column: str, ids: list[int]) -> list[Any]:
     if not ids:
         return []
     return await db.fetchall(
-        f"SELECT id, {column} FROM session_runs WHERE id IN ({','.join('?' * len(ids))})", tuple(ids)
+        f"SELECT id, {column} FROM session_runs WHERE id IN ({','.join('?' * len(ids))})",
+        tuple(ids),
     )
 
 
@@ -291,10 +315,16 @@ async def list_sessions(db: Database, limit: int) -> list[SessionSummary]:
 
 def _number(value: Any) -> int | float | None:
     """A stored number, else None: a hostile row may hold any JSON where lovia writes one."""
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return (
+        value
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else None
+    )
 
 
-def _segment(db: Database, row: Any, count: int | None, first: int | None) -> SegmentInfo:
+def _segment(
+    db: Database, row: Any, count: int | None, first: int | None
+) -> SegmentInfo:
     row_id, session_id, run_id, created_at, size, meta_json = row[:6]
     unreadable = None
     try:
@@ -304,7 +334,10 @@ def _segment(db: Database, row: Any, count: int | None, first: int | None) -> Se
         unreadable = Unreadable(f"{db.name} session_runs id {row_id} meta", str(exc))
     timing = meta.get("timing") if isinstance(meta.get("timing"), dict) else {}
     if count is None and unreadable is None:
-        unreadable = Unreadable(f"{db.name} session_runs id {row_id} (run {run_id})", "entries_json is not valid JSON")
+        unreadable = Unreadable(
+            f"{db.name} session_runs id {row_id} (run {run_id})",
+            "entries_json is not valid JSON",
+        )
     return SegmentInfo(
         file=db.path,
         row_id=row_id,
@@ -335,13 +368,17 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     after = 0
     next_index: int | None = 0
     while True:
-        rows = await _segment_rows(db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK))
+        rows = await _segment_rows(
+            db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK)
+        )
         if not rows:
             return result
         for row in rows:
             count = row[6]
             result.append(_segment(db, row, count, next_index))
-            next_index = None if count is None or next_index is None else next_index + count
+            next_index = (
+                None if count is None or next_index is None else next_index + count
+            )
         after = rows[-1][0]
 
 
@@ -395,11 +432,15 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
             return starts
         for row_id, count in rows:
             starts[row_id] = next_index
-            next_index = None if count is None or next_index is None else next_index + count
+            next_index = (
+                None if count is None or next_index is None else next_index + count
+            )
         after = rows[-1][0]
 
 
-async def _segment_rows(db: Database, where: str, order: str, params: tuple[str, int, int]) -> list[Any]:
+async def _segment_rows(
+    db: Database, where: str, order: str, params: tuple[str, int, int]
+) -> list[Any]:
     """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
     each row ends with how many of the session's segments match ``where``
     (counted from lovia's index, once: the subquery is not correlated)."""
@@ -419,7 +460,9 @@ async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
 async def _with_counts(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
     """Run ``base`` with each row's entry count in place of ``{count}``."""
     try:
-        return await db.fetchall(base.format(count="json_array_length(entries_json)"), params)
+        return await db.fetchall(
+            base.format(count="json_array_length(entries_json)"), params
+        )
     except sqlite3.OperationalError as exc:
         if "JSON" not in str(exc):
             raise
@@ -429,18 +472,29 @@ async def _with_counts(db: Database, base: str, params: tuple[Any, ...]) -> list
 
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
     """The entries of one segment with their flat indices (raises UnreadableError)."""
-    row = await db.fetchone("SELECT entries_json FROM session_runs WHERE id = ?", (segment.row_id,))
+    row = await db.fetchone(
+        "SELECT entries_json FROM session_runs WHERE id = ?", (segment.row_id,)
+    )
     return _entries(segment, None if row is None else row[0])
 
 
-async def batch_entries(db: Database, segments: list[SegmentInfo]) -> dict[int, list[Entry] | UnreadableError]:
+async def batch_entries(
+    db: Database, segments: list[SegmentInfo]
+) -> dict[int, list[Entry] | UnreadableError]:
     """The entries of a batch of segments, by row id, in one statement (one
     round trip a segment kept a screenful waiting on the busy event loop); an
     unreadable or vanished segment maps to the error saying so."""
     ids = [segment.row_id for segment in segments]
-    stored = dict(await db.fetchall(
-        f"SELECT id, entries_json FROM session_runs WHERE id IN ({','.join('?' * len(ids))})", tuple(ids)
-    )) if ids else {}
+    stored = (
+        dict(
+            await db.fetchall(
+                f"SELECT id, entries_json FROM session_runs WHERE id IN ({','.join('?' * len(ids))})",
+                tuple(ids),
+            )
+        )
+        if ids
+        else {}
+    )
     found: dict[int, list[Entry] | UnreadableError] = {}
     for segment in segments:
         try:
@@ -454,10 +508,15 @@ def _entries(segment: SegmentInfo, stored: str | None) -> list[Entry]:
     if stored is None:
         raise UnreadableError("segment no longer exists")
     first = segment.first_index
-    return [Entry(None if first is None else first + offset, entry) for offset, entry in enumerate(parse_entries(stored))]
+    return [
+        Entry(None if first is None else first + offset, entry)
+        for offset, entry in enumerate(parse_entries(stored))
+    ]
 
 
-async def runs_in_session(db: Database, session_id: str, run_ids: list[str]) -> set[str]:
+async def runs_in_session(
+    db: Database, session_id: str, run_ids: list[str]
+) -> set[str]:
     """Which of ``run_ids`` have a segment in the session (lovia's unique index)."""
     if not db.stores.session or not run_ids:
         return set()
@@ -534,7 +593,9 @@ def _run(db: Database, row: Any) -> RunInfo:
         agent_name=agent,
         status=status,
         turns=turns,
-        usage={key: value for key, value in usage.items() if _number(value) is not None},
+        usage={
+            key: value for key, value in usage.items() if _number(value) is not None
+        },
         output=head.get("output"),
         error=head.get("error") if isinstance(head.get("error"), dict) else None,
         last_input_tokens=_number(head.get("last_input_tokens")),
@@ -555,7 +616,9 @@ _RUNS_SQL = (
     "(SELECT MAX(seq) FROM snapshot_turns t WHERE t.run_id = h.run_id) "
     "FROM snapshot_heads h WHERE {where} ORDER BY h.run_id LIMIT ?"
 )
-_SAFE_COUNT = "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
+_SAFE_COUNT = (
+    "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
+)
 
 
 async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
@@ -563,19 +626,25 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
     if not db.stores.checkpoint:
         return []
     if run_id is not None:
-        rows = await db.fetchall(_RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id = ?"), (run_id, 1))
+        rows = await db.fetchall(
+            _RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id = ?"), (run_id, 1)
+        )
         return [_run(db, row) for row in rows]
     # By run id in chunks (the primary key): counting every checkpoint's
     # entries in one statement took 62 ms at 2,000 checkpoints.
     found: list[RunInfo] = []
     after = ""
-    while rows := await db.fetchall(_RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id > ?"), (after, RUNS_CHUNK)):
+    while rows := await db.fetchall(
+        _RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id > ?"), (after, RUNS_CHUNK)
+    ):
         found.extend(_run(db, row) for row in rows)
         after = rows[-1][0]
     return sorted(found, key=lambda run: run.updated_at, reverse=True)
 
 
-async def snapshot_entries(db: Database, run_id: str) -> tuple[list[Entry], list[Unreadable]]:
+async def snapshot_entries(
+    db: Database, run_id: str
+) -> tuple[list[Entry], list[Unreadable]]:
     """A checkpoint's own entries in seq order; unreadable batches are reported."""
     if not db.stores.checkpoint:
         return [], []
@@ -602,7 +671,9 @@ async def snapshot_entries_after(
         try:
             entries.extend(Entry(None, data) for data in parse_entries(text))
         except UnreadableError as exc:
-            problems.append(Unreadable(f"{db.name} snapshot_turns run {run_id} seq {seq}", str(exc)))
+            problems.append(
+                Unreadable(f"{db.name} snapshot_turns run {run_id} seq {seq}", str(exc))
+            )
     return entries, problems, rows[-1][0] if rows else after_seq
 
 
@@ -626,7 +697,9 @@ async def search_segments(
     # span): ~SCAN_BYTES a statement, ~400 rows of 8 KB, whatever the rows
     # weigh, so a scan never holds the connection, or without WAL a writer,
     # for long. Timing each statement instead feeds back the UI's own delays.
-    pages = await db.fetchone("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+    pages = await db.fetchone(
+        "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+    )
     per_id = (pages[0] if pages and pages[0] else 0) / max(1, high + 1 - low)
     chunk = max(1, min(SCAN_CHUNK, int(SCAN_BYTES / max(per_id, 1.0))))
     while upper > low:
@@ -637,13 +710,18 @@ async def search_segments(
             (lower, upper, stored),
         )
         upper = lower
-        yield [(sid, row_id) for sid, row_id in rows], (high + 1 - upper) / max(1, high + 1 - low)
+        yield (
+            [(sid, row_id) for sid, row_id in rows],
+            (high + 1 - upper) / max(1, high + 1 - low),
+        )
 
 
 # Change detection for the live tail: each statement is a primary-key or
 # rowid range, an index count, or a scan of one session.
 
-_HEAD_STATUS = "CASE WHEN json_valid(head_json) THEN json_extract(head_json, '$.status') END"
+_HEAD_STATUS = (
+    "CASE WHEN json_valid(head_json) THEN json_extract(head_json, '$.status') END"
+)
 
 
 async def segment_totals(db: Database) -> tuple[int, int]:
@@ -696,7 +774,9 @@ async def session_fingerprint(
     return (row[0], row[1], row[4]), (row[2], row[3], row[5])
 
 
-async def newest_fingerprint(db: Database, session_id: str, newest: int) -> tuple[int, tuple[int, int, int]]:
+async def newest_fingerprint(
+    db: Database, session_id: str, newest: int
+) -> tuple[int, tuple[int, int, int]]:
     """The id of the session's ``newest``-th newest segment and the session's
     fingerprint from there on (as :func:`session_fingerprint`), in one statement."""
     row = await db.fetchone(
@@ -711,7 +791,9 @@ async def newest_fingerprint(db: Database, session_id: str, newest: int) -> tupl
     return row[0], (row[1], row[2], row[3])
 
 
-async def nth_newest_id(db: Database, session_id: str, n: int, before_id: int | None = None) -> int:
+async def nth_newest_id(
+    db: Database, session_id: str, n: int, before_id: int | None = None
+) -> int:
     """The id of a session's ``n``-th newest segment below ``before_id`` (its
     oldest if it has fewer; 0 if none), from lovia's index."""
     row = await db.fetchone(
@@ -722,7 +804,9 @@ async def nth_newest_id(db: Database, session_id: str, n: int, before_id: int | 
     return row[0] or 0
 
 
-async def nth_oldest_id(db: Database, session_id: str, n: int, after_id: int) -> int | None:
+async def nth_oldest_id(
+    db: Database, session_id: str, n: int, after_id: int
+) -> int | None:
     """The id of a session's ``n``-th segment above ``after_id``; None if it has fewer."""
     row = await db.fetchone(
         "SELECT id FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1 OFFSET ?",
@@ -731,7 +815,9 @@ async def nth_oldest_id(db: Database, session_id: str, n: int, after_id: int) ->
     return None if row is None else row[0]
 
 
-async def session_chars(db: Database, session_id: str, from_id: int, below_id: int) -> int:
+async def session_chars(
+    db: Database, session_id: str, from_id: int, below_id: int
+) -> int:
     """Characters stored in a session's segments with ids in [from_id, below_id)."""
     row = await db.fetchone(
         "SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
@@ -741,7 +827,9 @@ async def session_chars(db: Database, session_id: str, from_id: int, below_id: i
     return row[0]
 
 
-async def head_totals(db: Database, rowid: int) -> tuple[int, int, tuple[str, float] | None]:
+async def head_totals(
+    db: Database, rowid: int
+) -> tuple[int, int, tuple[str, float] | None]:
     """(checkpoints, highest rowid, the (run_id, updated_at) stored at ``rowid``)."""
     row = await db.fetchone(
         "SELECT (SELECT COUNT(*) FROM snapshot_heads), "
@@ -768,7 +856,9 @@ async def heads_between(
     )
 
 
-async def heads_at(db: Database, rowids: list[int]) -> list[tuple[int, str, str | None, float]]:
+async def heads_at(
+    db: Database, rowids: list[int]
+) -> list[tuple[int, str, str | None, float]]:
     """The same rows as :func:`heads_between`, for the given rowids."""
     found: list[Any] = []
     for start in range(0, len(rowids), 500):

@@ -90,8 +90,8 @@ def combined(captured: Iterable[Captured]) -> str:
 
 def _select(group: RowGroup, columns: Sequence[str]) -> str:
     cells = ", ".join(
-        f"typeof(\"{c}\"), CASE WHEN typeof(\"{c}\") = 'text' "
-        f"THEN CAST(\"{c}\" AS BLOB) ELSE \"{c}\" END"
+        f'typeof("{c}"), CASE WHEN typeof("{c}") = \'text\' '
+        f'THEN CAST("{c}" AS BLOB) ELSE "{c}" END'
         for c in columns
     )
     order = TABLES[group.table][1]
@@ -103,14 +103,17 @@ def _select(group: RowGroup, columns: Sequence[str]) -> str:
 
 def _captured(group: RowGroup, columns: tuple[str, ...], raw: list[Any]) -> Captured:
     rows = tuple(
-        tuple((row[1 + 2 * i], row[2 + 2 * i]) for i in range(len(columns))) for row in raw
+        tuple((row[1 + 2 * i], row[2 + 2 * i]) for i in range(len(columns)))
+        for row in raw
     )
     return Captured(group, columns, rows, tuple(row[0] for row in raw), digest(rows))
 
 
 async def capture(db: Database, group: RowGroup) -> Captured:
     """Read a row group through an open database (no row when the table is absent)."""
-    columns = tuple(row[1] for row in await db.fetchall(f"PRAGMA table_info({group.table})"))
+    columns = tuple(
+        row[1] for row in await db.fetchall(f"PRAGMA table_info({group.table})")
+    )
     if not columns:
         return Captured(group, (), (), (), digest(()))
     raw = await db.fetchall(_select(group, columns), (group.key,))
@@ -129,16 +132,25 @@ def capture_sync(conn: sqlite3.Connection, group: RowGroup) -> Captured:
 def restore(conn: sqlite3.Connection, journaled: Captured) -> int:
     """Replace the group's current rows with the captured ones (inside the caller's transaction)."""
     group = journaled.group
-    conn.execute(f'DELETE FROM {group.table} WHERE "{group.key_column}" = ?', (group.key,))
+    conn.execute(
+        f'DELETE FROM {group.table} WHERE "{group.key_column}" = ?', (group.key,)
+    )
     names = ", ".join(f'"{c}"' for c in journaled.columns)
     for rowid, row in zip(journaled.rowids, journaled.rows, strict=True):
-        marks = ", ".join("CAST(? AS TEXT)" if kind == "text" else "?" for kind, _ in row)
+        marks = ", ".join(
+            "CAST(? AS TEXT)" if kind == "text" else "?" for kind, _ in row
+        )
         values = tuple(value for _, value in row)
-        taken = conn.execute(f"SELECT 1 FROM {group.table} WHERE rowid = ?", (rowid,)).fetchone()
+        taken = conn.execute(
+            f"SELECT 1 FROM {group.table} WHERE rowid = ?", (rowid,)
+        ).fetchone()
         if taken:
-            conn.execute(f"INSERT INTO {group.table} ({names}) VALUES ({marks})", values)
+            conn.execute(
+                f"INSERT INTO {group.table} ({names}) VALUES ({marks})", values
+            )
         else:
             conn.execute(
-                f"INSERT INTO {group.table} (rowid, {names}) VALUES (?, {marks})", (rowid, *values)
+                f"INSERT INTO {group.table} (rowid, {names}) VALUES (?, {marks})",
+                (rowid, *values),
             )
     return len(journaled.rows)

@@ -83,12 +83,16 @@ async def preview_delete_runs(
     if not run_ids and status is None and older_than_days is None:
         raise ActionError("name the runs to delete, or choose them by status or age")
     if status is not None and status not in RUN_STATUSES:
-        raise ActionError(f"unknown status {status!r} (one of {', '.join(RUN_STATUSES)})")
+        raise ActionError(
+            f"unknown status {status!r} (one of {', '.join(RUN_STATUSES)})"
+        )
     runs, links = await runs_and_links(ws)
     chosen = _selected(runs, run_ids, status, older_than_days, stale_after)
     refuse_live(chosen, force, stale_after, "deleting its checkpoint")
     checkpoints = [
-        await deletion(ws, run, links.get(run.run_id), _why(links.get(run.run_id)), stale_after)
+        await deletion(
+            ws, run, links.get(run.run_id), _why(links.get(run.run_id)), stale_after
+        )
         for run in chosen
     ]
     return DeleteRunsPreview(
@@ -120,7 +124,11 @@ async def _finalize_target(
         # No segment yet: the run's own file if it holds sessions (the web UI's
         # layout), else the only file that does. Never a file without the store.
         own = ws.database(run.file)
-        candidates = [own] if own.stores.session else [d for d in ws.databases if d.stores.session]
+        candidates = (
+            [own]
+            if own.stores.session
+            else [d for d in ws.databases if d.stores.session]
+        )
         if len(candidates) != 1:
             raise ActionError(
                 f"session {target!r} has no stored runs and no single open file holds "
@@ -164,19 +172,25 @@ async def preview_finalize(
     kept_ids = {id(e) for e in kept}
     appended = bool(
         await db.fetchone(
-            "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ?", (target, run_id)
+            "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ?",
+            (target, run_id),
         )
     )
     record = None
     if run_db.stores.chat:
-        row = await run_db.fetchone("SELECT status FROM chat_runs WHERE id = ?", (run_id,))
+        row = await run_db.fetchone(
+            "SELECT status FROM chat_runs WHERE id = ?", (run_id,)
+        )
         record = row[0] if row and row[0] in _OPEN_RECORDS else None
         if record is not None:
             await require_current_chat(run_db)
     checkpoint = await deletion(
         ws, run, link, "finalized: its entries now live in the session", stale_after
     )
-    groups = [RowGroup(db.path, "session_runs", target), *checkpoint_groups([checkpoint])]
+    groups = [
+        RowGroup(db.path, "session_runs", target),
+        *checkpoint_groups([checkpoint]),
+    ]
     if record is not None:
         groups.append(RowGroup(run.file, "chat_runs", run_id))
     return FinalizePreview(

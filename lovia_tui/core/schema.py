@@ -17,7 +17,14 @@ STORE_TABLES: dict[str, set[str]] = {
 CHAT_TABLES = {"chat_sessions", "chat_runs"}
 
 REQUIRED_COLUMNS: dict[str, set[str]] = {
-    "session_runs": {"id", "session_id", "run_id", "entries_json", "meta_json", "created_at"},
+    "session_runs": {
+        "id",
+        "session_id",
+        "run_id",
+        "entries_json",
+        "meta_json",
+        "created_at",
+    },
     "snapshot_heads": {"run_id", "head_json", "updated_at"},
     "snapshot_turns": {"run_id", "seq", "entries_json"},
 }

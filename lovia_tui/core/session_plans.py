@@ -57,19 +57,35 @@ async def _linked_deletions(
     Refuses while a run linked to the session is live, unless forced.
     """
     runs, links = await runs_and_links(ws)
-    linked = [r for r in runs if r.run_id in links and links[r.run_id].session_id == session_id]
+    linked = [
+        r
+        for r in runs
+        if r.run_id in links and links[r.run_id].session_id == session_id
+    ]
     doomed = []
     for run in runs:
         link = links.get(run.run_id)
         if run.run_id in affected:
-            doomed.append((run, "its segment is removed: a resume or replay would bring it back"))
+            doomed.append(
+                (run, "its segment is removed: a resume or replay would bring it back")
+            )
         elif link and link.session_id == session_id and link.kind == "web":
-            doomed.append((run, "the session's in-flight run: it continues a transcript that is gone"))
+            doomed.append(
+                (
+                    run,
+                    "the session's in-flight run: it continues a transcript that is gone",
+                )
+            )
     what = f"changing session {session_id!r}"
     refuse_live([*linked, *(run for run, _ in doomed)], force, stale_after, what)
     now = time.time()
-    unknown = tuple(r.run_id for r in runs if r.run_id not in links and r.is_live(now, stale_after))
-    deletions = [await deletion(ws, run, links.get(run.run_id), why, stale_after) for run, why in doomed]
+    unknown = tuple(
+        r.run_id for r in runs if r.run_id not in links and r.is_live(now, stale_after)
+    )
+    deletions = [
+        await deletion(ws, run, links.get(run.run_id), why, stale_after)
+        for run, why in doomed
+    ]
     return deletions, unknown
 
 
@@ -100,12 +116,21 @@ def _rewind_split(
         removed_entries=len(segment.entries) - len(kept),
         loses_meta=segment.has_meta,
         dropped_calls=tuple(
-            calls(segment.run_id, (e for e in segment.entries[:remaining] if id(e) not in kept_ids))
+            calls(
+                segment.run_id,
+                (e for e in segment.entries[:remaining] if id(e) not in kept_ids),
+            )
         ),
     )
     deleted = segments[cut + 1 :]
-    removed = calls(segment.run_id, (e for e in segment.entries if id(e) not in kept_ids))
-    return truncated, deleted, removed + [c for s in deleted for c in calls(s.run_id, s.entries)]
+    removed = calls(
+        segment.run_id, (e for e in segment.entries if id(e) not in kept_ids)
+    )
+    return (
+        truncated,
+        deleted,
+        removed + [c for s in deleted for c in calls(s.run_id, s.entries)],
+    )
 
 
 async def preview_rewind(
@@ -129,12 +154,18 @@ async def preview_rewind(
     rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
     segments = parse_segments(rows, "rewind")
     truncated, deleted, side_effects = _rewind_split(segments, keep_entries)
-    removed = sum(len(s.entries) for s in deleted) + (truncated.removed_entries if truncated else 0)
+    removed = sum(len(s.entries) for s in deleted) + (
+        truncated.removed_entries if truncated else 0
+    )
     checkpoints: list[CheckpointDeletion] = []
     unknown: tuple[str, ...] = ()
     if removed:
-        affected = {s.run_id for s in deleted} | ({truncated.run_id} if truncated else set())
-        checkpoints, unknown = await _linked_deletions(ws, session_id, affected, force, stale_after)
+        affected = {s.run_id for s in deleted} | (
+            {truncated.run_id} if truncated else set()
+        )
+        checkpoints, unknown = await _linked_deletions(
+            ws, session_id, affected, force, stale_after
+        )
     return RewindPreview(
         file=db.path,
         session_id=session_id,
@@ -146,7 +177,9 @@ async def preview_rewind(
         side_effects=tuple(side_effects),
         checkpoints=tuple(checkpoints),
         unknown_live_runs=unknown,
-        plan=await make_plan(ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]),
+        plan=await make_plan(
+            ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]
+        ),
     )
 
 
@@ -163,7 +196,9 @@ async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
         try:
             entries = await queries.segment_entries(db, segment)
         except UnreadableError as exc:
-            raise ActionError(f"segment {segment.run_id} is unreadable ({exc})") from exc
+            raise ActionError(
+                f"segment {segment.run_id} is unreadable ({exc})"
+            ) from exc
         for entry in reversed(entries):
             if (
                 entry.index is not None
@@ -172,7 +207,9 @@ async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
                 and entry.data.get("role") == "user"
             ):
                 return entry.index
-    raise ActionError(f"no user message at or before entry {index} of session {session_id!r}")
+    raise ActionError(
+        f"no user message at or before entry {index} of session {session_id!r}"
+    )
 
 
 def _offloaded(segments: Iterable[Segment]) -> set[tuple[str, str]]:
@@ -282,7 +319,9 @@ async def preview_clear(
     run_ids = tuple(rows.column("run_id"))
     entries_at = rows.columns.index("entries_json")
     counts = [_entry_count(row[entries_at][1]) for row in rows.rows]
-    checkpoints, unknown = await _linked_deletions(ws, session_id, set(run_ids), force, stale_after)
+    checkpoints, unknown = await _linked_deletions(
+        ws, session_id, set(run_ids), force, stale_after
+    )
     return ClearPreview(
         file=db.path,
         session_id=session_id,
@@ -291,5 +330,7 @@ async def preview_clear(
         run_ids=run_ids,
         checkpoints=tuple(checkpoints),
         unknown_live_runs=unknown,
-        plan=await make_plan(ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]),
+        plan=await make_plan(
+            ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]
+        ),
     )

@@ -225,7 +225,9 @@ class Tail:
         (the ones the view is about to show): call it before loading them."""
         followed = self._session
         if followed is not None and followed.from_id:
-            from_id = await queries.nth_newest_id(self.db, followed.session_id, count, followed.from_id)
+            from_id = await queries.nth_newest_id(
+                self.db, followed.session_id, count, followed.from_id
+            )
             await self.watch_ids(from_id or followed.from_id, followed.to_id)
 
     async def watch_newer(self, count: int) -> None:
@@ -233,7 +235,9 @@ class Tail:
         (up to the newest if fewer remain): call it before loading them."""
         followed = self._session
         if followed is not None and followed.to_id is not None:
-            to_id = await queries.nth_oldest_id(self.db, followed.session_id, count + 1, followed.to_id)
+            to_id = await queries.nth_oldest_id(
+                self.db, followed.session_id, count + 1, followed.to_id
+            )
             await self.watch_ids(followed.from_id, None if to_id is None else to_id - 1)
 
     async def watch_ids(self, from_id: int, to_id: int | None) -> None:
@@ -255,12 +259,16 @@ class Tail:
         chars -= await self._chars(_end(to_id) + 1, top + 1)  # dropped above
         if self._session is followed:
             segments, last_id, shown = followed.fingerprint
-            self._session = _Followed(sid, from_id, to_id, (segments, last_id, shown + chars))
+            self._session = _Followed(
+                sid, from_id, to_id, (segments, last_id, shown + chars)
+            )
 
     async def _chars(self, from_id: int, below_id: int) -> int:
         if from_id >= below_id:
             return 0
-        return await queries.session_chars(self.db, self._session.session_id, from_id, below_id)
+        return await queries.session_chars(
+            self.db, self._session.session_id, from_id, below_id
+        )
 
     async def poll(self) -> Changes:
         """What changed since the last poll (or :meth:`start`)."""
@@ -380,7 +388,9 @@ class Tail:
             self.db, followed.session_id, last_id, followed.from_id, followed.to_id
         )
         if self._session is followed:
-            self._session = _Followed(followed.session_id, followed.from_id, followed.to_id, whole)
+            self._session = _Followed(
+                followed.session_id, followed.from_id, followed.to_id, whole
+            )
         return (
             frozenset()
             if known == followed.fingerprint

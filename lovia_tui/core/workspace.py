@@ -56,7 +56,9 @@ class Workspace:
         self.databases = databases
 
     @classmethod
-    async def open(cls, paths: Iterable[str | Path], *, readonly: bool = False) -> Workspace:
+    async def open(
+        cls, paths: Iterable[str | Path], *, readonly: bool = False
+    ) -> Workspace:
         opened: list[Database] = []
         try:
             for path in resolve_paths(paths):
@@ -94,7 +96,9 @@ class Workspace:
                 activity[(str(db.path), session_id)] = when or 0
         return sorted(activity, key=activity.__getitem__, reverse=True)
 
-    async def summaries(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SessionSummary]:
+    async def summaries(
+        self, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], SessionSummary]:
         """Runs, title and activity of each (file, session_id): three statements a file."""
         by_file: dict[str, list[str]] = {}
         for file, session_id in keys:
@@ -102,7 +106,9 @@ class Workspace:
         found = {}
         for file, session_ids in by_file.items():
             db = self.database(Path(file))
-            for session_id, summary in (await queries.session_summaries(db, session_ids)).items():
+            for session_id, summary in (
+                await queries.session_summaries(db, session_ids)
+            ).items():
                 found[(file, session_id)] = summary
         return found
 
@@ -167,7 +173,9 @@ def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
         yield items[start : start + size]
 
 
-async def runs_for_session(ws: Workspace, session_id: str) -> list[tuple[RunInfo, SessionLink]]:
+async def runs_for_session(
+    ws: Workspace, session_id: str
+) -> list[tuple[RunInfo, SessionLink]]:
     """Checkpoints linked to ``session_id`` (in-flight or already appended)."""
     all_runs = await ws.all_runs()
     links = await ws.links(run.run_id for run in all_runs)

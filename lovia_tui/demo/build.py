@@ -210,7 +210,11 @@ async def _results_saved(store: ChatStore, run_id: str, call_ids: set[str]) -> N
     async with asyncio.timeout(30):
         while True:
             snapshot = await store.checkpointer.load(run_id)
-            saved = {getattr(e, "call_id", None) for e in snapshot.entries if e.type == "tool_result"}
+            saved = {
+                getattr(e, "call_id", None)
+                for e in snapshot.entries
+                if e.type == "tool_result"
+            }
             if call_ids <= saved:
                 return
             await asyncio.sleep(0.01)  # bounded by the timeout above

@@ -39,7 +39,11 @@ class ActionAnswer:
 def preview_text(lines: list[str]) -> Text:
     text = Text()
     for number, line in enumerate(lines):
-        style = "bold" if number == 0 else ("bold red" if line.startswith("WARNING") else "")
+        style = (
+            "bold"
+            if number == 0
+            else ("bold red" if line.startswith("WARNING") else "")
+        )
         text.append(line + "\n", style=style)
     return text
 
@@ -47,10 +51,23 @@ def preview_text(lines: list[str]) -> Text:
 class ActionScreen(ModalScreen[ActionAnswer | None]):
     """Shows what an action will remove; Confirm is the only way to do it."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", tooltip="Close without changing anything")]
+    BINDINGS = [
+        Binding(
+            "escape",
+            "dismiss(None)",
+            "Cancel",
+            tooltip="Close without changing anything",
+        )
+    ]
 
     def __init__(
-        self, title: str, lines: list[str], *, noop: bool, fields: list[FormField] = (), ask_reason: bool = True
+        self,
+        title: str,
+        lines: list[str],
+        *,
+        noop: bool,
+        fields: list[FormField] = (),
+        ask_reason: bool = True,
     ) -> None:
         super().__init__()
         self.ask_reason = ask_reason and not noop
@@ -68,13 +85,18 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                 if spec.choices:
                     options = [(choice, choice) for choice in spec.choices]
                     value = spec.value if spec.value in spec.choices else Select.NULL
-                    yield Select(options, value=value, id=f"field-{spec.name}", prompt=spec.label)
+                    yield Select(
+                        options, value=value, id=f"field-{spec.name}", prompt=spec.label
+                    )
                 else:
                     yield Input(spec.value, id=f"field-{spec.name}")
             if self.ask_reason:
                 yield Label("Reason (kept in the journal, optional)")
                 yield Input(id="reason", placeholder="why")
-                yield Label("The rows are journaled first: u (undo) restores them exactly.", classes="dim")
+                yield Label(
+                    "The rows are journaled first: u (undo) restores them exactly.",
+                    classes="dim",
+                )
             with Horizontal(classes="dialog-buttons"):
                 if not self.noop:
                     yield Button("Confirm", id="confirm", variant="error")
@@ -95,7 +117,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:
-        reason = self.query_one("#reason", Input).value.strip() or None if self.ask_reason else None
+        reason = (
+            self.query_one("#reason", Input).value.strip() or None
+            if self.ask_reason
+            else None
+        )
         self.dismiss(ActionAnswer(True, self._values(), reason))
 
     @on(Button.Pressed, "#again")
@@ -110,7 +136,9 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 class ForceScreen(ModalScreen[bool]):
     """A refusal for a live run, overridable only by typing the run's id."""
 
-    BINDINGS = [Binding("escape", "dismiss(False)", "Cancel", tooltip="Keep the refusal")]
+    BINDINGS = [
+        Binding("escape", "dismiss(False)", "Cancel", tooltip="Keep the refusal")
+    ]
 
     def __init__(self, message: str, token: str) -> None:
         super().__init__()

@@ -32,7 +32,9 @@ def _int(values: dict[str, str], name: str, default: int) -> int:
 
 
 def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in counts.items())
+    return ", ".join(
+        f"{count} {what.replace('_', ' ')}" for what, count in counts.items()
+    )
 
 
 class ActionFlows:
@@ -41,10 +43,21 @@ class ActionFlows:
     def _entry_index(self) -> int | None:
         row = self.transcript.current_row
         if row is not None and row.segment is not None and row.segment.counting:
-            self.notify("the session's entries are still being counted; try again in a moment", severity="warning")
+            self.notify(
+                "the session's entries are still being counted; try again in a moment",
+                severity="warning",
+            )
             return None
-        if self.session_key is None or row is None or row.entry is None or row.entry.index is None:
-            self.notify("put the cursor on an entry of the session (not of an in-flight run)", severity="warning")
+        if (
+            self.session_key is None
+            or row is None
+            or row.entry is None
+            or row.entry.index is None
+        ):
+            self.notify(
+                "put the cursor on an entry of the session (not of an in-flight run)",
+                severity="warning",
+            )
             return None
         return row.entry.index
 
@@ -56,7 +69,13 @@ class ActionFlows:
             sid = self.session_key[1]
             self.action_flow(
                 f"Rewind {sid} to before entry {index}",
-                lambda values, force: preview_rewind(self.workspace, sid, index, force=force, stale_after=self.stale_after),
+                lambda values, force: preview_rewind(
+                    self.workspace,
+                    sid,
+                    index,
+                    force=force,
+                    stale_after=self.stale_after,
+                ),
             )
 
     def action_rewind_turn(self) -> None:
@@ -68,9 +87,13 @@ class ActionFlows:
 
             async def build(values: dict[str, str], force: bool) -> Preview:
                 keep = await user_turn_start(self.workspace, sid, index)
-                return await preview_rewind(self.workspace, sid, keep, force=force, stale_after=self.stale_after)
+                return await preview_rewind(
+                    self.workspace, sid, keep, force=force, stale_after=self.stale_after
+                )
 
-            self.action_flow(f"Rewind {sid} to before this user turn (edit and resend)", build)
+            self.action_flow(
+                f"Rewind {sid} to before this user turn (edit and resend)", build
+            )
 
     def action_trim(self) -> None:
         from lovia_tui.core.session_plans import preview_trim
@@ -79,10 +102,18 @@ class ActionFlows:
         if self.session_key is None:
             return
         sid = self.session_key[1]
-        fields = [FormField("keep_chars", "Keep characters of each old output", "400"), FormField("keep_runs", "Keep the last N runs untouched", "1")]
+        fields = [
+            FormField("keep_chars", "Keep characters of each old output", "400"),
+            FormField("keep_runs", "Keep the last N runs untouched", "1"),
+        ]
         self.action_flow(
             f"Trim tool outputs of {sid}",
-            lambda values, force: preview_trim(self.workspace, sid, _int(values, "keep_chars", 400), _int(values, "keep_runs", 1)),
+            lambda values, force: preview_trim(
+                self.workspace,
+                sid,
+                _int(values, "keep_chars", 400),
+                _int(values, "keep_runs", 1),
+            ),
             fields,
         )
 
@@ -94,7 +125,9 @@ class ActionFlows:
         sid = self.session_key[1]
         self.action_flow(
             f"Clear session {sid}",
-            lambda values, force: preview_clear(self.workspace, sid, force=force, stale_after=self.stale_after),
+            lambda values, force: preview_clear(
+                self.workspace, sid, force=force, stale_after=self.stale_after
+            ),
         )
 
     def action_delete_run(self) -> None:
@@ -104,21 +137,33 @@ class ActionFlows:
         if run is not None:
             self.action_flow(
                 f"Delete the checkpoint of run {run.run_id}",
-                lambda values, force: preview_delete_runs(self.workspace, [run.run_id], force=force, stale_after=self.stale_after),
+                lambda values, force: preview_delete_runs(
+                    self.workspace,
+                    [run.run_id],
+                    force=force,
+                    stale_after=self.stale_after,
+                ),
             )
 
     def action_delete_runs_by_filter(self) -> None:
         from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs
         from lovia_tui.screens.action_dialog import FormField
 
-        fields = [FormField("status", "Status", "interrupted", RUN_STATUSES), FormField("days", "Older than (days, empty for any age)", "")]
+        fields = [
+            FormField("status", "Status", "interrupted", RUN_STATUSES),
+            FormField("days", "Older than (days, empty for any age)", ""),
+        ]
 
         def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
             days = values.get("days", "").strip()
             return preview_delete_runs(
-                self.workspace, status=values.get("status") or "interrupted",
-                older_than_days=float(days) if days.replace(".", "", 1).isdigit() else None,
-                force=force, stale_after=self.stale_after,
+                self.workspace,
+                status=values.get("status") or "interrupted",
+                older_than_days=float(days)
+                if days.replace(".", "", 1).isdigit()
+                else None,
+                force=force,
+                stale_after=self.stale_after,
             )
 
         self.action_flow("Delete checkpoints by status and age", build, fields)
@@ -131,15 +176,34 @@ class ActionFlows:
         if run is None:
             return
         linked = self.runs.links.get(run.run_id)
-        fields = [] if linked else [FormField("session", "Session (your choice: nothing links this run to one)", "", tuple(key[1] for key in self.sessions.keys))]
+        fields = (
+            []
+            if linked
+            else [
+                FormField(
+                    "session",
+                    "Session (your choice: nothing links this run to one)",
+                    "",
+                    tuple(key[1] for key in self.sessions.keys),
+                )
+            ]
+        )
 
         def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
-            return preview_finalize(self.workspace, run.run_id, values.get("session") or None, force=force, stale_after=self.stale_after)
+            return preview_finalize(
+                self.workspace,
+                run.run_id,
+                values.get("session") or None,
+                force=force,
+                stale_after=self.stale_after,
+            )
 
         self.action_flow(f"Finalize run {run.run_id} into its session", build, fields)
 
     @work(exclusive=True, group="action")
-    async def action_flow(self, title: str, build: Build, fields: list[FormField] = ()) -> None:
+    async def action_flow(
+        self, title: str, build: Build, fields: list[FormField] = ()
+    ) -> None:
         """Preview, confirm (or preview again with new options), perform, refresh."""
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
@@ -152,12 +216,18 @@ class ActionFlows:
                 preview = await build(values, force)
             except LiveRunError as exc:
                 token = str(exc).split()[1] if str(exc).startswith("run ") else "force"
-                if not force and await self.app.push_screen_wait(ForceScreen(str(exc), token)):
+                if not force and await self.app.push_screen_wait(
+                    ForceScreen(str(exc), token)
+                ):
                     force = True
                     continue
                 return
             except ActionError as exc:
-                if fields and any(spec.choices for spec in fields) and not all(values.values()):
+                if (
+                    fields
+                    and any(spec.choices for spec in fields)
+                    and not all(values.values())
+                ):
                     preview = None
                     lines = [title, str(exc)]
                 else:
@@ -165,8 +235,20 @@ class ActionFlows:
                     return
             else:
                 lines = describe(preview)
-            shown = [FormField(spec.name, spec.label, values.get(spec.name, spec.value), spec.choices) for spec in fields]
-            answer = await self.app.push_screen_wait(ActionScreen(title, lines, noop=preview is None or preview.noop, fields=shown))
+            shown = [
+                FormField(
+                    spec.name,
+                    spec.label,
+                    values.get(spec.name, spec.value),
+                    spec.choices,
+                )
+                for spec in fields
+            ]
+            answer = await self.app.push_screen_wait(
+                ActionScreen(
+                    title, lines, noop=preview is None or preview.noop, fields=shown
+                )
+            )
             if answer is None:
                 return
             if not answer.confirm or answer.values != values:
@@ -178,7 +260,9 @@ class ActionFlows:
         except ActionError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.notify(f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)")
+        self.notify(
+            f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
+        )
         self.action_refresh()
 
     @work(exclusive=True, group="action")
@@ -199,7 +283,9 @@ class ActionFlows:
             f"restores the rows exactly as they were before it ({_counts(entry.counts)})",
             "refused if anything changed those rows since",
         ]
-        answer = await self.app.push_screen_wait(ActionScreen(f"Undo {entry.action}", lines, noop=False, ask_reason=False))
+        answer = await self.app.push_screen_wait(
+            ActionScreen(f"Undo {entry.action}", lines, noop=False, ask_reason=False)
+        )
         if answer is None or not answer.confirm:
             return
         try:
@@ -207,5 +293,7 @@ class ActionFlows:
         except ActionError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.notify(f"undone: journal #{entry.id} ({result.rows_restored} rows restored)")
+        self.notify(
+            f"undone: journal #{entry.id} ({result.rows_restored} rows restored)"
+        )
         self.action_refresh()

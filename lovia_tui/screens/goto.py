@@ -23,7 +23,11 @@ class GotoProvider(Provider):
             for key in screen.sessions.keys
         ]
         targets += [
-            (f"Go to run {run.run_id}", partial(screen.go_to_run, run.run_id), f"run · {run.status} · {run.agent_name}")
+            (
+                f"Go to run {run.run_id}",
+                partial(screen.go_to_run, run.run_id),
+                f"run · {run.status} · {run.agent_name}",
+            )
             for run in screen.runs.runs
         ]
         return targets

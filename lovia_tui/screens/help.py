@@ -16,7 +16,10 @@ MOVING = [
     ("tab / shift+tab", "Next / previous pane"),
     ("↑ ↓ j k, PgUp PgDn, Home End", "Move in a list or the transcript"),
     ("enter", "Open a session, jump from a run to its session, fold/unfold an entry"),
-    ("ctrl+p", "Command palette: every command, go to session or run by id, filter runs"),
+    (
+        "ctrl+p",
+        "Command palette: every command, go to session or run by id, filter runs",
+    ),
 ]
 
 
@@ -27,7 +30,9 @@ def key_label(key: str) -> str:
 class HelpScreen(ModalScreen):
     """Lists every binding; Esc or ? closes it."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", tooltip="Close help")]
+    BINDINGS = [
+        Binding("escape,question_mark,q", "dismiss", "Close", tooltip="Close help")
+    ]
 
     def compose(self) -> ComposeResult:
         table = Table(title="lovia-tui keys", expand=True, show_header=False, box=None)
@@ -37,7 +42,9 @@ class HelpScreen(ModalScreen):
             table.add_row(key, what)
         for binding in Transcript.BINDINGS:
             if binding.show:
-                table.add_row(key_label(binding.key), f"{binding.description}: {binding.tooltip}")
+                table.add_row(
+                    key_label(binding.key), f"{binding.description}: {binding.tooltip}"
+                )
         groups: dict[str, list[CommandDef]] = {}
         for command in INSPECTOR_COMMANDS:
             groups.setdefault(command.group, []).append(command)
@@ -45,6 +52,8 @@ class HelpScreen(ModalScreen):
             table.add_row("", "")
             table.add_row(f"[u]{group}[/u]", "")
             for command in commands:
-                table.add_row(key_label(command.key), f"{command.title}: {command.help}")
+                table.add_row(
+                    key_label(command.key), f"{command.title}: {command.help}"
+                )
         with VerticalScroll(id="help-box"):
             yield Static(table)

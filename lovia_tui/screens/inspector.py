@@ -53,7 +53,18 @@ NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
 SESSION_ACTIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "export"}
 RUN_ACTIONS = {"delete_run", "finalize"}
-MUTATIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "delete_run", "delete_runs_by_filter", "finalize", "undo", "resume", "replay"}
+MUTATIONS = {
+    "rewind_here",
+    "rewind_turn",
+    "trim",
+    "clear_session",
+    "delete_run",
+    "delete_runs_by_filter",
+    "finalize",
+    "undo",
+    "resume",
+    "replay",
+}
 
 
 @dataclass(frozen=True)
@@ -79,7 +90,13 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     BINDINGS = bindings(INSPECTOR_COMMANDS)
     AUTO_FOCUS = "#sessions"
 
-    def __init__(self, workspace: Workspace, *, stale_after: float, first_page: FirstPage | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        stale_after: float,
+        first_page: FirstPage | None = None,
+    ) -> None:
         super().__init__()
         self.workspace = workspace
         self.first_page = first_page
@@ -138,7 +155,13 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         parts = []
         for db in self.workspace.databases:
             stores = "+".join(
-                name for name, has in (("sessions", db.stores.session), ("checkpoints", db.stores.checkpoint), ("web", db.stores.chat)) if has
+                name
+                for name, has in (
+                    ("sessions", db.stores.session),
+                    ("checkpoints", db.stores.checkpoint),
+                    ("web", db.stores.chat),
+                )
+                if has
             )
             mode = "read-only" if db.readonly else db.journal_mode.upper()
             live = self.watch_modes.get(db.path, "watching")
@@ -171,7 +194,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
                     key = (str(db.path), session_id)
                     index[key] = max(index.get(key, 0), last_id)
         first = set(keys)
-        rest = sorted((k for k in index if k not in first), key=lambda k: index[k], reverse=True)
+        rest = sorted(
+            (k for k in index if k not in first), key=lambda k: index[k], reverse=True
+        )
         self.post_message(messages.SessionsLoaded(keys + rest))
         # The index is most of what lives as long as the app: keeping it out of
         # full garbage collections spares the UI their ~90 ms pauses.
@@ -197,7 +222,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         pane = self.sessions
         # A screenful ahead each way: scrolling row by row then reads once a
         # screen, not once a key.
-        found = await self.workspace.summaries(key for key in pane.visible_keys(margin=1) if key not in pane.summaries)
+        found = await self.workspace.summaries(
+            key for key in pane.visible_keys(margin=1) if key not in pane.summaries
+        )
         if found:
             self.post_message(messages.SummariesLoaded(found))
 
@@ -230,7 +257,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             # refresh on every move would recompose the footer per key press.
             self.refresh_bindings()
         self.runs.highlight_session(key)
-        self.query_one("#transcript-title", Label).update(f"Transcript · {key[1]} · loading…", layout=False)
+        self.query_one("#transcript-title", Label).update(
+            f"Transcript · {key[1]} · loading…", layout=False
+        )
         if self.runs_loaded:
             # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
             self.load_transcript(key, settle)
@@ -248,7 +277,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         rows, seqs = await session_rows(db, key[1], self._inflight(key))
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         # Shown first; the flat indices need every older segment counted.
-        self.post_message(messages.IndicesCounted(key, await queries.flat_starts(db, key[1])))
+        self.post_message(
+            messages.IndicesCounted(key, await queries.flat_starts(db, key[1]))
+        )
 
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
         if message.key != self.session_key:
@@ -267,7 +298,8 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         return [
             (self.workspace.database(run.file), run, self.runs.status_of(run))
             for run in self.runs.runs
-            if (link := self.runs.links.get(run.run_id)) and (str(link.file), link.session_id) == key
+            if (link := self.runs.links.get(run.run_id))
+            and (str(link.file), link.session_id) == key
         ]
 
     def on_indices_counted(self, message: messages.IndicesCounted) -> None:
@@ -317,7 +349,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     def on_older_loaded(self, message: messages.OlderLoaded) -> None:
         if message.key == self.session_key:
             if self.flat_starts is not None:
-                set_indices(message.rows, self.flat_starts)  # counted while this batch loaded
+                set_indices(
+                    message.rows, self.flat_starts
+                )  # counted while this batch loaded
             self.transcript.prepend(message.rows)
             self._watch_window()
 
@@ -331,7 +365,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     async def load_newer(self, key: SessionKey, after_id: int) -> None:
         db = self.workspace.database(Path(key[0]))
         await self.watch_newer(db.path)
-        rows, seqs = await newer_rows(db, key[1], after_id, self.flat_starts, self._inflight(key))
+        rows, seqs = await newer_rows(
+            db, key[1], after_id, self.flat_starts, self._inflight(key)
+        )
         self.post_message(messages.NewerLoaded(key, rows, seqs))
 
     def on_newer_loaded(self, message: messages.NewerLoaded) -> None:
@@ -346,11 +382,15 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
     def _watch_window(self) -> None:
         """The live tail watches the segments the transcript still holds."""
         rows = self.transcript.rows
-        ids = [row.segment.row_id for row in rows if row.kind == "segment" and row.segment]
+        ids = [
+            row.segment.row_id for row in rows if row.kind == "segment" and row.segment
+        ]
         if self.session_key and ids:
             to_id = ids[-1] if rows[-1].kind == "newer" else None
             file = Path(self.session_key[0])
-            self.run_worker(self.watch_window(file, ids[0], to_id), group="watch", exclusive=True)
+            self.run_worker(
+                self.watch_window(file, ids[0], to_id), group="watch", exclusive=True
+            )
 
     # ----- runs -----
 
@@ -382,7 +422,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             link = links.get(run.run_id)
             status = self.runs.status_of(run)
             if link and status != "completed":
-                badges[(str(link.file), link.session_id)] = "live" if status == "running" else status
+                badges[(str(link.file), link.session_id)] = (
+                    "live" if status == "running" else status
+                )
         return badges
 
     @on(RowList.Highlighted, "#runs")
@@ -403,7 +445,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
 
     @work(exclusive=True, group="run-detail")
     async def load_run_detail(self, run: RunInfo) -> None:
-        entries, problems = await queries.snapshot_entries(self.workspace.database(run.file), run.run_id)
+        entries, problems = await queries.snapshot_entries(
+            self.workspace.database(run.file), run.run_id
+        )
         calls = dangling_calls([entry.data for entry in entries])
         self.post_message(messages.RunDetailLoaded(run.run_id, calls, problems))
 
@@ -412,19 +456,34 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         if run is None or run.run_id != message.run_id:
             return
         self.query_one(RunDetail).show(
-            run, self.runs.links.get(run.run_id), message.dangling, message.problems,
-            raw=self.run_raw, stale_after=self.stale_after,
+            run,
+            self.runs.links.get(run.run_id),
+            message.dangling,
+            message.problems,
+            raw=self.run_raw,
+            stale_after=self.stale_after,
         )
 
     # ----- actions -----
 
     def action_focus_pane(self, pane: str) -> None:
-        target = {"sessions": "#sessions", "transcript": "#transcript", "runs": "#runs"}[pane]
+        target = {
+            "sessions": "#sessions",
+            "transcript": "#transcript",
+            "runs": "#runs",
+        }[pane]
         self.query_one(target).focus()
         self._show_focused_pane()
 
     def action_cycle_pane(self, step: int) -> None:
-        current = next((name for name in PANES if self.query_one(f"#{name}-pane").has_class("focused")), PANES[0])
+        current = next(
+            (
+                name
+                for name in PANES
+                if self.query_one(f"#{name}-pane").has_class("focused")
+            ),
+            PANES[0],
+        )
         self.action_focus_pane(PANES[(PANES.index(current) + step) % len(PANES)])
 
     def on_descendant_focus(self) -> None:
@@ -435,13 +494,21 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         focused = self.focused
         for name in PANES:
             pane = self.query_one(f"#{name}-pane")
-            pane.set_class(focused is not None and pane in focused.ancestors_with_self, "focused")
+            pane.set_class(
+                focused is not None and pane in focused.ancestors_with_self, "focused"
+            )
 
     async def action_filter_sessions(self) -> None:
-        await self._open_input("filter", "filter by id or title", self.sessions.filter_text)
+        await self._open_input(
+            "filter", "filter by id or title", self.sessions.filter_text
+        )
 
     async def action_search_content(self) -> None:
-        await self._open_input("search", "search message text (Enter to start, Esc to cancel)", self.search_needle)
+        await self._open_input(
+            "search",
+            "search message text (Enter to start, Esc to cancel)",
+            self.search_needle,
+        )
 
     async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
         self.filter_mode = mode
@@ -478,7 +545,11 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
                 # so the UI is not busy re-filtering the list all along.
                 if time.monotonic() - posted >= SEARCH_PROGRESS_EVERY:
                     posted = time.monotonic()
-                    self.post_message(messages.SearchProgress(needle, list(found), fraction, done=False))
+                    self.post_message(
+                        messages.SearchProgress(
+                            needle, list(found), fraction, done=False
+                        )
+                    )
         self.post_message(messages.SearchProgress(needle, list(found), 1.0, done=True))
 
     def on_search_progress(self, message: messages.SearchProgress) -> None:
@@ -501,12 +572,18 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         self.sessions.show_title()
 
     def action_back(self) -> None:
-        if self.workers and any(w.group == "search" and w.is_running for w in self.workers):
+        if self.workers and any(
+            w.group == "search" and w.is_running for w in self.workers
+        ):
             self.workers.cancel_group(self, "search")
             self._search_progress("")
             self.notify("search cancelled")
             return
-        if self.sessions.filter_open or self.sessions.matches is not None or self.sessions.filter_text:
+        if (
+            self.sessions.filter_open
+            or self.sessions.matches is not None
+            or self.sessions.filter_text
+        ):
             for box in self.query("#session-filter").results(Input):
                 box.add_class("hidden")
                 box.value = ""
@@ -534,12 +611,18 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         """Show a run in the transcript: at its session's seam, or alone if unlinked."""
         link = self.runs.links.get(run.run_id)
         if link is None:
-            self.notify(f"run {run.run_id} is unlinked: no record says which session it belongs to; showing it alone")
+            self.notify(
+                f"run {run.run_id} is unlinked: no record says which session it belongs to; showing it alone"
+            )
             self.show_run_alone(run)
             self.action_focus_pane("transcript")
             return
         key = (str(link.file), link.session_id)
-        row = f"seam:{run.run_id}" if run.status != "completed" or link.kind == "web" else None
+        row = (
+            f"seam:{run.run_id}"
+            if run.status != "completed" or link.kind == "web"
+            else None
+        )
         self.go_to_session(key, focus_row=row)
 
     def go_to_session(self, key: SessionKey, *, focus_row: str | None = None) -> None:
@@ -618,9 +701,17 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         if action in RUN_ACTIONS:
             return None if run is None else True
         if action == "resume":
-            return None if run is None or run.status == "completed" or self.workspace.readonly else True
+            return (
+                None
+                if run is None or run.status == "completed" or self.workspace.readonly
+                else True
+            )
         if action == "replay":
-            return None if run is None or run.status != "completed" or self.workspace.readonly else True
+            return (
+                None
+                if run is None or run.status != "completed" or self.workspace.readonly
+                else True
+            )
         if action == "cancel_run":
             return True if self.run_going else None
         if action == "jump_to_session":
@@ -634,7 +725,10 @@ def _run_keys_state(run: RunInfo | None) -> tuple[bool, bool]:
 
 
 def _safe_name(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80] or "session"
+    return (
+        "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
+        or "session"
+    )
 
 
 __all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]

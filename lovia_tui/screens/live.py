@@ -49,7 +49,12 @@ class LiveTail:
             if db.immutable:
                 self.watch_modes[db.path] = "static (immutable: changes are not seen)"
                 continue
-            self.run_worker(self._live(db), group=f"live:{db.path}", exclusive=True, exit_on_error=False)
+            self.run_worker(
+                self._live(db),
+                group=f"live:{db.path}",
+                exclusive=True,
+                exit_on_error=False,
+            )
         self._describe_files()
 
     async def _live(self, db: Database) -> None:
@@ -71,7 +76,10 @@ class LiveTail:
             except LoviaTuiError as exc:
                 # A writer held its lock past the busy timeout: keep watching
                 # once it lets go, and reload what changed meanwhile.
-                self.notify(f"{exc}; live updates resume once it is released", severity="warning")
+                self.notify(
+                    f"{exc}; live updates resume once it is released",
+                    severity="warning",
+                )
                 await _until_readable(db)
                 if feed.put(Changes(sessions_changed=True)):
                     self.post_message(messages.LiveChanged(db.path, feed))
@@ -85,10 +93,14 @@ class LiveTail:
         if changes.heads or changes.deleted_runs:
             self.load_runs()
         if changes.segments:
-            self.sessions.bring_to_front([(str(message.path), s.session_id) for s in changes.segments])
+            self.sessions.bring_to_front(
+                [(str(message.path), s.session_id) for s in changes.segments]
+            )
             self.fetch_visible_summaries()
         key = self.session_key
-        if self.run_view and any(head.run_id == self.run_view for head in changes.heads):
+        if self.run_view and any(
+            head.run_id == self.run_view for head in changes.heads
+        ):
             self.load_runs()
         if key and key[0] == str(message.path):
             touched = changes.session_ids | changes.rewritten_sessions
@@ -100,14 +112,24 @@ class LiveTail:
         if entries and self.followed == (message.path, entries.run_id):
             run = self._seam_run(entries.run_id)
             if run is not None:
-                offset = sum(1 for row in self.transcript.rows if row.kind == "entry" and row.run is not None and row.run.run_id == run.run_id)
+                offset = sum(
+                    1
+                    for row in self.transcript.rows
+                    if row.kind == "entry"
+                    and row.run is not None
+                    and row.run.run_id == run.run_id
+                )
                 self.transcript.extend(run_entry_rows(run, entries, offset))
                 self._title_transcript()
 
     def _update_seams(self, changes) -> None:
         statuses = {head.run_id: head.status for head in changes.heads}
         for row in self.transcript.rows:
-            if row.kind == "seam" and row.run is not None and row.run.run_id in statuses:
+            if (
+                row.kind == "seam"
+                and row.run is not None
+                and row.run.run_id in statuses
+            ):
                 row.extra["status"] = statuses[row.run.run_id]
         self.transcript.refresh()
 
@@ -161,7 +183,9 @@ class LiveTail:
 
     @work(exclusive=True, group="transcript")
     async def load_run_view(self, run: RunInfo) -> None:
-        rows, seq = await inflight_rows(self.workspace.database(run.file), run, self.runs.status_of(run))
+        rows, seq = await inflight_rows(
+            self.workspace.database(run.file), run, self.runs.status_of(run)
+        )
         self.post_message(messages.RunViewLoaded(run.run_id, rows, seq))
 
     def on_run_view_loaded(self, message: messages.RunViewLoaded) -> None:
@@ -174,11 +198,17 @@ class LiveTail:
     def action_follow(self) -> None:
         """Follow the run selected in the runs pane, or toggle following."""
         run = self.runs.selected if self.focused is self.runs.row_list else None
-        if run is not None and (self.followed is None or self.followed[1] != run.run_id):
+        if run is not None and (
+            self.followed is None or self.followed[1] != run.run_id
+        ):
             self.follow_enabled = True
             self.open_run(run)
             return
         self.follow_enabled = not self.follow_enabled
-        state = "on: a running run's new entries appear as they are saved" if self.follow_enabled else "off"
+        state = (
+            "on: a running run's new entries appear as they are saved"
+            if self.follow_enabled
+            else "off"
+        )
         self.notify(f"follow {state}")
         self.reload_transcript()

@@ -16,7 +16,9 @@ def open_in_pager(app: App, row: Row) -> None:
     if row.entry is None:
         return
     lines = detail_lines(row, raw=False, full=True, clip=False)
-    body = "\n".join(line.plain for line in lines) or json.dumps(row.entry.data, ensure_ascii=False, indent=2)
+    body = "\n".join(line.plain for line in lines) or json.dumps(
+        row.entry.data, ensure_ascii=False, indent=2
+    )
     command = shlex.split(os.environ.get("PAGER") or "less -R")
     try:
         with app.suspend():

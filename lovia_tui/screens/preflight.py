@@ -54,9 +54,16 @@ def describe(pf: Preflight) -> RenderableType:
     table.add_row("run", f"{run.run_id} · {run.agent_name} · {run.turns} turns")
     table.add_row("status", status)
     if run.error:
-        table.add_row("error", Text(f"{run.error.get('type')}: {run.error.get('message')}", style="red"))
+        table.add_row(
+            "error",
+            Text(f"{run.error.get('type')}: {run.error.get('message')}", style="red"),
+        )
     if pf.mode == "resume":
-        entry = pf.agent.spec if pf.agent else "none (start lovia-tui with --agent MODULE:ATTR)"
+        entry = (
+            pf.agent.spec
+            if pf.agent
+            else "none (start lovia-tui with --agent MODULE:ATTR)"
+        )
         reach = {True: "reaches", False: "does NOT reach", None: "—"}[pf.reachable]
         table.add_row("agent", f"{entry} · {reach} {run.agent_name!r}")
     if pf.session_id:
@@ -65,7 +72,13 @@ def describe(pf: Preflight) -> RenderableType:
         if pf.session_source == "given":
             table.add_row("", Text(WRONG_SESSION, style="yellow"))
     else:
-        table.add_row("session", Text("none chosen: no record says which session this run belongs to", style="italic"))
+        table.add_row(
+            "session",
+            Text(
+                "none chosen: no record says which session this run belongs to",
+                style="italic",
+            ),
+        )
     if pf.already_in_session:
         table.add_row("", "already stored in that session: the append is a no-op")
     parts: list[RenderableType] = [table, Text("")]
@@ -81,7 +94,11 @@ def describe(pf: Preflight) -> RenderableType:
 class PreflightScreen(ModalScreen[PreflightChoice | None]):
     """Shows a :class:`Preflight`; its button runs only when nothing blocks."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", tooltip="Close without doing anything")]
+    BINDINGS = [
+        Binding(
+            "escape", "dismiss(None)", "Cancel", tooltip="Close without doing anything"
+        )
+    ]
 
     def __init__(self, pf: Preflight, sessions: list[str], *, live: bool) -> None:
         super().__init__()
@@ -92,22 +109,42 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
     def compose(self) -> ComposeResult:
         pf = self.pf
         with VerticalScroll(id="dialog", classes="dialog"):
-            yield Label(f"{pf.mode.capitalize()} run {pf.run.run_id}", classes="dialog-title")
+            yield Label(
+                f"{pf.mode.capitalize()} run {pf.run.run_id}", classes="dialog-title"
+            )
             yield Static(describe(pf))
             if pf.session_source in (None, "given"):
                 yield Label("Session (your choice; " + WRONG_SESSION + ")")
-                options = [(NO_SESSION, NO_SESSION), *[(sid, sid) for sid in self.sessions]]
-                current = pf.session_id if pf.session_id in self.sessions else Select.NULL
-                yield Select(options, value=current, id="session", prompt="choose the run's session")
+                options = [
+                    (NO_SESSION, NO_SESSION),
+                    *[(sid, sid) for sid in self.sessions],
+                ]
+                current = (
+                    pf.session_id if pf.session_id in self.sessions else Select.NULL
+                )
+                yield Select(
+                    options,
+                    value=current,
+                    id="session",
+                    prompt="choose the run's session",
+                )
             if pf.mode == "resume":
                 yield Label("Max turns (turns carry over into a resume)")
                 yield Input(str(pf.max_turns), id="max-turns", type="integer")
-            yield Checkbox("Delete the checkpoint once the run is stored", pf.delete_on_success, id="delete")
+            yield Checkbox(
+                "Delete the checkpoint once the run is stored",
+                pf.delete_on_success,
+                id="delete",
+            )
             if self.live:
-                yield Label(f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):")
+                yield Label(
+                    f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):"
+                )
                 yield Input(id="typed", placeholder=pf.run.run_id)
             with Horizontal(classes="dialog-buttons"):
-                yield Button(pf.mode.capitalize(), id="go", variant="warning", disabled=not pf.ok)
+                yield Button(
+                    pf.mode.capitalize(), id="go", variant="warning", disabled=not pf.ok
+                )
                 yield Button("Check again", id="recheck")
                 yield Button("Cancel", id="cancel")
 
@@ -124,9 +161,17 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
         if self.query("#max-turns"):
             text = self.query_one("#max-turns", Input).value.strip()
             max_turns = int(text) if text.lstrip("-").isdigit() else None
-        force = bool(self.query("#typed")) and self.query_one("#typed", Input).value.strip() == self.pf.run.run_id
+        force = (
+            bool(self.query("#typed"))
+            and self.query_one("#typed", Input).value.strip() == self.pf.run.run_id
+        )
         return PreflightChoice(
-            go, session_id, no_session, max_turns, self.query_one("#delete", Checkbox).value, force
+            go,
+            session_id,
+            no_session,
+            max_turns,
+            self.query_one("#delete", Checkbox).value,
+            force,
         )
 
     @on(Button.Pressed, "#go")

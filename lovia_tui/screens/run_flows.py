@@ -64,7 +64,9 @@ class RunFlows:
         if self.runs.selected is not None:
             self._preflight_flow("replay", self.runs.selected.run_id)
 
-    async def _preflight(self, mode: str, run_id: str, choice: PreflightChoice | None) -> Preflight:
+    async def _preflight(
+        self, mode: str, run_id: str, choice: PreflightChoice | None
+    ) -> Preflight:
         from lovia_tui.core.preflight import preflight, preflight_replay
 
         options = {}
@@ -76,12 +78,18 @@ class RunFlows:
                 "force": choice.force,
             }
         if mode == "replay":
-            return await preflight_replay(self.workspace, run_id, agent=await self._load_agent(), **options)
+            return await preflight_replay(
+                self.workspace, run_id, agent=await self._load_agent(), **options
+            )
         if choice is not None:
             options["max_turns"] = choice.max_turns
         return await preflight(
-            self.workspace, run_id, agent=await self._load_agent(), deps=self._deps,
-            stale_after=self.stale_after, **options,
+            self.workspace,
+            run_id,
+            agent=await self._load_agent(),
+            deps=self._deps,
+            stale_after=self.stale_after,
+            **options,
         )
 
     @work(exclusive=True, group="preflight")
@@ -91,7 +99,10 @@ class RunFlows:
         from lovia_tui.screens.preflight import PreflightScreen
 
         if self.run_going:
-            self.notify("a run is already going in the console (K cancels it)", severity="warning")
+            self.notify(
+                "a run is already going in the console (K cancels it)",
+                severity="warning",
+            )
             return
         choice: PreflightChoice | None = None
         try:
@@ -101,7 +112,9 @@ class RunFlows:
                     break
                 sessions = [key[1] for key in self.sessions.keys]
                 live = pf.run.is_live(time.time(), self.stale_after)
-                choice = await self.app.push_screen_wait(PreflightScreen(pf, sessions, live=live))
+                choice = await self.app.push_screen_wait(
+                    PreflightScreen(pf, sessions, live=live)
+                )
                 if choice is None:
                     return
         except LoviaTuiError as exc:

@@ -67,7 +67,8 @@ class KeyBar(Widget):
 
     def render(self) -> Text:
         styles = tuple(
-            self.get_component_rich_style(f"key-bar--{name}") for name in ("key", "description", "disabled")
+            self.get_component_rich_style(f"key-bar--{name}")
+            for name in ("key", "description", "disabled")
         )
         # Drawn again with its neighbours' repaints: build the line only when it changes.
         state = (self.size.width, styles, self._keys, self._palette)
@@ -75,21 +76,35 @@ class KeyBar(Widget):
             self._drawn = (state, self._line(*styles))
         return self._drawn[1]
 
-    def _line(self, key_style: Style, description_style: Style, disabled_style: Style) -> Text:
+    def _line(
+        self, key_style: Style, description_style: Style, disabled_style: Style
+    ) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         self._spans = []
 
         def add(shown: Key) -> None:
             start = text.cell_len
-            text.append(f" {shown.display} ", style=key_style if shown.enabled else disabled_style)
-            text.append(shown.description, style=description_style if shown.enabled else disabled_style)
+            text.append(
+                f" {shown.display} ",
+                style=key_style if shown.enabled else disabled_style,
+            )
+            text.append(
+                shown.description,
+                style=description_style if shown.enabled else disabled_style,
+            )
             self._spans.append((start, text.cell_len, shown.key))
 
         for shown in self._keys:
             add(shown)
             text.append(SEPARATOR)
         if self._palette:
-            room = self.size.width - text.cell_len - len(self._palette.display) - len(self._palette.description) - 2
+            room = (
+                self.size.width
+                - text.cell_len
+                - len(self._palette.display)
+                - len(self._palette.description)
+                - 2
+            )
             if room >= 0:
                 text.append(" " * room)
                 add(self._palette)

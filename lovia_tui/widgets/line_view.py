@@ -39,7 +39,11 @@ class LineCache:
         if found is None:
             text = text.copy()
             text.truncate(width, overflow="ellipsis", pad=True)
-            found = Strip(text.render(console)).apply_style(style).adjust_cell_length(width, style)
+            found = (
+                Strip(text.render(console))
+                .apply_style(style)
+                .adjust_cell_length(width, style)
+            )
             if len(self._strips) >= SIZE:
                 del self._strips[next(iter(self._strips))]
             self._strips[key] = found
@@ -69,7 +73,9 @@ class LineView:
         these views are sized by the CSS, so the size is set as plain state,
         the scroll offset kept in range and the view repainted.
         """
-        self.set_reactive(Widget.virtual_size, Size(self.scrollable_content_region.width, height))
+        self.set_reactive(
+            Widget.virtual_size, Size(self.scrollable_content_region.width, height)
+        )
         self.scroll_y = self.validate_scroll_y(self.scroll_y)
         self.refresh()
 
@@ -93,7 +99,11 @@ class LineView:
     @property
     def repaint_values(self) -> tuple[Style, int]:
         """(base style, content width) of the repaint in progress."""
-        width = self._width if self._width is not None else self.scrollable_content_region.width
+        width = (
+            self._width
+            if self._width is not None
+            else self.scrollable_content_region.width
+        )
         return self._style(None), width
 
     def component(self, name: str, partial: bool = False) -> Style:
@@ -105,6 +115,8 @@ class LineView:
             self._styles = {}
         if key not in self._styles:
             self._styles[key] = (
-                self.rich_style if key is None else self.get_component_rich_style(key[0], partial=key[1])
+                self.rich_style
+                if key is None
+                else self.get_component_rich_style(key[0], partial=key[1])
             )
         return self._styles[key]

@@ -76,7 +76,7 @@ class RowList(LineView, ScrollView, can_focus=True):
 
     @property
     def position(self) -> str:
-        """"cursor/count" for a pane title: the list draws no scrollbar."""
+        """ "cursor/count" for a pane title: the list draws no scrollbar."""
         return f"{self.cursor + 1:,}/{self._count:,}" if self._count else "0"
 
     def set_count(self, count: int, *, cursor: int | None = None) -> None:
@@ -133,13 +133,17 @@ class RowList(LineView, ScrollView, can_focus=True):
         if not self._count:
             if y == 0 and self.empty_text:
                 style = self.component("row-list--empty")
-                return Strip([Segment(self.empty_text[:width], style)]).adjust_cell_length(width, base)
+                return Strip(
+                    [Segment(self.empty_text[:width], style)]
+                ).adjust_cell_length(width, base)
             return Strip.blank(width, base)
         if index >= self._count:
             return Strip.blank(width, base)
         style = base
         if index == self.cursor:
-            cursor_class = "row-list--cursor" if self.has_focus else "row-list--cursor-blurred"
+            cursor_class = (
+                "row-list--cursor" if self.has_focus else "row-list--cursor-blurred"
+            )
             style = base + self.component(cursor_class)
         elif self._marked(index):
             style = base + self.component("row-list--marked")

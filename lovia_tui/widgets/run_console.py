@@ -67,7 +67,9 @@ class RunConsole(Vertical):
 
         self.remove_class("hidden")
         self.query_one(RichLog).clear()
-        self.query_one("#console-title", Label).update(f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)")
+        self.query_one("#console-title", Label).update(
+            f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)"
+        )
         self.control = RunControl()
         self._run(pf, starter, self.control)
 
@@ -89,7 +91,9 @@ class RunConsole(Vertical):
         finally:
             self.control = None
             self._flush()
-            self.query_one("#console-title", Label).update(f"Console · {pf.mode} {pf.run.run_id} · {status}")
+            self.query_one("#console-title", Label).update(
+                f"Console · {pf.mode} {pf.run.run_id} · {status}"
+            )
             self.post_message(self.Finished(pf.run.run_id, status))
 
     def _show(self, event: ConsoleEvent) -> None:

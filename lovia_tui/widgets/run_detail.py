@@ -40,39 +40,85 @@ def status_label(run: RunInfo, now: float, stale_after: float) -> str:
 
 
 def usage_text(usage: dict) -> str:
-    return f"{usage.get('input_tokens', 0):,} in · {usage.get('output_tokens', 0):,} out"
+    return (
+        f"{usage.get('input_tokens', 0):,} in · {usage.get('output_tokens', 0):,} out"
+    )
 
 
-def head_table(run: RunInfo, link: SessionLink | None, now: float, stale_after: float) -> Table:
+def head_table(
+    run: RunInfo, link: SessionLink | None, now: float, stale_after: float
+) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     status = status_label(run, now, stale_after)
     if status == "stale":
-        status = f"running, but no save for {age(now - run.updated_at)}: stale (crashed?)"
+        status = (
+            f"running, but no save for {age(now - run.updated_at)}: stale (crashed?)"
+        )
     table.add_row("run", run.run_id)
-    table.add_row("status", Text(status, style=STATUS_STYLES.get(status_label(run, now, stale_after), "")))
-    table.add_row("agent", run.agent_name + (f" → handoff pending to {run.pending_handoff}" if run.pending_handoff else ""))
+    table.add_row(
+        "status",
+        Text(status, style=STATUS_STYLES.get(status_label(run, now, stale_after), "")),
+    )
+    table.add_row(
+        "agent",
+        run.agent_name
+        + (
+            f" → handoff pending to {run.pending_handoff}"
+            if run.pending_handoff
+            else ""
+        ),
+    )
     table.add_row("turns", str(run.turns))
-    table.add_row("usage", usage_text(run.usage) + (f" · last input {run.last_input_tokens:,}" if run.last_input_tokens else ""))
+    table.add_row(
+        "usage",
+        usage_text(run.usage)
+        + (f" · last input {run.last_input_tokens:,}" if run.last_input_tokens else ""),
+    )
     table.add_row("entries", f"{run.entries} (last seq {run.last_seq})")
     table.add_row("started", timestamp(run.started_at))
-    table.add_row("updated", f"{timestamp(run.updated_at)} ({age(now - run.updated_at)} ago)")
+    table.add_row(
+        "updated", f"{timestamp(run.updated_at)} ({age(now - run.updated_at)} ago)"
+    )
     if link:
         how = "appended to it" if link.kind == "segment" else "web UI record"
         table.add_row("session", f"{link.session_id} ({how})")
     else:
-        table.add_row("session", Text("unlinked: no record says which session this run belongs to", style="italic"))
+        table.add_row(
+            "session",
+            Text(
+                "unlinked: no record says which session this run belongs to",
+                style="italic",
+            ),
+        )
     if run.error:
-        table.add_row("error", Text(f"{run.error.get('type', '')}: {run.error.get('message', '')}", style="bold red"))
+        table.add_row(
+            "error",
+            Text(
+                f"{run.error.get('type', '')}: {run.error.get('message', '')}",
+                style="bold red",
+            ),
+        )
     if run.status == "completed":
-        output = run.output if isinstance(run.output, str) else json.dumps(run.output, ensure_ascii=False)
+        output = (
+            run.output
+            if isinstance(run.output, str)
+            else json.dumps(run.output, ensure_ascii=False)
+        )
         table.add_row("output", output)
-    context = run.context_state.get("context") if isinstance(run.context_state, dict) else None
+    context = (
+        run.context_state.get("context")
+        if isinstance(run.context_state, dict)
+        else None
+    )
     if isinstance(context, dict):
         offloaded = _count(context.get("offloaded"))
         summary = "summary kept" if context.get("summary") else "no summary"
-        table.add_row("context", f"{offloaded} offloaded results · {summary} · {_count(context.get('cleared'))} cleared")
+        table.add_row(
+            "context",
+            f"{offloaded} offloaded results · {summary} · {_count(context.get('cleared'))} cleared",
+        )
     table.add_row("file", str(run.file))
     return table
 
@@ -84,12 +130,16 @@ def _count(records: object) -> int:
 
 def dangling_panel(calls: list[DanglingCall]) -> RenderableType:
     if not calls:
-        return Text("No dangling tool calls: a resume continues with the model.", style="dim")
+        return Text(
+            "No dangling tool calls: a resume continues with the model.", style="dim"
+        )
     items: list[RenderableType] = [Text(RESUME_WARNING, style="bold")]
     for call in calls:
         items.append(Text(f"\n{call.name}  ({call.call_id})", style="bold"))
         items.append(Text(pretty_arguments(call.arguments)))
-    return Panel(Group(*items), title=f"{len(calls)} dangling tool call(s)", border_style="red")
+    return Panel(
+        Group(*items), title=f"{len(calls)} dangling tool call(s)", border_style="red"
+    )
 
 
 class RunDetail(VerticalScroll):
@@ -116,7 +166,11 @@ class RunDetail(VerticalScroll):
         if raw:
             body.update(Text(json.dumps(run.head, ensure_ascii=False, indent=2)))
             return
-        parts: list[RenderableType] = [head_table(run, link, now, stale_after), Text(""), dangling_panel(dangling)]
+        parts: list[RenderableType] = [
+            head_table(run, link, now, stale_after),
+            Text(""),
+            dangling_panel(dangling),
+        ]
         for problem in [run.unreadable, *problems]:
             if problem:
                 parts.append(Text(f"⚠ unreadable: {problem}", style="bold red"))

@@ -39,7 +39,11 @@ class RunsPane(Vertical):
     @property
     def selected(self) -> RunInfo | None:
         rows = self.row_list
-        return self.shown[rows.cursor] if self.shown and rows.cursor < len(self.shown) else None
+        return (
+            self.shown[rows.cursor]
+            if self.shown and rows.cursor < len(self.shown)
+            else None
+        )
 
     def status_of(self, run: RunInfo) -> str:
         return status_label(run, time.time(), self.stale_after)
@@ -51,16 +55,22 @@ class RunsPane(Vertical):
     def apply_filter(self, keep: str | None = None) -> None:
         current = keep or (self.selected.run_id if self.selected else None)
         self.shown = [
-            run for run in self.runs if self.status_filter == "all" or self.status_of(run) == self.status_filter
+            run
+            for run in self.runs
+            if self.status_filter == "all" or self.status_of(run) == self.status_filter
         ]
         ids = [run.run_id for run in self.shown]
-        self.row_list.set_count(len(self.shown), cursor=ids.index(current) if current in ids else 0)
+        self.row_list.set_count(
+            len(self.shown), cursor=ids.index(current) if current in ids else 0
+        )
         self.row_list.set_marked(self._is_related)
         self.show_title()
 
     def show_title(self) -> None:
         label = "Runs" if self.status_filter == "all" else f"Runs: {self.status_filter}"
-        self.query_one("#runs-title", Label).update(f"{label} {self.row_list.position}", layout=False)
+        self.query_one("#runs-title", Label).update(
+            f"{label} {self.row_list.position}", layout=False
+        )
 
     def on_row_list_highlighted(self) -> None:
         self.show_title()
@@ -81,7 +91,9 @@ class RunsPane(Vertical):
     def highlight_session(self, key: tuple[str, str] | None) -> None:
         """Mark the runs that belong to the selected session."""
         linked = {(str(link.file), link.session_id) for link in self.links.values()}
-        unchanged = key == self.related_session or (key not in linked and self.related_session not in linked)
+        unchanged = key == self.related_session or (
+            key not in linked and self.related_session not in linked
+        )
         self.related_session = key
         if unchanged:
             return  # no row's mark changes: spare the list a repaint per key press
@@ -91,7 +103,10 @@ class RunsPane(Vertical):
         if self.related_session is None or index >= len(self.shown):
             return False
         link = self.links.get(self.shown[index].run_id)
-        return link is not None and (str(link.file), link.session_id) == self.related_session
+        return (
+            link is not None
+            and (str(link.file), link.session_id) == self.related_session
+        )
 
     def _render_row(self, index: int, width: int) -> Text:
         run = self.shown[index]
@@ -102,6 +117,10 @@ class RunsPane(Vertical):
         text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
         text.append(f"{run.run_id[:id_width]:<{id_width}} ", style="bold")
         text.append(f"{run.agent_name[:10]:<10} ")
-        text.append(f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim")
-        text.append(link.session_id if link else "unlinked", style="" if link else "italic dim")
+        text.append(
+            f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim"
+        )
+        text.append(
+            link.session_id if link else "unlinked", style="" if link else "italic dim"
+        )
         return text

@@ -14,7 +14,12 @@ from lovia_tui.core.models import SessionSummary
 from lovia_tui.widgets.row_list import RowList
 
 SessionKey = tuple[str, str]
-BADGE_STYLES = {"live": "bold green", "stale": "bold red", "interrupted": "yellow", "failed": "red"}
+BADGE_STYLES = {
+    "live": "bold green",
+    "stale": "bold red",
+    "interrupted": "yellow",
+    "failed": "red",
+}
 
 
 class SessionsPane(Vertical):
@@ -23,7 +28,11 @@ class SessionsPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.keys: list[SessionKey] = []
-        self._positions: tuple[list[SessionKey], int, dict[SessionKey, int]] = ([], 0, {})
+        self._positions: tuple[list[SessionKey], int, dict[SessionKey, int]] = (
+            [],
+            0,
+            {},
+        )
         self.shown: list[SessionKey] = []
         self.summaries: dict[SessionKey, SessionSummary] = {}
         self.badges: dict[SessionKey, str] = {}
@@ -56,7 +65,11 @@ class SessionsPane(Vertical):
     @property
     def selected(self) -> SessionKey | None:
         rows = self.row_list
-        return self.shown[rows.cursor] if self.shown and rows.cursor < len(self.shown) else None
+        return (
+            self.shown[rows.cursor]
+            if self.shown and rows.cursor < len(self.shown)
+            else None
+        )
 
     def set_keys(self, keys: list[SessionKey]) -> None:
         self.keys = keys
@@ -79,12 +92,18 @@ class SessionsPane(Vertical):
             # A search's few matches, in list order: not a walk of every session
             # per progress message (130,000 of them at a million segments).
             order = self._order()
-            candidates = sorted((key for key in self.matches if key in order), key=order.__getitem__)
+            candidates = sorted(
+                (key for key in self.matches if key in order), key=order.__getitem__
+            )
         shown = [
             key
             for key in candidates
             if (self.matches is None or key in self.matches)
-            and (not needle or needle in key[1].casefold() or needle in self._title(key).casefold())
+            and (
+                not needle
+                or needle in key[1].casefold()
+                or needle in self._title(key).casefold()
+            )
         ]
         self.shown = shown
         cursor = shown.index(current) if current in shown else 0
@@ -105,7 +124,11 @@ class SessionsPane(Vertical):
     def _order(self) -> dict[SessionKey, int]:
         """Each key's position in ``keys``, rebuilt when ``keys`` is replaced."""
         if self._positions[0] is not self.keys or self._positions[1] != len(self.keys):
-            self._positions = (self.keys, len(self.keys), {key: n for n, key in enumerate(self.keys)})
+            self._positions = (
+                self.keys,
+                len(self.keys),
+                {key: n for n, key in enumerate(self.keys)},
+            )
         return self._positions[2]
 
     def _title(self, key: SessionKey) -> str:
@@ -117,7 +140,9 @@ class SessionsPane(Vertical):
         rows = self.row_list
         height = rows.size.height + 1
         start = int(rows.scroll_offset.y)
-        return self.shown[max(0, start - margin * height) : start + (margin + 1) * height]
+        return self.shown[
+            max(0, start - margin * height) : start + (margin + 1) * height
+        ]
 
     def _render_row(self, index: int, width: int) -> Text:
         key = self.shown[index]
@@ -130,7 +155,9 @@ class SessionsPane(Vertical):
         if summary is None:
             text.append("…", style="dim")
             return text
-        when = age(time.time() - summary.last_activity) if summary.last_activity else "-"
+        when = (
+            age(time.time() - summary.last_activity) if summary.last_activity else "-"
+        )
         meta = f" {summary.runs:>3}r {when:>4}"
         room = max(0, width - len(text) - len(meta))
         title = summary.title[:room]

@@ -47,8 +47,18 @@ class Transcript(LineView, ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "home", "Top", show=False),
         Binding("end", "end", "Bottom", show=False),
-        Binding("enter,space", "toggle", "Fold/unfold", tooltip="Expand or fold the entry or run under the cursor"),
-        Binding("r", "raw", "Raw JSON", tooltip="Show the entry under the cursor as stored (raw JSON)"),
+        Binding(
+            "enter,space",
+            "toggle",
+            "Fold/unfold",
+            tooltip="Expand or fold the entry or run under the cursor",
+        ),
+        Binding(
+            "r",
+            "raw",
+            "Raw JSON",
+            tooltip="Show the entry under the cursor as stored (raw JSON)",
+        ),
     ]
     COMPONENT_CLASSES = {
         "transcript--cursor",
@@ -123,7 +133,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
         loads them again), so memory stays bounded however far one scrolls."""
         before = len(self._lines)
         current = self.current_row
-        self.rows = keep_oldest(rows + [row for row in self.rows if row.kind != "older"], WINDOW)
+        self.rows = keep_oldest(
+            rows + [row for row in self.rows if row.kind != "older"], WINDOW
+        )
         self.loading_older = False
         self._forget_dropped()
         self._relayout()
@@ -131,7 +143,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
         if current is not None and current.kind == "older":
             # The cursor was on the "older" row (Home, or up at the top), which
             # this batch replaces: stay at the top, on the batch's first row.
-            self.cursor = min(1 if rows and rows[0].kind == "older" else 0, len(self._visible) - 1)
+            self.cursor = min(
+                1 if rows and rows[0].kind == "older" else 0, len(self._visible) - 1
+            )
             self._scroll_to_cursor()
             return
         if current is not None:
@@ -145,27 +159,42 @@ class Transcript(LineView, ScrollView, can_focus=True):
         current = self.current_row
         top_line = self._first_line_of(self.cursor)
         offset_in_view = top_line - self.scroll_offset.y
-        self.rows = keep_newest([row for row in self.rows if row.kind != "newer"] + rows, WINDOW)
+        self.rows = keep_newest(
+            [row for row in self.rows if row.kind != "newer"] + rows, WINDOW
+        )
         self.loading_newer = False
         self._forget_dropped()
         self._relayout()
         if current is not None and current.kind == "newer":
             # As prepend: the batch replaces the row the cursor was on.
-            first = next((n for n, row in enumerate(self.rows) if row in rows), len(self.rows) - 1)
+            first = next(
+                (n for n, row in enumerate(self.rows) if row in rows),
+                len(self.rows) - 1,
+            )
             current = self.rows[first]
         if current is not None and current in self.rows:
             self.cursor = self._visible.index(self.rows.index(current))
-            self.scroll_to(y=max(0, self._first_line_of(self.cursor) - offset_in_view), animate=False, immediate=True)
+            self.scroll_to(
+                y=max(0, self._first_line_of(self.cursor) - offset_in_view),
+                animate=False,
+                immediate=True,
+            )
         self._announce()
 
     def _forget_dropped(self) -> None:
         """Fold, unfold and raw states of rows no longer loaded."""
         keys = {row.key for row in self.rows}
         segments = {row.extra.get("segment") for row in self.rows}
-        self._expanded = {key: value for key, value in self._expanded.items() if key in keys}
+        self._expanded = {
+            key: value for key, value in self._expanded.items() if key in keys
+        }
         self._raw &= keys
         self._collapsed &= segments
-        self._details = {key: value for key, value in self._details.items() if key.rsplit(":", 3)[0] in keys}
+        self._details = {
+            key: value
+            for key, value in self._details.items()
+            if key.rsplit(":", 3)[0] in keys
+        }
 
     def extend(self, rows: list[Row]) -> None:
         """Append rows at the bottom (follow mode), keeping the newest in view
@@ -191,7 +220,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     @property
     def position(self) -> str:
-        """"cursor/rows" for the pane title: the transcript draws no scrollbar."""
+        """ "cursor/rows" for the pane title: the transcript draws no scrollbar."""
         return f"{self.cursor + 1:,}/{len(self._visible):,}" if self._visible else "0"
 
     @property
@@ -229,7 +258,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
             lines.append((visible_position, 0))
             if row.key in self._expanded and row.kind == "entry":
                 details = self._details_for(row, width)
-                lines.extend((visible_position, offset + 1) for offset in range(len(details)))
+                lines.extend(
+                    (visible_position, offset + 1) for offset in range(len(details))
+                )
         self._lines = lines
         self.entries = sum(1 for row in self.rows if row.kind == "entry")
         self.set_virtual_height(len(lines))
@@ -238,7 +269,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
         key = f"{row.key}:{width}:{row.key in self._raw}:{self._expanded.get(row.key)}"
         if key not in self._details:
             wrapped: list[Text] = []
-            for line in detail_lines(row, row.key in self._raw, bool(self._expanded.get(row.key))):
+            for line in detail_lines(
+                row, row.key in self._raw, bool(self._expanded.get(row.key))
+            ):
                 wrapped.extend(line.wrap(self.app.console, width) or [Text("")])
             self._details[key] = wrapped
         return self._details[key]
@@ -256,15 +289,30 @@ class Transcript(LineView, ScrollView, can_focus=True):
         visible_position, offset = self._lines[line_number]
         row = self.rows[self._visible[visible_position]]
         if offset == 0:
-            text = self._summary(row, row.key in self._expanded or (row.kind == "segment" and row.extra.get("segment") not in self._collapsed))
+            text = self._summary(
+                row,
+                row.key in self._expanded
+                or (
+                    row.kind == "segment"
+                    and row.extra.get("segment") not in self._collapsed
+                ),
+            )
             style = base + self.component(row.component)
         else:
             details = self._details_for(row, max(20, width - 2))
-            text = Text("  ") + details[offset - 1] if offset - 1 < len(details) else Text("")
+            text = (
+                Text("  ") + details[offset - 1]
+                if offset - 1 < len(details)
+                else Text("")
+            )
             style = base + self.component("transcript--detail")
         if self._needle:
             text = text.copy()
-            text.highlight_words([self._needle], self.component("transcript--match"), case_sensitive=False)
+            text.highlight_words(
+                [self._needle],
+                self.component("transcript--match"),
+                case_sensitive=False,
+            )
         if visible_position == self.cursor and offset == 0:
             cursor = self.component("transcript--cursor", partial=True)
             style = style + (cursor if self.has_focus else Style(underline=True))
@@ -275,7 +323,14 @@ class Transcript(LineView, ScrollView, can_focus=True):
     def _summary(self, row: Row, expanded: bool) -> Text:
         """A row's summary line, remembered: building it measures and cuts the
         entry's text (a 100 KB output's size included) on every repaint."""
-        key = (row.key, expanded, index_text(row), partner_text(row, self.rows, ""), row.extra.get("status"), row.older)
+        key = (
+            row.key,
+            expanded,
+            index_text(row),
+            partner_text(row, self.rows, ""),
+            row.extra.get("status"),
+            row.older,
+        )
         text = self._summaries.get(key)
         if text is None:
             if len(self._summaries) >= SUMMARIES:
@@ -297,22 +352,41 @@ class Transcript(LineView, ScrollView, can_focus=True):
         # _lines is sorted by (visible position, offset): bisect, never scan,
         # so a key press costs the same in a session of any length.
         number = bisect_left(self._lines, (visible_position, 0))
-        return number if number < len(self._lines) and self._lines[number] == (visible_position, 0) else 0
+        return (
+            number
+            if number < len(self._lines)
+            and self._lines[number] == (visible_position, 0)
+            else 0
+        )
 
     def _line_count_of(self, visible_position: int) -> int:
-        return max(1, bisect_left(self._lines, (visible_position + 1, 0)) - self._first_line_of(visible_position))
+        return max(
+            1,
+            bisect_left(self._lines, (visible_position + 1, 0))
+            - self._first_line_of(visible_position),
+        )
 
     def _partner_position(self) -> int | None:
         current = self.current_row
         if current is None or current.partner is None:
             return None
         position = bisect_left(self._visible, current.partner)
-        return position if position < len(self._visible) and self._visible[position] == current.partner else None
+        return (
+            position
+            if position < len(self._visible)
+            and self._visible[position] == current.partner
+            else None
+        )
 
     def _scroll_to_cursor(self, *, center: bool = False) -> None:
         top = self._first_line_of(self.cursor)
         height = self._line_count_of(self.cursor)
-        self.scroll_to_region(Region(0, top, 1, min(height, max(1, self.size.height))), animate=False, center=center, immediate=True)
+        self.scroll_to_region(
+            Region(0, top, 1, min(height, max(1, self.size.height))),
+            animate=False,
+            center=center,
+            immediate=True,
+        )
 
     def _announce(self) -> None:
         self.post_message(self.RowHighlighted(self.current_row))
@@ -344,8 +418,13 @@ class Transcript(LineView, ScrollView, can_focus=True):
         if self.scroll_offset == scrolled_from and self.new_below == new_below:
             # Only the rows whose highlight changed (cursor and partner, before
             # and after) are drawn again, not the whole view.
-            for visible_position in (changed | {self.cursor, self._partner_position()}) - {None}:
-                self.refresh_lines(self._first_line_of(visible_position), self._line_count_of(visible_position))
+            for visible_position in (
+                changed | {self.cursor, self._partner_position()}
+            ) - {None}:
+                self.refresh_lines(
+                    self._first_line_of(visible_position),
+                    self._line_count_of(visible_position),
+                )
         else:
             self.refresh()
         self._announce()
@@ -379,7 +458,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
             state = self._expanded.get(row.key)
             if state is None:
                 self._expanded[row.key] = False
-            elif state is False and detail_lines(row, row.key in self._raw, False) != detail_lines(row, row.key in self._raw, True):
+            elif state is False and detail_lines(
+                row, row.key in self._raw, False
+            ) != detail_lines(row, row.key in self._raw, True):
                 self._expanded[row.key] = True
             else:
                 del self._expanded[row.key]

@@ -22,7 +22,10 @@ FOLD_CHARS = 20_000
 """Most characters a folded entry shows on screen."""
 FULL_CHARS = 400_000
 """Most characters an entry unfolded in full shows on screen (wrapping costs ~1 s per MB)."""
-TRIM_MARKER = re.compile(r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?archived to a result store\]", re.S)
+TRIM_MARKER = re.compile(
+    r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?archived to a result store\]",
+    re.S,
+)
 
 KIND_LABELS = {
     "assistant_text": "assistant",
@@ -64,7 +67,11 @@ class Row:
         data = self.entry.data if self.entry else {}
         kind = data.get("type")
         if kind == "input":
-            return "transcript--user" if data.get("role") == "user" else "transcript--system"
+            return (
+                "transcript--user"
+                if data.get("role") == "user"
+                else "transcript--system"
+            )
         if kind == "tool_result" and data.get("is_error"):
             return "transcript--error"
         return "transcript--" + str(kind).replace("_", "-")
@@ -72,13 +79,21 @@ class Row:
 
 def older_row(count: int, before_id: int) -> list[Row]:
     """The row standing for ``count`` segments below id ``before_id``, not loaded."""
-    return [Row("older", f"older:{before_id}", older=count, extra={"before": before_id})] if count else []
+    return (
+        [Row("older", f"older:{before_id}", older=count, extra={"before": before_id})]
+        if count
+        else []
+    )
 
 
 def newer_row(count: int, after_id: int) -> list[Row]:
     """The row standing for ``count`` segments above id ``after_id``, not loaded
     (dropped from the window while the user read older ones)."""
-    return [Row("newer", f"newer:{after_id}", older=count, extra={"after": after_id})] if count else []
+    return (
+        [Row("newer", f"newer:{after_id}", older=count, extra={"after": after_id})]
+        if count
+        else []
+    )
 
 
 def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
@@ -89,7 +104,9 @@ def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
         return rows
     cut = headers[segments]
     dropped = rows[cut:]
-    count = sum(1 for row in dropped if row.kind == "segment") + sum(row.older for row in dropped if row.kind == "newer")
+    count = sum(1 for row in dropped if row.kind == "segment") + sum(
+        row.older for row in dropped if row.kind == "newer"
+    )
     return rows[:cut] + newer_row(count, rows[headers[segments - 1]].segment.row_id)
 
 
@@ -101,7 +118,9 @@ def keep_newest(rows: list[Row], segments: int) -> list[Row]:
         return rows
     cut = headers[-segments]
     dropped = rows[:cut]
-    count = sum(1 for row in dropped if row.kind == "segment") + sum(row.older for row in dropped if row.kind == "older")
+    count = sum(1 for row in dropped if row.kind == "segment") + sum(
+        row.older for row in dropped if row.kind == "older"
+    )
     return older_row(count, rows[cut].segment.row_id) + rows[cut:]
 
 
@@ -148,9 +167,13 @@ def partner_text(row: Row, rows: list[Row], arrow: str) -> str:
 def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     """The one line a row shows when folded (and the first line when expanded)."""
     if row.kind == "older":
-        return Text(f"▲ {row.older:,} older runs — press Enter (or scroll to the top) to load")
+        return Text(
+            f"▲ {row.older:,} older runs — press Enter (or scroll to the top) to load"
+        )
     if row.kind == "newer":
-        return Text(f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load")
+        return Text(
+            f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load"
+        )
     if row.kind == "unreadable" and row.problem:
         return Text(f"⚠ unreadable: {row.problem}")
     if row.kind == "segment" and row.segment:
@@ -204,8 +227,9 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
         badges.append("compacted")
     if segment.unreadable:
         badges.append("⚠ unreadable")
-    return f"{marker} run {segment.run_id} · {span} · {count} entries · {size(segment.stored_bytes)}" + (
-        " · " + " · ".join(badges) if badges else ""
+    return (
+        f"{marker} run {segment.run_id} · {span} · {count} entries · {size(segment.stored_bytes)}"
+        + (" · " + " · ".join(badges) if badges else "")
     )
 
 
@@ -231,7 +255,9 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
         output = str(data.get("output", ""))
         # The substring test first: the regex alone takes ~0.4 s over 10 MB.
         trimmed = "chars trimmed from stored history" in output
-        marks = [match.span() for match in TRIM_MARKER.finditer(output)] if trimmed else []
+        marks = (
+            [match.span() for match in TRIM_MARKER.finditer(output)] if trimmed else []
+        )
         return _fold(_split_lines(output), full, limit, marks)
     return _fold(entry_text(data).splitlines(), full, limit)
 
@@ -270,11 +296,21 @@ def _fold(
         if limit is not None and used + len(line) > limit:
             texts.append(_marked(line[: limit - used], offset, marks))
             more = sum(map(len, lines)) - limit
-            hint = "o opens in $PAGER" if full else "Enter shows more, o opens in $PAGER"
-            return [*texts, Text(f"… {more:,} more characters — {hint}", style="dim italic")]
+            hint = (
+                "o opens in $PAGER" if full else "Enter shows more, o opens in $PAGER"
+            )
+            return [
+                *texts,
+                Text(f"… {more:,} more characters — {hint}", style="dim italic"),
+            ]
         texts.append(_marked(line, offset, marks))
         offset, used = offset + len(line) + 1, used + len(line)
     if len(shown) < len(lines):
         hidden = len(lines) - len(shown)
-        texts.append(Text(f"… {hidden:,} more lines — Enter shows all, o opens in $PAGER", style="dim italic"))
+        texts.append(
+            Text(
+                f"… {hidden:,} more lines — Enter shows all, o opens in $PAGER",
+                style="dim italic",
+            )
+        )
     return texts
