@@ -36,9 +36,10 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
             await _until(
                 pilot, lambda: screen.run_view == "r1" and screen.followed is not None
             )
-            shown = lambda: sum(
-                1 for row in screen.transcript.rows if row.kind == "entry"
-            )  # noqa: E731
+
+            def shown() -> int:
+                return sum(1 for row in screen.transcript.rows if row.kind == "entry")
+
             first = shown()
             await _until(pilot, lambda: shown() > first)
             await writer.expect("DONE", timeout=30)
@@ -73,9 +74,12 @@ async def test_a_rewind_by_another_process_shows_up(snap_dir, monkeypatch):
         key = next(key for key in screen.sessions.keys if key[1] == "chat-kyoto")
         screen.go_to_session(key)
         await settle(pilot)
-        entries = lambda: [
-            row.entry.index for row in screen.transcript.rows if row.kind == "entry"
-        ]  # noqa: E731
+
+        def entries() -> list:
+            return [
+                row.entry.index for row in screen.transcript.rows if row.kind == "entry"
+            ]
+
         assert len(entries()) > 3
         child = await asyncio.create_subprocess_exec(
             sys.executable, "-c", REWIND, str(snap_dir / "snap.db"), "chat-kyoto", "3"

@@ -138,8 +138,7 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         return self.query_one(Transcript)
 
     def on_mount(self) -> None:
-        self._describe_files()
-        self.call_after_refresh(self.start_live)
+        self.start_live()  # first: it decides each file's watch mode, which the status line shows
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)

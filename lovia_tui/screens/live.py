@@ -17,6 +17,7 @@ from lovia_tui.core.database import Database
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
+from lovia_tui.core.watch import CommitWatch
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
@@ -44,7 +45,7 @@ class LiveTail:
     run_view: str | None = None
 
     def start_live(self) -> None:
-        """Watch every file (after the first frame: watching is not needed to draw it)."""
+        """Watch every file: first thing on mount, so a view loaded next is followed."""
         for db in self.workspace.databases:
             if db.immutable:
                 self.watch_modes[db.path] = "static (immutable: changes are not seen)"
@@ -58,8 +59,6 @@ class LiveTail:
         self._describe_files()
 
     async def _live(self, db: Database) -> None:
-        from lovia_tui.core.watch import CommitWatch  # watchfiles: off the first frame
-
         watch = CommitWatch(db)
         feed = ChangeFeed()
         tail: Tail | None = None

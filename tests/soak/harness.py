@@ -310,9 +310,15 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
         screen.go_to_session(session_key)
 
         def loaded() -> bool:
-            return screen.session_key == session_key and any(
-                row.segment is not None and row.segment.session_id == victim
-                for row in screen.transcript.rows
+            rows = screen.transcript.rows
+            return (
+                screen.session_key == session_key
+                and any(
+                    r.segment is not None and r.segment.session_id == victim
+                    for r in rows
+                )
+                # Flat indices are counted after the rows show: wait for them.
+                and not any(r.segment is not None and r.segment.counting for r in rows)
             )
 
         if not await within(pilot, loaded):
