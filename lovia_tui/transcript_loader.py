@@ -122,12 +122,23 @@ Inflight = list[tuple[Database, RunInfo, str]]
 seam below the newest segment unless already appended."""
 
 
+async def newest_batch(db: Database, session_id: str) -> tuple[list[SegmentInfo], int]:
+    """A session's newest ``BATCH`` segments, listed (their entries not read
+    yet), and how many older ones there are."""
+    return await queries.newest_segments(db, session_id, BATCH)
+
+
 async def session_rows(
-    db: Database, session_id: str, inflight: Inflight, starts: Starts | None = None
+    db: Database,
+    session_id: str,
+    listed: tuple[list[SegmentInfo], int],
+    inflight: Inflight,
+    starts: Starts | None = None,
 ) -> tuple[list[Row], dict[str, int]]:
-    """The newest batch of a session, then each linked run not yet appended;
-    and, per such run, the last batch seq read (to follow it from there)."""
-    batch, older = await queries.newest_segments(db, session_id, BATCH)
+    """The newest batch of a session (as listed by ``queries.newest_segments``),
+    then each linked run not yet appended; and, per such run, the last batch
+    seq read (to follow it from there)."""
+    batch, older = listed
     rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
         db, batch, starts
     )

@@ -231,6 +231,12 @@ async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opene
     assert (await cursor.poll()).empty  # nothing was saved after the kill
 
 
+async def _newest(db: Database, session_id: str, count: int) -> tuple[list, int]:
+    """The newest ``count`` segments as the transcript lists them, and the session's total."""
+    shown, older = await queries.newest_segments(db, session_id, count)
+    return shown, older + len(shown)
+
+
 async def test_rewind_by_another_process_is_reported(tmp_path, writers, opened):
     path = tmp_path / "rewind.db"
     async with rewinder(path) as rewind:
@@ -239,7 +245,9 @@ async def test_rewind_by_another_process_is_reported(tmp_path, writers, opened):
         await writer.expect("DONE")  # segments: [q call result a] [q call result a]
         db = await opened(path)
         cursor = await Tail.start(db)
-        await cursor.follow_session(SESSION, 1)  # watches run-2's segment
+        cursor.follow_session(
+            SESSION, *await _newest(db, SESSION, 1)
+        )  # run-2's segment
         async with collecting(CommitWatch(db), cursor) as seen:
             assert await rewind(5) == 3  # truncates run-2's segment in place
             await wait_until(lambda: seen.merged.rewritten_sessions)
@@ -445,7 +453,9 @@ async def test_the_session_watch_covers_the_segments_shown_and_no_more(
         for (row_id,) in await db.fetchall("SELECT id FROM session_runs ORDER BY id")
     ]
     cursor = await Tail.start(db)
-    await cursor.follow_session("w", 1)  # the newest segment is shown
+    cursor.follow_session(
+        "w", *await _newest(db, "w", 1)
+    )  # the newest segment is shown
 
     assert await store.trim_tool_results("w", keep_chars=10, keep_runs=2)  # the oldest
     assert not (await cursor.poll()).rewritten_sessions

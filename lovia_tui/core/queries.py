@@ -774,23 +774,6 @@ async def session_fingerprint(
     return (row[0], row[1], row[4]), (row[2], row[3], row[5])
 
 
-async def newest_fingerprint(
-    db: Database, session_id: str, newest: int
-) -> tuple[int, tuple[int, int, int]]:
-    """The id of the session's ``newest``-th newest segment and the session's
-    fingerprint from there on (as :func:`session_fingerprint`), in one statement."""
-    row = await db.fetchone(
-        "WITH shown AS (SELECT COALESCE(MIN(id), 0) AS from_id FROM "
-        " (SELECT id FROM session_runs WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)) "
-        "SELECT (SELECT from_id FROM shown), COUNT(*), COALESCE(MAX(id), 0), "
-        "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
-        " WHERE session_id = ?1 AND id >= (SELECT from_id FROM shown)) "
-        "FROM session_runs WHERE session_id = ?1",
-        (session_id, newest),
-    )
-    return row[0], (row[1], row[2], row[3])
-
-
 async def nth_newest_id(
     db: Database, session_id: str, n: int, before_id: int | None = None
 ) -> int:

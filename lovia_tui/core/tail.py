@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database, Stores
-from lovia_tui.core.models import Entry, Unreadable
+from lovia_tui.core.models import Entry, SegmentInfo, Unreadable
 from lovia_tui.core.schema import CHAT_TABLES, STORE_TABLES
 
 if TYPE_CHECKING:
@@ -207,18 +207,23 @@ class Tail:
         """
         self._run = None if run_id is None else (run_id, after_seq)
 
-    async def follow_session(self, session_id: str | None, newest: int) -> None:
-        """Report when the ``newest`` segments of ``session_id`` (the ones
-        shown; later ones too) are rewritten.
+    def follow_session(
+        self, session_id: str | None, shown: list[SegmentInfo], total: int
+    ) -> None:
+        """Report when the segments ``shown`` (a session's newest, as listed by
+        ``queries.newest_segments``; later ones too) are rewritten.
 
-        Call it before loading them: a rewrite between the two is then
-        reported (once too often at worst), never missed.
+        ``total`` is the session's segment count from the same statement. Call
+        it before reading the segments' entries: a rewrite in between is then
+        reported (once too often at worst), never missed. Costs no statement.
         """
         if session_id is None or not self.db.stores.session:
             self._session = None
             return
-        from_id, whole = await queries.newest_fingerprint(self.db, session_id, newest)
-        self._session = _Followed(session_id, from_id, None, whole)
+        from_id = shown[0].row_id if shown else 0
+        last_id = shown[-1].row_id if shown else 0
+        chars = sum(segment.stored_bytes for segment in shown)
+        self._session = _Followed(session_id, from_id, None, (total, last_id, chars))
 
     async def watch_older(self, count: int) -> None:
         """Also watch the ``count`` segments just older than those watched

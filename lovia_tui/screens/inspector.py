@@ -32,6 +32,7 @@ from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
 from lovia_tui.transcript_loader import (
     Inflight,
     newer_rows,
+    newest_batch,
     older_rows,
     session_rows,
     set_indices,
@@ -272,8 +273,9 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             # every session passed over (each one repaints the whole screen).
             await asyncio.sleep(settle)
         db = self.workspace.database(Path(key[0]))
-        await self.follow_session(db.path, key[1])
-        rows, seqs = await session_rows(db, key[1], self._inflight(key))
+        batch, older = listed = await newest_batch(db, key[1])
+        self.follow_session(db.path, key[1], batch, older + len(batch))
+        rows, seqs = await session_rows(db, key[1], listed, self._inflight(key))
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         # Shown first; the flat indices need every older segment counted.
         self.post_message(
@@ -626,12 +628,15 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
 
     def go_to_session(self, key: SessionKey, *, focus_row: str | None = None) -> None:
         pane = self.sessions
-        if key not in pane.shown and (pane.filter_text or pane.matches is not None):
+        # One scan of the list (130,000 keys at a million segments), not three.
+        position = _position(pane.shown, key)
+        if position is None and (pane.filter_text or pane.matches is not None):
             self.action_back()
+            position = _position(pane.shown, key)
         self.pending_row = focus_row
         self._select_session(key)
-        if key in pane.shown:
-            pane.row_list.cursor = pane.shown.index(key)
+        if position is not None:
+            pane.row_list.cursor = position
         # The focus moves with the new rows: moved now, it would repaint the
         # old session's rows and the panes while the new ones are read.
         self.focus_when_loaded = True
@@ -721,6 +726,13 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
 def _run_keys_state(run: RunInfo | None) -> tuple[bool, bool]:
     """What check_action reads from the selected run (so the footer knows when to update)."""
     return run is None, run is not None and run.status == "completed"
+
+
+def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
+    try:
+        return keys.index(key)
+    except ValueError:
+        return None
 
 
 def _safe_name(text: str) -> str:

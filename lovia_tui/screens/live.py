@@ -15,7 +15,7 @@ from textual import work
 from lovia_tui import messages
 from lovia_tui.core.database import Database
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.models import RunInfo
+from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
@@ -152,11 +152,12 @@ class LiveTail:
                 self.followed = (run.file, run_id)
                 return
 
-    async def follow_session(self, file: Path, session_id: str) -> None:
-        """Watch the session's newest batch (call before loading it)."""
-        tail = self.tails.get(file)
-        if tail is not None:
-            await tail.follow_session(session_id, BATCH)
+    def follow_session(
+        self, file: Path, session_id: str, shown: list[SegmentInfo], total: int
+    ) -> None:
+        """Watch the session's newest batch, as just listed (before its entries are read)."""
+        if (tail := self.tails.get(file)) is not None:
+            tail.follow_session(session_id, shown, total)
 
     async def watch_older(self, file: Path) -> None:
         """Watch the followed session's next older batch too (call before loading it)."""
