@@ -7,9 +7,7 @@ user has already left is dropped.
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Input, Label, Static
+from textual.widgets import Label, Static
 
 from lovia_tui import messages
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
@@ -28,15 +26,9 @@ from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
+from lovia_tui.screens.session_search import SessionSearch
+from lovia_tui.screens.transcript_flows import TranscriptFlows
 from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
-from lovia_tui.transcript_loader import (
-    Inflight,
-    newer_rows,
-    newest_batch,
-    older_rows,
-    session_rows,
-    set_indices,
-)
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
@@ -49,7 +41,6 @@ HIGHLIGHT_SETTLE = 0.06
 FOCUS_AT_THE_LATEST = 0.3
 """Seconds after a jump to a session when its transcript takes the focus even
 if its rows have not arrived (they normally arrive first, with the focus)."""
-SEARCH_PROGRESS_EVERY = 0.25
 NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
 SESSION_ACTIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "export"}
@@ -85,7 +76,15 @@ class FirstPage:
             return None  # the screen's own worker reads again and says why
 
 
-class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
+class InspectorScreen(
+    WorkerErrors,
+    TranscriptFlows,
+    SessionSearch,
+    ActionFlows,
+    LiveTail,
+    RunFlows,
+    Screen,
+):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
     BINDINGS = bindings(INSPECTOR_COMMANDS)
@@ -264,135 +263,6 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
             # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
             self.load_transcript(key, settle)
 
-    # ----- transcript -----
-
-    @work(exclusive=True, group="transcript")
-    async def load_transcript(self, key: SessionKey, settle: float = 0.0) -> None:
-        if settle:
-            # Moving through the list: load once the cursor rests, not for
-            # every session passed over (each one repaints the whole screen).
-            await asyncio.sleep(settle)
-        db = self.workspace.database(Path(key[0]))
-        batch, older = listed = await newest_batch(db, key[1])
-        self.follow_session(db.path, key[1], batch, older + len(batch))
-        rows, seqs = await session_rows(db, key[1], listed, self._inflight(key))
-        self.post_message(messages.TranscriptLoaded(key, rows, seqs))
-        # Shown first; the flat indices need every older segment counted.
-        self.post_message(
-            messages.IndicesCounted(key, await queries.flat_starts(db, key[1]))
-        )
-
-    def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
-        if message.key != self.session_key:
-            return
-        self.flat_starts = None
-        self.transcript.show(message.rows)
-        self.transcript.set_needle(self.search_needle)
-        self.follow_inflight(message.run_seqs)
-        if self.pending_row:
-            self.transcript.select_key(self.pending_row)
-            self.pending_row = None
-        self._focus_loaded()
-        self._title_transcript()
-
-    def _inflight(self, key: SessionKey) -> Inflight:
-        return [
-            (self.workspace.database(run.file), run, self.runs.status_of(run))
-            for run in self.runs.runs
-            if (link := self.runs.links.get(run.run_id))
-            and (str(link.file), link.session_id) == key
-        ]
-
-    def on_indices_counted(self, message: messages.IndicesCounted) -> None:
-        if message.key == self.session_key:
-            self.flat_starts = message.starts
-            set_indices(self.transcript.rows, message.starts)
-            self.transcript.refresh()
-
-    def reload_transcript(self) -> None:
-        if self.session_key:
-            self.load_transcript(self.session_key)
-        elif self.run_view and (run := self.runs.find(self.run_view)):
-            self.load_run_view(run)
-
-    def _title_transcript(self) -> None:
-        transcript = self.transcript
-        if self.session_key:
-            title = f"Transcript · {self.session_key[1]} · {transcript.entries:,} entries shown · {transcript.position}"
-        elif self.run_view:
-            title = f"Run {self.run_view} · session unknown · {transcript.entries:,} entries · {transcript.position}"
-        else:
-            return
-        if self.followed:
-            title += f" · following {self.followed[1]}"
-        if self.transcript.new_below:
-            title += f" · {self.transcript.new_below} new entries ↓"
-        label = self.query_one("#transcript-title", Label)
-        if title != label.content:
-            label.update(title, layout=False)
-
-    def on_transcript_row_highlighted(self) -> None:
-        self._title_transcript()
-
-    @on(Transcript.LoadOlder)
-    def _load_older(self) -> None:
-        rows = self.transcript.rows
-        if self.session_key and rows and rows[0].kind == "older":
-            self.load_older(self.session_key, rows[0].extra["before"])
-
-    @work(exclusive=True, group="older")
-    async def load_older(self, key: SessionKey, before_id: int) -> None:
-        db = self.workspace.database(Path(key[0]))
-        await self.watch_older(db.path)
-        rows = await older_rows(db, key[1], before_id, self.flat_starts)
-        self.post_message(messages.OlderLoaded(key, rows))
-
-    def on_older_loaded(self, message: messages.OlderLoaded) -> None:
-        if message.key == self.session_key:
-            if self.flat_starts is not None:
-                set_indices(
-                    message.rows, self.flat_starts
-                )  # counted while this batch loaded
-            self.transcript.prepend(message.rows)
-            self._watch_window()
-
-    @on(Transcript.LoadNewer)
-    def _load_newer(self) -> None:
-        rows = self.transcript.rows
-        if self.session_key and rows and rows[-1].kind == "newer":
-            self.load_newer(self.session_key, rows[-1].extra["after"])
-
-    @work(exclusive=True, group="newer")
-    async def load_newer(self, key: SessionKey, after_id: int) -> None:
-        db = self.workspace.database(Path(key[0]))
-        await self.watch_newer(db.path)
-        rows, seqs = await newer_rows(
-            db, key[1], after_id, self.flat_starts, self._inflight(key)
-        )
-        self.post_message(messages.NewerLoaded(key, rows, seqs))
-
-    def on_newer_loaded(self, message: messages.NewerLoaded) -> None:
-        if message.key == self.session_key:
-            if self.flat_starts is not None:
-                set_indices(message.rows, self.flat_starts)
-            self.transcript.append_newer(message.rows)
-            if message.run_seqs:
-                self.follow_inflight(message.run_seqs)
-            self._watch_window()
-
-    def _watch_window(self) -> None:
-        """The live tail watches the segments the transcript still holds."""
-        rows = self.transcript.rows
-        ids = [
-            row.segment.row_id for row in rows if row.kind == "segment" and row.segment
-        ]
-        if self.session_key and ids:
-            to_id = ids[-1] if rows[-1].kind == "newer" else None
-            file = Path(self.session_key[0])
-            self.run_worker(
-                self.watch_window(file, ids[0], to_id), group="watch", exclusive=True
-            )
-
     # ----- runs -----
 
     @work(exclusive=True, group="runs")
@@ -499,104 +369,6 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
                 focused is not None and pane in focused.ancestors_with_self, "focused"
             )
 
-    async def action_filter_sessions(self) -> None:
-        await self._open_input(
-            "filter", "filter by id or title", self.sessions.filter_text
-        )
-
-    async def action_search_content(self) -> None:
-        await self._open_input(
-            "search",
-            "search message text (Enter to start, Esc to cancel)",
-            self.search_needle,
-        )
-
-    async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
-        self.filter_mode = mode
-        box = await self.sessions.filter_box()
-        box.placeholder, box.value = placeholder, value
-        box.remove_class("hidden")
-        self.action_focus_pane("sessions")
-        box.focus()
-
-    @on(Input.Changed, "#session-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        if self.filter_mode == "filter":
-            self.sessions.filter_text = event.value
-            self.sessions.apply_filter()
-
-    @on(Input.Submitted, "#session-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        if self.filter_mode == "search" and event.value:
-            self.search_needle = event.value
-            self.sessions.matches = set()
-            self.sessions.apply_filter()
-            self._search_progress("searching… (esc cancels)")
-            self.search(event.value)
-        self.sessions.row_list.focus()
-
-    @work(exclusive=True, group="search")
-    async def search(self, needle: str) -> None:
-        found: dict[SessionKey, None] = {}
-        posted = 0.0
-        for db in self.workspace.session_dbs:
-            async for matches, fraction in queries.search_segments(db, needle):
-                found.update(((str(db.path), sid), None) for sid, _ in matches)
-                # Chunks take ~25 ms: report at most every SEARCH_PROGRESS_EVERY
-                # so the UI is not busy re-filtering the list all along.
-                if time.monotonic() - posted >= SEARCH_PROGRESS_EVERY:
-                    posted = time.monotonic()
-                    self.post_message(
-                        messages.SearchProgress(
-                            needle, list(found), fraction, done=False
-                        )
-                    )
-        self.post_message(messages.SearchProgress(needle, list(found), 1.0, done=True))
-
-    def on_search_progress(self, message: messages.SearchProgress) -> None:
-        if message.needle != self.search_needle:
-            return
-        self._search_progress(f"searching {message.fraction:.0%} (esc cancels)")
-        keys = set(message.keys)
-        if message.done or keys != self.sessions.matches:
-            # Re-filtering walks every session: only when the matches changed.
-            self.sessions.matches = keys
-            self.sessions.apply_filter()
-            self.transcript.set_needle(self.search_needle)
-        if message.done:
-            self._search_progress("")
-            self.notify(f"{len(message.keys)} session(s) contain {message.needle!r}")
-
-    def _search_progress(self, text: str) -> None:
-        """A search's progress, in the sessions title: no bar to lay out."""
-        self.sessions.progress = text
-        self.sessions.show_title()
-
-    def action_back(self) -> None:
-        if self.workers and any(
-            w.group == "search" and w.is_running for w in self.workers
-        ):
-            self.workers.cancel_group(self, "search")
-            self._search_progress("")
-            self.notify("search cancelled")
-            return
-        if (
-            self.sessions.filter_open
-            or self.sessions.matches is not None
-            or self.sessions.filter_text
-        ):
-            for box in self.query("#session-filter").results(Input):
-                box.add_class("hidden")
-                box.value = ""
-            self.sessions.filter_text = ""
-            self.sessions.matches = None
-            self.search_needle = ""
-            self.transcript.set_needle("")
-            self.sessions.apply_filter()
-            self.sessions.row_list.focus()
-            return
-        self.focus_previous()
-
     def action_toggle_raw(self) -> None:
         if self.focused is self.transcript:
             self.transcript.action_raw()
@@ -641,11 +413,6 @@ class InspectorScreen(WorkerErrors, ActionFlows, LiveTail, RunFlows, Screen):
         # old session's rows and the panes while the new ones are read.
         self.focus_when_loaded = True
         self.set_timer(FOCUS_AT_THE_LATEST, self._focus_loaded)
-
-    def _focus_loaded(self) -> None:
-        if self.focus_when_loaded:
-            self.focus_when_loaded = False
-            self.action_focus_pane("transcript")
 
     def go_to_run(self, run_id: str) -> None:
         if self.runs.select_run(run_id):

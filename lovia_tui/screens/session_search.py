@@ -1,0 +1,126 @@
+"""Narrowing the sessions list: a filter on ids and titles as you type, and a
+content search over every segment with progress and cancel.
+
+A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The search
+reads the files in short statements (``queries.search_segments``) and
+reports at most every ``SEARCH_PROGRESS_EVERY`` seconds, in the sessions
+title: re-filtering the list is the costly part, not the reading.
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual import work
+from textual.widgets import Input
+
+from lovia_tui import messages
+from lovia_tui.core import queries
+from lovia_tui.widgets.sessions_pane import SessionKey
+
+SEARCH_PROGRESS_EVERY = 0.25
+
+
+class SessionSearch:
+    """`/` filters the sessions, `s` searches their content, `esc` undoes either."""
+
+    filter_mode: str = "filter"
+    search_needle: str = ""
+
+    async def action_filter_sessions(self) -> None:
+        await self._open_input(
+            "filter", "filter by id or title", self.sessions.filter_text
+        )
+
+    async def action_search_content(self) -> None:
+        await self._open_input(
+            "search",
+            "search message text (Enter to start, Esc to cancel)",
+            self.search_needle,
+        )
+
+    async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
+        self.filter_mode = mode
+        box = await self.sessions.filter_box()
+        box.placeholder, box.value = placeholder, value
+        box.remove_class("hidden")
+        self.action_focus_pane("sessions")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "session-filter" and self.filter_mode == "filter":
+            self.sessions.filter_text = event.value
+            self.sessions.apply_filter()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "session-filter":
+            return
+        if self.filter_mode == "search" and event.value:
+            self.search_needle = event.value
+            self.sessions.matches = set()
+            self.sessions.apply_filter()
+            self._search_progress("searching… (esc cancels)")
+            self.search(event.value)
+        self.sessions.row_list.focus()
+
+    @work(exclusive=True, group="search")
+    async def search(self, needle: str) -> None:
+        found: dict[SessionKey, None] = {}
+        posted = 0.0
+        for db in self.workspace.session_dbs:
+            async for matches, fraction in queries.search_segments(db, needle):
+                found.update(((str(db.path), sid), None) for sid, _ in matches)
+                # Chunks take ~25 ms: report at most every SEARCH_PROGRESS_EVERY
+                # so the UI is not busy re-filtering the list all along.
+                if time.monotonic() - posted >= SEARCH_PROGRESS_EVERY:
+                    posted = time.monotonic()
+                    self.post_message(
+                        messages.SearchProgress(
+                            needle, list(found), fraction, done=False
+                        )
+                    )
+        self.post_message(messages.SearchProgress(needle, list(found), 1.0, done=True))
+
+    def on_search_progress(self, message: messages.SearchProgress) -> None:
+        if message.needle != self.search_needle:
+            return
+        self._search_progress(f"searching {message.fraction:.0%} (esc cancels)")
+        keys = set(message.keys)
+        if message.done or keys != self.sessions.matches:
+            # Re-filtering walks every session: only when the matches changed.
+            self.sessions.matches = keys
+            self.sessions.apply_filter()
+            self.transcript.set_needle(self.search_needle)
+        if message.done:
+            self._search_progress("")
+            self.notify(f"{len(message.keys)} session(s) contain {message.needle!r}")
+
+    def _search_progress(self, text: str) -> None:
+        """A search's progress, in the sessions title: no bar to lay out."""
+        self.sessions.progress = text
+        self.sessions.show_title()
+
+    def action_back(self) -> None:
+        if self.workers and any(
+            w.group == "search" and w.is_running for w in self.workers
+        ):
+            self.workers.cancel_group(self, "search")
+            self._search_progress("")
+            self.notify("search cancelled")
+            return
+        if (
+            self.sessions.filter_open
+            or self.sessions.matches is not None
+            or self.sessions.filter_text
+        ):
+            for box in self.query("#session-filter").results(Input):
+                box.add_class("hidden")
+                box.value = ""
+            self.sessions.filter_text = ""
+            self.sessions.matches = None
+            self.search_needle = ""
+            self.transcript.set_needle("")
+            self.sessions.apply_filter()
+            self.sessions.row_list.focus()
+            return
+        self.focus_previous()
