@@ -71,9 +71,16 @@ async def test_filter_narrows_sessions_by_id_and_title(snap_dir, monkeypatch):
     app = snapshot_app(snap_dir, monkeypatch)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
+        assert app.screen.session_key[1] != "chat-kyoto"
         await pilot.press("slash", *"kyoto")
         await settle(pilot)
         assert [key[1] for key in app.screen.sessions.shown] == ["chat-kyoto"]
+        # The transcript follows the list: the one session left is shown.
+        assert app.screen.session_key[1] == "chat-kyoto"
+        assert any(
+            row.segment and row.segment.session_id == "chat-kyoto"
+            for row in app.screen.transcript.rows
+        )
         await pilot.press("escape")
         await settle(pilot)
         assert len(app.screen.sessions.shown) == 2

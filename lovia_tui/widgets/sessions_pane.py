@@ -109,6 +109,10 @@ class SessionsPane(Vertical):
         cursor = shown.index(current) if current in shown else 0
         self.row_list.set_count(len(shown), cursor=cursor)
         self.show_title()
+        if shown and self.selected != current:
+            # Another session is under the cursor now: say so, as a move would,
+            # so that the transcript follows the list.
+            self.row_list.post_message(RowList.Highlighted(self.row_list, cursor))
 
     def show_title(self) -> None:
         title = f"Sessions {self.row_list.position}"
