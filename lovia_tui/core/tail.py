@@ -14,7 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from lovia_tui.core import queries
+from lovia_tui.core import queries, tail_queries
 from lovia_tui.core.database import Database, Stores
 from lovia_tui.core.models import Entry, SegmentInfo, Unreadable
 from lovia_tui.core.schema import CHAT_TABLES, STORE_TABLES
@@ -193,9 +193,11 @@ class Tail:
         """A tail whose first poll reports only what changes after this call."""
         tail = cls(db)
         if db.stores.session:
-            tail._segment_count, tail._last_segment = await queries.segment_totals(db)
+            tail._segment_count, tail._last_segment = await tail_queries.segment_totals(
+                db
+            )
         if db.stores.checkpoint:
-            tail._heads.rowids = await queries.head_rowids(db)
+            tail._heads.rowids = await tail_queries.head_rowids(db)
             tail._heads.top = await tail._top_head()
         return tail
 
@@ -230,7 +232,7 @@ class Tail:
         (the ones the view is about to show): call it before loading them."""
         followed = self._session
         if followed is not None and followed.from_id:
-            from_id = await queries.nth_newest_id(
+            from_id = await tail_queries.nth_newest_id(
                 self.db, followed.session_id, count, followed.from_id
             )
             await self.watch_ids(from_id or followed.from_id, followed.to_id)
@@ -240,7 +242,7 @@ class Tail:
         (up to the newest if fewer remain): call it before loading them."""
         followed = self._session
         if followed is not None and followed.to_id is not None:
-            to_id = await queries.nth_oldest_id(
+            to_id = await tail_queries.nth_oldest_id(
                 self.db, followed.session_id, count + 1, followed.to_id
             )
             await self.watch_ids(followed.from_id, None if to_id is None else to_id - 1)
@@ -271,7 +273,7 @@ class Tail:
     async def _chars(self, from_id: int, below_id: int) -> int:
         if from_id >= below_id:
             return 0
-        return await queries.session_chars(
+        return await tail_queries.session_chars(
             self.db, self._session.session_id, from_id, below_id
         )
 
@@ -314,8 +316,8 @@ class Tail:
             return (), False
         # Count first, then read up to the last id it saw: the two agree
         # unless rows were deleted meanwhile, which is then reported early.
-        count, last_id = await queries.segment_totals(self.db)
-        rows = await queries.segments_between(
+        count, last_id = await tail_queries.segment_totals(self.db)
+        rows = await tail_queries.segments_between(
             self.db, self._last_segment, last_id, NEW_SEGMENTS_LIMIT + 1
         )
         self._segment_count, expected = count, self._segment_count + len(rows)
@@ -337,8 +339,8 @@ class Tail:
             return (), frozenset()
         known = self._heads
         top_rowid, top_run, top_saved = known.top
-        count, last_rowid, at_top = await queries.head_totals(self.db, top_rowid)
-        rows = await queries.heads_between(self.db, top_rowid, last_rowid)
+        count, last_rowid, at_top = await tail_queries.head_totals(self.db, top_rowid)
+        rows = await tail_queries.heads_between(self.db, top_rowid, last_rowid)
         changed = {row[1]: _head_change(row) for row in rows}
         for rowid, run_id, *_ in rows:
             known.rowids[run_id] = rowid
@@ -356,14 +358,16 @@ class Tail:
     async def _resync_heads(self) -> tuple[list[HeadChange], frozenset[str]]:
         """Re-read every (run_id, rowid); returns the saves and deletions we missed."""
         known = self._heads
-        current = await queries.head_rowids(self.db)
+        current = await tail_queries.head_rowids(self.db)
         deleted = frozenset(known.rowids.keys() - current.keys())
         moved = sorted(
             rowid
             for run_id, rowid in current.items()
             if known.rowids.get(run_id) != rowid
         )
-        missed = [_head_change(row) for row in await queries.heads_at(self.db, moved)]
+        missed = [
+            _head_change(row) for row in await tail_queries.heads_at(self.db, moved)
+        ]
         known.rowids = current
         known.top = await self._top_head()
         return missed, deleted
@@ -371,7 +375,7 @@ class Tail:
     async def _top_head(self) -> tuple[int, str, float | None]:
         """(rowid, run_id, updated_at) of the highest known rowid: checked next poll."""
         top = max(self._heads.rowids.values(), default=0)
-        rows = await queries.heads_at(self.db, [top])
+        rows = await tail_queries.heads_at(self.db, [top])
         return (top, rows[0][1], rows[0][3]) if rows else (top, "", None)
 
     async def _poll_run(self) -> RunEntries | None:
@@ -389,7 +393,7 @@ class Tail:
         if followed is None:
             return frozenset()
         _, last_id, _ = followed.fingerprint
-        whole, known = await queries.session_fingerprint(
+        whole, known = await tail_queries.session_fingerprint(
             self.db, followed.session_id, last_id, followed.from_id, followed.to_id
         )
         if self._session is followed:
