@@ -102,6 +102,24 @@ def post_key(app, key: str) -> None:
     app.post_message(events.Key(key, char))
 
 
+@contextmanager
+def stamped(obj, name: str):
+    """Wrap ``obj.name`` for the block: yields the list of times each call returned."""
+    stamps: list[float] = []
+    original = getattr(obj, name)
+
+    def wrapped(*args):
+        result = original(*args)
+        stamps.append(perf_counter())
+        return result
+
+    setattr(obj, name, wrapped)
+    try:
+        yield stamps
+    finally:
+        delattr(obj, name)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -225,17 +243,8 @@ async def press_many(
     app, frames: Frames, widget, action: str, key: str, count: int
 ) -> list[float]:
     """Press ``key`` ``count`` times; each latency is press → first frame after it is handled."""
-    handled: list[float] = []
-    original = getattr(widget, f"action_{action}")
-
-    def wrapped(*args):
-        result = original(*args)
-        handled.append(perf_counter())
-        return result
-
-    setattr(widget, f"action_{action}", wrapped)
     latencies = []
-    try:
+    with stamped(widget, f"action_{action}") as handled:
         for _ in range(count):
             before = len(handled)
             pressed = perf_counter()
@@ -248,8 +257,6 @@ async def press_many(
             latencies.append(shown - pressed)
             SPLITS.append((handled[-1] - pressed, shown - handled[-1]))
             await asyncio.sleep(max(0.0, KEY_INTERVAL - (perf_counter() - pressed)))
-    finally:
-        delattr(widget, f"action_{action}")
     return latencies
 
 
@@ -407,9 +414,12 @@ def browse(info: dict, keys: int) -> None:
             result["transcript_rows"] = len(screen.transcript.rows)
             result["rss"] = rss_mb()
             log(f"rss: {result['rss']}")
-            # 3c. on to the start of the giant session
+            # 3c. on to the start of the giant session: back to it first (the
+            # search put its first match under the list's cursor, and the
+            # transcript follows the list), from its newest batch again.
+            await open_session(app, frames, screen, info)
             started = perf_counter()
-            times += await load_older(app, frames, screen, batches=None)
+            times = await load_older(app, frames, screen, batches=None)
             result["older_to_start"] = {
                 **older_summary(screen, times),
                 "rest_s": round(perf_counter() - started, 2),
@@ -429,21 +439,13 @@ def browse(info: dict, keys: int) -> None:
 async def open_session(app, frames: Frames, screen, info: dict) -> dict:
     """Select the largest session as a jump does; time until its newest rows are on screen."""
     transcript = screen.transcript
-    shown: list[float] = []
-    original = transcript.show
-
-    def show(rows):
-        original(rows)
-        shown.append(perf_counter())
-
-    transcript.show = show
     key = (str(Path(info["path"])), info["giant_session"])
-    started = perf_counter()
-    screen.go_to_session(key)
-    while not shown:
-        await asyncio.sleep(0.0005)
-    frame = await frames.wait_after(shown[-1])
-    del transcript.show
+    with stamped(transcript, "show") as shown:
+        started = perf_counter()
+        screen.go_to_session(key)
+        while not shown:
+            await asyncio.sleep(0.0005)
+        frame = await frames.wait_after(shown[-1])
     await settle(app)
     entries = sum(1 for row in transcript.rows if row.kind == "entry")
     return {"ms": round((frame - started) * 1000, 1), "entries_shown": entries}
@@ -452,18 +454,10 @@ async def open_session(app, frames: Frames, screen, info: dict) -> dict:
 async def load_older(app, frames: Frames, screen, batches: int | None) -> list[float]:
     """Home, wait for the older batch to be prepended, repeat (all, or ``batches``)."""
     transcript = screen.transcript
-    prepended: list[float] = []
-    original = transcript.prepend
-
-    def prepend(rows):
-        original(rows)
-        prepended.append(perf_counter())
-
-    transcript.prepend = prepend
-    transcript.focus()
-    await settle(app)
     times: list[float] = []
-    try:
+    with stamped(transcript, "prepend") as prepended:
+        transcript.focus()
+        await settle(app)
         while transcript.rows and transcript.rows[0].kind == "older":
             if batches is not None and len(times) >= batches:
                 break
@@ -477,8 +471,6 @@ async def load_older(app, frames: Frames, screen, batches: int | None) -> list[f
             frame = await frames.wait_after(prepended[-1])
             times.append(frame - pressed)
             await asyncio.sleep(KEY_INTERVAL)
-    finally:
-        del transcript.prepend
     return times
 
 
