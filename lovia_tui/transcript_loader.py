@@ -68,13 +68,14 @@ async def segment_rows(
 
 def set_indices(rows: list[Row], starts: Starts) -> None:
     """Fill in the flat indices of rows loaded while they were being counted."""
+    offsets: dict[int, int] = {}  # a segment's entry rows come in order
     for row in rows:
         segment = row.segment
         if segment is None or not segment.counting:
             continue
         first = starts.get(segment.row_id)
         if row.kind == "entry" and row.entry is not None:
-            offset = int(row.key.rsplit(":", 1)[1])
+            offset = offsets[segment.row_id] = offsets.get(segment.row_id, -1) + 1
             row.entry = replace(
                 row.entry, index=None if first is None else first + offset
             )

@@ -103,14 +103,8 @@ class InspectorScreen(
         self.stale_after = stale_after
         self.session_key: SessionKey | None = None
         self.run_raw = False
-        self.filter_mode = "filter"
-        self.search_needle = ""
         self.pending_row: str | None = None
-        self.flat_starts: dict[int, int | None] | None = None
-        self.tails = {}
-        self.watch_modes = {}
         self.described = False
-        self.focus_when_loaded = False
         self.runs_loaded = False
 
     # ----- layout -----
@@ -139,6 +133,7 @@ class InspectorScreen(
 
     def on_mount(self) -> None:
         self.start_live()  # first: it decides each file's watch mode, which the status line shows
+        self._describe_files()
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)

@@ -46,6 +46,8 @@ class LiveTail:
 
     def start_live(self) -> None:
         """Watch every file: first thing on mount, so a view loaded next is followed."""
+        self.tails = {}
+        self.watch_modes = {}
         for db in self.workspace.databases:
             if db.immutable:
                 self.watch_modes[db.path] = "static (immutable: changes are not seen)"
@@ -56,7 +58,6 @@ class LiveTail:
                 exclusive=True,
                 exit_on_error=False,
             )
-        self._describe_files()
 
     async def _live(self, db: Database) -> None:
         watch = CommitWatch(db)

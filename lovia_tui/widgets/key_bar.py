@@ -61,8 +61,9 @@ class KeyBar(Widget):
                 palette = shown
             elif binding.show:
                 keys.setdefault(binding.action, shown)
-        if (list(keys.values()), palette) != (self._keys, self._palette):
-            self._keys, self._palette = list(keys.values()), palette
+        state = (list(keys.values()), palette)
+        if state != (self._keys, self._palette):
+            self._keys, self._palette = state
             self.refresh()
 
     def render(self) -> Text:

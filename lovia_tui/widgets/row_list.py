@@ -22,6 +22,8 @@ from textual.strip import Strip
 from lovia_tui.widgets.line_view import LineCache, LineView
 
 RowRenderer = Callable[[int, int], Text]
+DRAWN = 1024
+"""Rows whose drawn text is remembered for ``refresh_changed`` (a few screens)."""
 
 
 class RowList(LineView, ScrollView, can_focus=True):
@@ -148,6 +150,8 @@ class RowList(LineView, ScrollView, can_focus=True):
         elif self._marked(index):
             style = base + self.component("row-list--marked")
         text = self._render_row(index, width)
+        if len(self._drawn) >= DRAWN:
+            self._drawn.clear()  # only rows on screen matter: a missing one is drawn again
         self._drawn[index] = (text.plain, text.spans)
         return self._lines.strip(text, width, style, self.app.console)
 
