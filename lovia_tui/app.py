@@ -18,6 +18,7 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.goto import GotoProvider
 from lovia_tui.screens.inspector import FirstPage, InspectorScreen
+from lovia_tui.screens.palette import Palette
 
 FULL_COLLECTION_EVERY = 1_000
 """Second-generation collections before a full one (Python's default: 10)."""
@@ -82,6 +83,11 @@ class LoviaTui(App):
     async def on_unmount(self) -> None:
         if self.workspace is not None:
             await self.workspace.close()
+
+    def action_command_palette(self) -> None:
+        """Show the command palette (ours: Textual's, safe to page at once)."""
+        if self.use_command_palette and not Palette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -183,3 +183,24 @@ async def test_readonly_browsing_leaves_the_file_byte_identical(snap_dir, monkey
     assert leftovers <= {"snap.db-wal", "snap.db-shm"}
     wal = snap_dir / "snap.db-wal"
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+async def test_palette_paged_in_the_same_burst_that_opens_it(snap_dir, monkeypatch):
+    """ctrl+p then PgUp/PgDn in one burst (tmux ``send-keys C-p PPage``): the
+    palette's list has no size yet; the app must keep running (it used to end
+    with KeyError in OptionList._move_page)."""
+    from textual.command import CommandPalette
+
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        for keys in (["ctrl+p", "pageup"], ["ctrl+p", "pagedown", "pageup"]):
+            for key in keys:
+                app.simulate_key(key)
+            await pilot.pause()
+            await pilot.pause()
+            assert app.is_running and isinstance(app.screen, CommandPalette)
+            await pilot.press("pagedown", "pageup")  # laid out now: pages as usual
+            await pilot.press("escape")
+            await settle(pilot)
+        assert app.is_running and app.return_code is None
