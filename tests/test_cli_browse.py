@@ -26,7 +26,8 @@ from lovia_tui.core.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
     "run_id", "status", "agent", "turns", "usage", "started_at", "updated_at",
-    "age_s", "stale", "entries", "dangling", "session_id", "session_link", "file",
+    "age_s", "stale", "stale_reason", "web_record", "entries", "dangling",
+    "session_id", "session_link", "file",
 }  # fmt: skip
 SESSION_KEYS = {"session_id", "title", "runs", "last_activity", "file"}
 

@@ -27,6 +27,7 @@ from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, 
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session
 from lovia_tui.core.formatting import age, timestamp
+from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.workspace import Workspace
 
@@ -185,6 +186,8 @@ def _record(
         "updated_at": run.updated_at,
         "age_s": round(now - run.updated_at, 3),
         "stale": run.is_stale(now, stale_after),
+        "stale_reason": stale_reason(run, now, stale_after),
+        "web_record": run.web_status,
         "entries": run.entries,
         "dangling": [
             {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
@@ -215,7 +218,7 @@ async def _runs(args: argparse.Namespace) -> int:
     for column in (table.columns[0], table.columns[6]):
         column.overflow, column.no_wrap = "fold", False
     for r in records:
-        status = "stale (crashed?)" if r["stale"] else r["status"]
+        status = f"stale: {r['stale_reason']}" if r["stale"] else r["status"]
         dangling = ", ".join(d["name"] for d in r["dangling"]) or "-"
         session = r["session_id"] or "unlinked"
         table.add_row(

@@ -34,7 +34,7 @@ def _plural(count: int, word: str, words: str | None = None) -> str:
 def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
     lines = []
     for c in checkpoints:
-        state = "stale (crashed?)" if c.stale else c.status
+        state = f"stale: {c.stale_reason}" if c.stale_reason else c.status
         line = f"delete checkpoint {c.run_id} ({state}, {_plural(c.entries, 'entry', 'entries')}): {c.reason}"
         if c.web_pointer:
             line += f"; web chat {c.web_pointer!r} stops pointing at it"

@@ -18,6 +18,7 @@ from lovia_tui.core.agents import AgentSpec, DepsSpec, unreachable_reason
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import age
+from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER, SessionSource
 from lovia_tui.core.workspace import Workspace
@@ -56,6 +57,8 @@ class Preflight:
     already_in_session: bool
     warnings: tuple[str, ...]
     problems: tuple[str, ...]
+    stale_reason: str | None = None
+    """Why a run whose head says running is not live (see core.liveness)."""
 
     @property
     def ok(self) -> bool:
@@ -208,7 +211,7 @@ def _check_status(
         )
     elif run.is_stale(now, stale_after):
         found.warnings.append(
-            f"running with no save for {age(now - run.updated_at)}: most likely its process died"
+            f"running in its head, but not live: {stale_reason(run, now, stale_after)}"
         )
     elif run.status == "failed" and run.error:
         found.warnings.append(
@@ -312,6 +315,7 @@ async def preflight(
         already_in_session=session.already_in,
         warnings=tuple(found.warnings),
         problems=tuple(found.problems),
+        stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
     )
 
 

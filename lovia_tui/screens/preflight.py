@@ -50,7 +50,7 @@ def describe(pf: Preflight) -> RenderableType:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    status = run.status + (" (stale: its process most likely died)" if pf.stale else "")
+    status = run.status + (f" (not live: {pf.stale_reason})" if pf.stale_reason else "")
     table.add_row("run", f"{run.run_id} · {run.agent_name} · {run.turns} turns")
     table.add_row("status", status)
     if run.error:

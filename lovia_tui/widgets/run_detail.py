@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from lovia_tui.core.formatting import age, timestamp
+from lovia_tui.core.liveness import stale_reason, status_label
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 
@@ -32,13 +33,6 @@ STATUS_STYLES = {
 }
 
 
-def status_label(run: RunInfo, now: float, stale_after: float) -> str:
-    """running / stale (crashed?) / interrupted / failed / completed."""
-    if run.is_stale(now, stale_after):
-        return "stale"
-    return run.status
-
-
 def usage_text(usage: dict) -> str:
     return (
         f"{usage.get('input_tokens', 0):,} in · {usage.get('output_tokens', 0):,} out"
@@ -51,16 +45,13 @@ def head_table(
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    status = status_label(run, now, stale_after)
-    if status == "stale":
-        status = (
-            f"running, but no save for {age(now - run.updated_at)}: stale (crashed?)"
-        )
+    label = status_label(run, now, stale_after)
+    reason = stale_reason(run, now, stale_after)
+    status = f"running in its head, but stale: {reason}" if reason else label
     table.add_row("run", run.run_id)
-    table.add_row(
-        "status",
-        Text(status, style=STATUS_STYLES.get(status_label(run, now, stale_after), "")),
-    )
+    table.add_row("status", Text(status, style=STATUS_STYLES.get(label, "")))
+    if run.web_status is not None:
+        table.add_row("web record", run.web_status)
     table.add_row(
         "agent",
         run.agent_name

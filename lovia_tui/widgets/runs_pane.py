@@ -10,9 +10,10 @@ from textual.containers import Vertical
 from textual.widgets import Label
 
 from lovia_tui.core.formatting import age
+from lovia_tui.core.liveness import status_label
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.widgets.row_list import RowList
-from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
+from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail
 
 
 class RunsPane(Vertical):

@@ -1,0 +1,76 @@
+"""lovia-tui agrees with lovia web on its chats: files written by lovia web's own
+store code (ChatStore, SQLiteSession, SQLiteCheckpointer as its server uses them,
+its start-up sweep included)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from lovia_factory import (
+    CRASH,
+    SCRIPTS,
+    abandoned_run,
+    web_records,
+    web_restart,
+    write_session,
+)
+
+from lovia_tui.cli import main
+from lovia_tui.core.doctor import diagnose
+from lovia_tui.core.run_plans import preview_finalize
+from lovia_tui.core.workspace import Workspace
+
+pytestmark = pytest.mark.usefixtures("private_journal")
+
+
+async def restarted_chat(path: Path) -> Path:
+    """Chat "chat": one finished run, then "inflight" killed mid-tool, then a server restart."""
+    await write_session(path, "chat", SCRIPTS[:1])
+    await web_records(path, "chat", "inflight")
+    await abandoned_run(path, "inflight", CRASH, session_path=path, session_id="chat")
+    await web_restart(path)
+    return path
+
+
+async def cli_json(capsys: pytest.CaptureFixture[str], *argv: str | Path):
+    """``lovia-tui ARGV --json`` from an async test (the CLI runs its own loop)."""
+    assert await asyncio.to_thread(main, [str(a) for a in argv]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+async def test_a_run_lovia_web_swept_is_not_live(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = await restarted_chat(scratch / "web.db")
+    # Saved a moment ago, under any stale limit: only the web record tells.
+    [record] = await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
+    assert record["status"] == "running" and record["stale"] is True
+    assert record["web_record"] == "interrupted"
+    assert record["stale_reason"] == "lovia web marked it interrupted at restart"
+
+    ws = await Workspace.open([path])
+    try:
+        preview = await preview_finalize(ws, "inflight", stale_after=3600)
+        assert preview.checkpoint.live is False
+        assert preview.web_record == "interrupted"
+        report = await diagnose(ws, stale_after=3600)
+    finally:
+        await ws.close()
+    [finding] = [f for f in report.findings if f.run_id == "inflight"]
+    assert finding.kind == "stale-running" and finding.fix.action == "resume"
+    assert "lovia web marked it interrupted at restart" in finding.message
+
+
+async def test_an_open_web_record_leaves_a_fresh_run_live(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = scratch / "web.db"
+    await write_session(path, "chat", SCRIPTS[:1])
+    await web_records(path, "chat", "inflight")
+    await abandoned_run(path, "inflight", CRASH, session_path=path, session_id="chat")
+    [record] = await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
+    assert (record["stale"], record["stale_reason"]) == (False, None)
+    assert record["web_record"] == "running"
