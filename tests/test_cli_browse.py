@@ -29,7 +29,7 @@ RUN_KEYS = {
     "age_s", "stale", "stale_reason", "web_record", "entries", "dangling",
     "session_id", "session_link", "file",
 }  # fmt: skip
-SESSION_KEYS = {"session_id", "title", "runs", "last_activity", "file"}
+SESSION_KEYS = {"session_id", "title", "pinned", "runs", "last_activity", "file"}
 
 
 def copy_db(src: Path, dest_dir: Path, name: str | None = None) -> Path:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from lovia.web.store import ChatStore
 from lovia_factory import (
     CRASH,
     SCRIPTS,
@@ -20,6 +21,7 @@ from lovia_factory import (
 
 from lovia_tui.cli import main
 from lovia_tui.core.doctor import diagnose
+from lovia_tui.core.formatting import PIN
 from lovia_tui.core.run_plans import preview_finalize
 from lovia_tui.core.workspace import Workspace
 
@@ -74,3 +76,34 @@ async def test_an_open_web_record_leaves_a_fresh_run_live(
     [record] = await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
     assert (record["stale"], record["stale_reason"]) == (False, None)
     assert record["web_record"] == "running"
+
+
+async def test_sessions_are_ordered_and_pinned_as_the_web_sidebar(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = scratch / "web.db"
+    store = ChatStore.sqlite(path)
+    await store.upsert("old-pinned", agent="worker", title="Pinned one")
+    await write_session(path, "old-pinned", SCRIPTS[2:])
+    await store.set_pinned("old-pinned", True)
+    await write_session(path, "recent-run", SCRIPTS[2:])
+    await store.upsert("newer-segment", agent="worker", title="Newer segment")
+    await write_session(path, "newer-segment", SCRIPTS[2:])
+    # A run starts in the chat with the oldest segment: lovia web lists it first.
+    await web_records(path, "recent-run", "inflight", title="Recent run")
+    await abandoned_run(
+        path, "inflight", CRASH, session_path=path, session_id="recent-run"
+    )
+    web_order = [chat.id for chat in await store.list()]
+    assert web_order == ["old-pinned", "recent-run", "newer-segment"]
+
+    listed = await cli_json(capsys, "sessions", path, "--json")
+    assert [s["session_id"] for s in listed] == web_order
+    assert [s["pinned"] for s in listed] == [True, False, False]
+    ws = await Workspace.open([path])
+    try:
+        assert [sid for _, sid in await ws.recent_sessions(10)] == web_order
+    finally:
+        await ws.close()
+    assert await asyncio.to_thread(main, ["sessions", str(path)]) == 0
+    assert f"{PIN}Pinned one" in capsys.readouterr().out

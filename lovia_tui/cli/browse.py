@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from lovia_tui.cli.command import (
     EXIT_OK,
@@ -26,7 +27,7 @@ from lovia_tui.core import queries
 from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, shorten
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session
-from lovia_tui.core.formatting import age, timestamp
+from lovia_tui.core.formatting import PIN, age, timestamp
 from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.workspace import Workspace
@@ -61,7 +62,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                         summaries.append(summary)
             else:
                 summaries.extend(await queries.list_sessions(db, args.limit))
-        summaries.sort(key=lambda s: s.last_activity or 0, reverse=True)
+        summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
         summaries = summaries[: args.limit]
     finally:
         await ws.close()
@@ -71,6 +72,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                 {
                     "session_id": s.session_id,
                     "title": s.title,
+                    "pinned": s.pinned,
                     "runs": s.runs,
                     "last_activity": s.last_activity,
                     "file": str(s.file),
@@ -82,7 +84,11 @@ async def _sessions(args: argparse.Namespace) -> int:
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
-            s.session_id, s.title, str(s.runs), timestamp(s.last_activity), s.file.name
+            Text(s.session_id),
+            Text(f"{PIN}{s.title}" if s.pinned else s.title),
+            str(s.runs),
+            timestamp(s.last_activity),
+            Text(s.file.name),
         )
     console().print(table)
     return EXIT_OK

@@ -37,6 +37,8 @@ class SessionSummary:
     last_id: int
     last_activity: float | None
     title: str = ""
+    pinned: bool = False
+    """Pinned in lovia web's sidebar (listed first, as there)."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -149,56 +150,69 @@ async def session_index(
         after = rows[-1][0]
 
 
-async def web_chat_ids(db: Database, limit: int) -> list[tuple[str, float]]:
-    """(chat id, updated_at) of the web UI's chats with no segment, newest first: a
-    chat whose first run has not finished yet has no segment, but it exists and has
-    a title. Chats with segments are ranked by their last segment, as everywhere."""
-    if not db.stores.chat:
-        return []
-    # Without this filter a chat with segments but a recent updated_at takes a
-    # slot of the LIMIT and pushes out a segment-less chat that belongs there.
-    no_segment = (
-        " WHERE NOT EXISTS (SELECT 1 FROM session_runs r WHERE r.session_id = chat_sessions.id)"
-        if db.stores.session
-        else ""
-    )
-    rows = await db.fetchall(
-        f"SELECT id, updated_at FROM chat_sessions{no_segment} ORDER BY updated_at DESC LIMIT ?",
-        (limit,),
-    )
-    return [(row[0], row[1]) for row in rows]
-
-
 async def recent_sessions(db: Database, limit: int) -> list[tuple[str, float]]:
-    """(session_id, last activity) of the newest sessions, web chats included."""
+    """(session_id, last activity) of the newest sessions, web chats included,
+    in :func:`ranked_sessions` order."""
+    return [(sid, when) for sid, when, _ in await ranked_sessions(db, limit)]
+
+
+async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bool]]:
+    """(session_id, last activity, pinned) of the newest sessions, as lovia web
+    orders its sidebar: pinned chats first, then by activity, a chat's being
+    its ``updated_at`` (bumped when a run starts) or its last segment if later."""
     found = {sid: created for sid, _, created in await recent_session_ids(db, limit)}
-    for sid, updated in await web_chat_ids(db, limit):
-        found.setdefault(sid, updated)
-    return sorted(found.items(), key=lambda item: item[1] or 0, reverse=True)[:limit]
+    chats = await web_chats(db, limit)
+    chats.update(await web_chat_rows(db, [sid for sid in found if sid not in chats]))
+    ranked = []
+    for sid in dict.fromkeys([*found, *chats]):
+        updated, pinned = chats.get(sid, (None, False))
+        when = max(found.get(sid) or 0, updated or 0)
+        ranked.append((sid, when, pinned))
+    ranked.sort(key=lambda item: (item[2], item[1]), reverse=True)
+    return ranked[:limit]
+
+
+async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
+    """The web UI's first ``limit`` chats in its own order (pinned, then
+    ``updated_at``), by id: (updated_at, pinned). Read from lovia's
+    ``(pinned, updated_at)`` index, so a chat with no segment yet is listed too."""
+    if not db.stores.chat:
+        return {}
+    rows = await _chat_rows(
+        db, "ORDER BY {pinned} DESC, updated_at DESC LIMIT ?", (limit,)
+    )
+    return {sid: (updated, bool(pinned)) for sid, updated, pinned in rows}
+
+
+async def web_chat_rows(
+    db: Database, session_ids: list[str]
+) -> dict[str, tuple[float, bool]]:
+    """(updated_at, pinned) of the given sessions that are web chats."""
+    found: dict[str, tuple[float, bool]] = {}
+    for start in range(0, len(session_ids) if db.stores.chat else 0, 500):
+        chunk = tuple(session_ids[start : start + 500])
+        rows = await _chat_rows(
+            db, f"WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        )
+        found.update((sid, (updated, bool(pinned))) for sid, updated, pinned in rows)
+    return found
+
+
+async def _chat_rows(db: Database, tail: str, params: tuple[Any, ...]) -> list[Any]:
+    """(id, updated_at, pinned) of chat rows; ``pinned`` is 0 in a file from a
+    lovia web older than pins (its chat table has no such column)."""
+    sql = "SELECT id, updated_at, {pinned} FROM chat_sessions " + tail
+    try:
+        return await db.fetchall(sql.format(pinned="pinned"), params)
+    except sqlite3.OperationalError as exc:
+        if "no such column" not in str(exc):
+            raise
+        return await db.fetchall(sql.format(pinned="0"), params)
 
 
 async def session_summary(db: Database, session_id: str) -> SessionSummary | None:
-    """One session's run count, last activity and title (all index lookups)."""
-    row = None
-    if db.stores.session:
-        row = await db.fetchone(
-            "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?",
-            (session_id,),
-        )
-    if not row or not row[0]:
-        return await _chat_only_summary(db, session_id)
-    runs, last_id = row
-    last = await db.fetchone(
-        "SELECT created_at FROM session_runs WHERE id = ?", (last_id,)
-    )
-    return SessionSummary(
-        file=db.path,
-        session_id=session_id,
-        runs=runs,
-        last_id=last_id,
-        last_activity=last[0] if last else None,
-        title=await session_title(db, session_id),
-    )
+    """One session's run count, last activity, title and pin (all index lookups)."""
+    return (await session_summaries(db, [session_id])).get(session_id)
 
 
 async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | None:
@@ -291,6 +305,14 @@ async def session_summaries(
             summary = await _chat_only_summary(db, session_id)
             if summary is not None:
                 found[session_id] = summary
+    # As lovia web shows them: pinned, and active when a run last started.
+    for sid, (updated, pinned) in (await web_chat_rows(db, list(found))).items():
+        summary = found[sid]
+        found[sid] = replace(
+            summary,
+            pinned=pinned,
+            last_activity=max(summary.last_activity or 0, updated or 0) or None,
+        )
     return found
 
 

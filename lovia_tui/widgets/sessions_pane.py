@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Label
 
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import PIN, age
 from lovia_tui.core.models import SessionSummary
 from lovia_tui.widgets.row_list import RowList
 
@@ -163,6 +163,8 @@ class SessionsPane(Vertical):
             age(time.time() - summary.last_activity) if summary.last_activity else "-"
         )
         meta = f" {summary.runs:>3}r {when:>4}"
+        if summary.pinned:
+            text.append(PIN, style="bold yellow")
         room = max(0, width - len(text) - len(meta))
         title = summary.title[:room]
         text.append(f"{title:<{room}}")
