@@ -5,10 +5,14 @@ its start-up sweep included)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
+from lovia import SQLiteCheckpointer
+from lovia.transcript import entry_to_dict
 from lovia.web.store import ChatStore
 from lovia_factory import (
     CRASH,
@@ -26,6 +30,12 @@ from lovia_tui.core.run_plans import preview_finalize
 from lovia_tui.core.workspace import Workspace
 
 pytestmark = pytest.mark.usefixtures("private_journal")
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Human output unwrapped, so that a line can be looked for whole."""
+    monkeypatch.setenv("COLUMNS", "240")
 
 
 async def restarted_chat(path: Path) -> Path:
@@ -107,3 +117,83 @@ async def test_sessions_are_ordered_and_pinned_as_the_web_sidebar(
         await ws.close()
     assert await asyncio.to_thread(main, ["sessions", str(path)]) == 0
     assert f"{PIN}Pinned one" in capsys.readouterr().out
+
+
+async def test_show_and_export_splice_the_in_flight_run(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = await restarted_chat(scratch / "web.db")
+    shown = await cli_json(capsys, "show", path, "chat", "--json")
+    assert [len(s["entries"]) for s in shown["segments"]] == [4]
+    flight = shown["in_flight"]
+    assert (flight["run_id"], flight["status"], flight["live"]) == (
+        "inflight",
+        "stale",
+        False,
+    )
+    snapshot = await SQLiteCheckpointer(path).load("inflight")
+    assert [
+        {k: v for k, v in e.items() if k != "index"} for e in flight["entries"]
+    ] == [entry_to_dict(e) for e in snapshot.entries]
+    # Numbered as they would be once stored: after the session's 4 entries.
+    assert [e["index"] for e in flight["entries"]] == list(
+        range(4, 4 + len(snapshot.entries))
+    )
+    assert [d["call_id"] for d in flight["dangling"]] == ["k1", "k2"]
+    assert shown["in_flight_more"] == []
+
+    assert await asyncio.to_thread(main, ["show", str(path), "chat"]) == 0
+    text = capsys.readouterr().out
+    assert "not yet in the session — run inflight, status stale" in text
+    assert "lovia web marked it interrupted at restart" in text
+    assert text.count("⚠ no result: a resume re-executes it") == 2
+
+    exported = await cli_json(capsys, "export", path, "chat", "--format", "json")
+    assert exported["in_flight"]["entries"] == flight["entries"]
+    assert await asyncio.to_thread(main, ["export", str(path), "chat"]) == 0
+    markdown = capsys.readouterr().out
+    assert "## not yet in the session — run inflight" in markdown
+    assert f"**#{4 + len(snapshot.entries) - 1} tool call `dump`**" in markdown
+
+
+async def test_a_chat_whose_only_run_is_unfinished_is_listed_and_shown(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = scratch / "web.db"
+    await web_records(path, "new-chat", "first", title="Brand new")
+    await abandoned_run(path, "first", CRASH, session_path=path, session_id="new-chat")
+    [listed] = await cli_json(capsys, "sessions", path, "--json")
+    assert (listed["session_id"], listed["title"], listed["runs"]) == (
+        "new-chat",
+        "Brand new",
+        0,
+    )
+    shown = await cli_json(capsys, "show", path, "new-chat", "--json")
+    assert shown["segments"] == []
+    assert shown["in_flight"]["run_id"] == "first"
+    assert shown["in_flight"]["live"] is True
+    assert shown["in_flight"]["entries"][0] == {
+        "index": 0,
+        "type": "input",
+        "role": "user",
+        "content": "Start the job.",
+    }
+    assert await asyncio.to_thread(main, ["show", str(path), "new-chat"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("⏳ running: no result yet") == 2
+    assert "⚠ no result" not in text
+
+
+async def test_a_session_known_only_from_a_checkpoints_run_record(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = scratch / "web.db"
+    await web_records(path, "gone-chat", "first")
+    await abandoned_run(path, "first", CRASH, session_path=path, session_id="gone-chat")
+    # The chat row lost (hostile: lovia web deletes a chat's records with it).
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("DELETE FROM chat_sessions")
+    [listed] = await cli_json(capsys, "sessions", path, "--json")
+    assert listed["session_id"] == "gone-chat"
+    shown = await cli_json(capsys, "show", path, "gone-chat", "--json")
+    assert shown["in_flight"]["run_id"] == "first"

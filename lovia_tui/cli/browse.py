@@ -24,12 +24,19 @@ from lovia_tui.cli.command import (
     split_paths_and_id,
 )
 from lovia_tui.core import queries
-from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, shorten
+from lovia_tui.core.entries import dangling_calls, entry_text, shorten
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session
 from lovia_tui.core.formatting import PIN, age, timestamp
 from lovia_tui.core.liveness import stale_reason
-from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.models import Entry, RunInfo, SessionLink
+from lovia_tui.core.spliced import (
+    in_flight,
+    in_flight_fields,
+    seam_title,
+    stored_segments,
+    total_entries,
+)
 from lovia_tui.core.workspace import Workspace
 
 
@@ -98,6 +105,7 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
     add_json(parser)
     add_readonly(parser)
+    add_stale_after(parser)
 
 
 async def _session_db(ws: Workspace, session_id: str):
@@ -113,42 +121,60 @@ async def _show(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        out = []
-        for segment in await queries.segments(db, session_id):
-            item: dict[str, Any] = {
-                "run_id": segment.run_id,
-                "created_at": segment.created_at,
-                "started_at": segment.started_at,
-                "finished_at": segment.finished_at,
-                "entry_count": segment.entry_count,
-                "first_index": segment.first_index,
-            }
-            try:
-                entries = await queries.segment_entries(db, segment)
-                item["entries"] = [{"index": e.index, **e.data} for e in entries]
-            except UnreadableError as exc:
-                item["unreadable"] = str(exc)
-            out.append(item)
+        segments = await queries.segments(db, session_id)
+        stored = [item async for item in stored_segments(db, segments)]
+        flights = await in_flight(
+            ws, db, session_id, total_entries(segments), stale_after=args.stale_after
+        )
     finally:
         await ws.close()
     if args.json:
-        print_json({"session_id": session_id, "file": str(db.path), "segments": out})
+        print_json(
+            {
+                "session_id": session_id,
+                "file": str(db.path),
+                "segments": [item.as_dict() for item in stored],
+                **in_flight_fields(flights),
+            }
+        )
         return EXIT_OK
     out_console = console()
-    for item in out:
-        out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
-        if "unreadable" in item:
-            out_console.print(f"[red]unreadable: {item['unreadable']}[/]")
+    for item in stored:
+        out_console.rule(
+            Text(f"run {item.segment.run_id} · {timestamp(item.segment.created_at)}")
+        )
+        if item.problem is not None:
+            out_console.print(Text(f"unreadable: {item.problem}", style="red"))
             continue
-        for entry in item["entries"]:
-            label = entry.get("role") if entry["type"] == "input" else entry["type"]
-            index = (
-                "?" if entry["index"] is None else entry["index"]
-            )  # after an unreadable segment
-            out_console.print(
-                f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
-            )
+        for entry in item.entries:
+            out_console.print(_entry_line(entry))
+    for flight in flights:
+        out_console.rule(Text(seam_title(flight)), characters="━")
+        for problem in flight.problems:
+            out_console.print(Text(f"unreadable: {problem}", style="red"))
+        pending = {call.call_id for call in flight.dangling}
+        for entry in flight.entries:
+            line = _entry_line(entry)
+            if (
+                entry.data.get("type") == "tool_call"
+                and entry.data.get("call_id") in pending
+            ):
+                line.append(
+                    "  ⏳ running: no result yet"
+                    if flight.live
+                    else "  ⚠ no result: a resume re-executes it",
+                    style="bold",
+                )
+            out_console.print(line)
     return EXIT_OK
+
+
+def _entry_line(entry: Entry) -> Text:
+    """One entry as ``show`` prints it: flat index ("?" after an unreadable segment), kind, text."""
+    data = entry.data
+    label = data.get("role") if data.get("type") == "input" else data.get("type")
+    index = "?" if entry.index is None else entry.index
+    return Text(f"{index:>5}  {str(label):<14} {shorten(entry_text(data), 100)}")
 
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
@@ -258,7 +284,7 @@ async def _export(args: argparse.Namespace) -> int:
     try:
         db = await _session_db(ws, session_id)
         count = await export_session(
-            db, session_id, args.format, args.output or sys.stdout
+            db, session_id, args.format, args.output or sys.stdout, ws=ws
         )
     finally:
         await ws.close()
@@ -276,7 +302,7 @@ COMMANDS = [
     ),
     Command(
         "show",
-        "print a session's segments and entries with flat indices",
+        "print a session's segments and entries with flat indices, then its in-flight run",
         _configure_show,
         _show,
     ),

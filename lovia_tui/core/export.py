@@ -12,21 +12,42 @@ from typing import IO
 
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
-from lovia_tui.core.entries import UnreadableError, entry_text
+from lovia_tui.core.entries import entry_text
 from lovia_tui.core.formatting import timestamp
+from lovia_tui.core.previews import DEFAULT_STALE_AFTER
+from lovia_tui.core.spliced import (
+    in_flight,
+    in_flight_fields,
+    seam_title,
+    stored_segments,
+    total_entries,
+)
+from lovia_tui.core.workspace import Workspace
 
 FORMATS = ("md", "json")
 
 
 async def export_session(
-    db: Database, session_id: str, fmt: str, target: Path | IO[str]
+    db: Database,
+    session_id: str,
+    fmt: str,
+    target: Path | IO[str],
+    *,
+    ws: Workspace | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
 ) -> int:
-    """Write ``session_id``'s transcript to ``target``; returns entries written."""
+    """Write ``session_id``'s transcript to ``target``; returns entries written.
+
+    With ``ws`` the in-flight runs lovia web links to the chat follow the
+    stored history, behind the seam, as ``show`` prints them.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
     if isinstance(target, Path):
         with target.open("w", encoding="utf-8") as handle:
-            return await export_session(db, session_id, fmt, handle)
+            return await export_session(
+                db, session_id, fmt, handle, ws=ws, stale_after=stale_after
+            )
     written = 0
     segments = await queries.segments(db, session_id)
     if fmt == "md":
@@ -40,42 +61,47 @@ async def export_session(
             )[:-1]
             + ', "segments": [\n'
         )
-    for number, segment in enumerate(segments):
-        try:
-            entries = [
-                {"index": e.index, **e.data}
-                for e in await queries.segment_entries(db, segment)
-            ]
-            problem = None
-        except UnreadableError as exc:
-            entries, problem = [], str(exc)
+    number = 0
+    async for item in stored_segments(db, segments):
+        entries = [{"index": e.index, **e.data} for e in item.entries]
         written += len(entries)
         if fmt == "md":
-            target.write(
-                _markdown_segment(
-                    segment.run_id, timestamp(segment.created_at), entries, problem
-                )
-            )
+            when = timestamp(item.segment.created_at)
+            heading = f"Run `{item.segment.run_id}` · {when}"
+            target.write(_markdown_segment(heading, entries, item.problem))
         else:
             record = {
-                "run_id": segment.run_id,
-                "created_at": segment.created_at,
+                "run_id": item.segment.run_id,
+                "created_at": item.segment.created_at,
                 "entries": entries,
             }
-            if problem:
-                record["unreadable"] = problem
+            if item.problem:
+                record["unreadable"] = item.problem
             target.write(
                 ("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n"
             )
+        number += 1
+    flights = (
+        await in_flight(
+            ws, db, session_id, total_entries(segments), stale_after=stale_after
+        )
+        if ws is not None
+        else []
+    )
+    for flight in flights:
+        written += len(flight.entries)
+        if fmt == "md":
+            entries = [{"index": e.index, **e.data} for e in flight.entries]
+            problem = "; ".join(flight.problems) or None
+            target.write(_markdown_segment(seam_title(flight), entries, problem))
     if fmt == "json":
-        target.write("]}\n")
+        tail = json.dumps(in_flight_fields(flights), ensure_ascii=False)
+        target.write(f"], {tail[1:]}\n")
     return written
 
 
-def _markdown_segment(
-    run_id: str, when: str, entries: list[dict], problem: str | None
-) -> str:
-    lines = [f"\n## Run `{run_id}` · {when}\n"]
+def _markdown_segment(heading: str, entries: list[dict], problem: str | None) -> str:
+    lines = [f"\n## {heading}\n"]
     if problem:
         lines.append(f"> unreadable: {problem}\n")
     for entry in entries:

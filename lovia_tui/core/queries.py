@@ -161,6 +161,7 @@ async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bo
     orders its sidebar: pinned chats first, then by activity, a chat's being
     its ``updated_at`` (bumped when a run starts) or its last segment if later."""
     found = {sid: created for sid, _, created in await recent_session_ids(db, limit)}
+    found.update(await checkpoint_only_sessions(db, limit))
     chats = await web_chats(db, limit)
     chats.update(await web_chat_rows(db, [sid for sid in found if sid not in chats]))
     ranked = []
@@ -170,6 +171,27 @@ async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bo
         ranked.append((sid, when, pinned))
     ranked.sort(key=lambda item: (item[2], item[1]), reverse=True)
     return ranked[:limit]
+
+
+async def checkpoint_only_sessions(db: Database, limit: int) -> dict[str, float]:
+    """Sessions of a web file known only from a checkpoint's run record: no
+    segment, no chat row (its first run never finished). Walks the checkpoint
+    heads, which lovia web keeps only for unfinished runs."""
+    if not (db.stores.chat and db.stores.checkpoint):
+        return {}
+    rows = await db.fetchall(
+        "SELECT r.session_id, MAX(h.updated_at) FROM snapshot_heads h "
+        "JOIN chat_runs r ON r.id = h.run_id WHERE r.session_id IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM chat_sessions c WHERE c.id = r.session_id) "
+        + (
+            "AND NOT EXISTS (SELECT 1 FROM session_runs s WHERE s.session_id = r.session_id) "
+            if db.stores.session
+            else ""
+        )
+        + "GROUP BY r.session_id ORDER BY 2 DESC LIMIT ?",
+        (limit,),
+    )
+    return {sid: updated for sid, updated in rows}
 
 
 async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
@@ -216,12 +238,20 @@ async def session_summary(db: Database, session_id: str) -> SessionSummary | Non
 
 
 async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | None:
+    """A session with no segment: a web chat row, or only a checkpoint its web
+    run record ties to the session (the chat row gone)."""
     if not db.stores.chat:
         return None
     row = await db.fetchone(
         "SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,)
     )
-    if row is None:
+    if row is None and db.stores.checkpoint:
+        row = await db.fetchone(
+            "SELECT MAX(h.updated_at) FROM chat_runs r JOIN snapshot_heads h "
+            "ON h.run_id = r.id WHERE r.session_id = ?",
+            (session_id,),
+        )
+    if row is None or row[0] is None:
         return None
     return SessionSummary(
         db.path, session_id, 0, 0, row[0], await session_title(db, session_id)

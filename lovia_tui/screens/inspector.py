@@ -437,7 +437,9 @@ class InspectorScreen(
 
         target = Path.cwd() / f"{_safe_name(key[1])}.{fmt}"
         db = self.workspace.database(Path(key[0]))
-        await export_session(db, key[1], fmt, target)
+        await export_session(
+            db, key[1], fmt, target, ws=self.workspace, stale_after=self.stale_after
+        )
         self.notify(f"exported {key[1]} to {target}")
 
     def action_refresh(self) -> None:
