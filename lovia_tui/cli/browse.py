@@ -28,7 +28,7 @@ from lovia_tui.core.entries import dangling_calls, entry_text, shorten
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session
 from lovia_tui.core.formatting import PIN, age, timestamp
-from lovia_tui.core.liveness import stale_reason
+from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, stale_reason
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.spliced import (
     in_flight,
@@ -160,10 +160,7 @@ async def _show(args: argparse.Namespace) -> int:
                 and entry.data.get("call_id") in pending
             ):
                 line.append(
-                    "  ⏳ running: no result yet"
-                    if flight.live
-                    else "  ⚠ no result: a resume re-executes it",
-                    style="bold",
+                    f"  {RUNNING_CALL if flight.live else DANGLING_CALL}", style="bold"
                 )
             out_console.print(line)
     return EXIT_OK

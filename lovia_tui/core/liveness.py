@@ -10,6 +10,11 @@ from __future__ import annotations
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import RunInfo
 
+RUNNING_CALL = "⏳ running: no result yet"
+"""A live run's pending call: its process is executing it right now."""
+DANGLING_CALL = "⚠ no result: a resume re-executes it"
+"""A dead run's pending call: no result will come unless it is resumed."""
+
 
 def status_label(run: RunInfo, now: float, stale_after: float) -> str:
     """running / stale (dead: crashed, or settled by lovia web) / its head status."""

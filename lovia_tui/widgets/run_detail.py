@@ -17,6 +17,10 @@ from lovia_tui.core.liveness import stale_reason, status_label
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 
+LIVE_CALLS = (
+    "The run is live: its process is executing these now; their results are saved "
+    "when they finish."
+)
 RESUME_WARNING = (
     "A resume executes each of these again before anything else "
     "(at-least-once: their side effects happen again)."
@@ -119,18 +123,24 @@ def _count(records: object) -> int:
     return len(records) if isinstance(records, dict | list) else 0
 
 
-def dangling_panel(calls: list[DanglingCall]) -> RenderableType:
+def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> RenderableType:
+    """The calls with no result: running now in a live run, dangling in a dead one."""
     if not calls:
         return Text(
             "No dangling tool calls: a resume continues with the model.", style="dim"
         )
-    items: list[RenderableType] = [Text(RESUME_WARNING, style="bold")]
+    items: list[RenderableType] = [
+        Text(LIVE_CALLS if live else RESUME_WARNING, style="bold")
+    ]
     for call in calls:
         items.append(Text(f"\n{call.name}  ({call.call_id})", style="bold"))
         items.append(Text(pretty_arguments(call.arguments)))
-    return Panel(
-        Group(*items), title=f"{len(calls)} dangling tool call(s)", border_style="red"
+    title = (
+        f"{len(calls)} tool call(s) running"
+        if live
+        else f"{len(calls)} dangling tool call(s)"
     )
+    return Panel(Group(*items), title=title, border_style="green" if live else "red")
 
 
 class RunDetail(VerticalScroll):
@@ -160,7 +170,7 @@ class RunDetail(VerticalScroll):
         parts: list[RenderableType] = [
             head_table(run, link, now, stale_after),
             Text(""),
-            dangling_panel(dangling),
+            dangling_panel(dangling, live=run.is_live(now, stale_after)),
         ]
         for problem in [run.unreadable, *problems]:
             if problem:

@@ -329,6 +329,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
             index_text(row),
             partner_text(row, self.rows, ""),
             row.extra.get("status"),
+            row.extra.get("running"),
             row.older,
         )
         text = self._summaries.get(key)

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import size, timestamp
+from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 
 RowKind = Literal["older", "newer", "segment", "entry", "seam", "unreadable"]
@@ -125,14 +126,18 @@ def keep_newest(rows: list[Row], segments: int) -> list[Row]:
 
 
 def pair_tool_calls(rows: list[Row]) -> None:
-    """Link each tool call row with its result row (by call_id occurrence)."""
+    """Link each tool call row with its result row (by call_id occurrence); a
+    call of a live run's checkpoint still waiting for its result is ``running``."""
     waiting: dict[str, list[int]] = {}
     names: dict[int, str] = {}
+    live = False
     for position, row in enumerate(rows):
         if row.kind == "segment" or row.kind == "seam":
             waiting.clear()
+            live = row.kind == "seam" and row.extra.get("status") == "running"
         if row.kind != "entry" or row.entry is None:
             continue
+        row.extra["running"] = live
         data = row.entry.data
         call_id = str(data.get("call_id"))
         if data.get("type") == "tool_call":
@@ -192,8 +197,10 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         head.append(shorten(str(data.get("arguments", "")), 200))
         if row.partner is not None:
             head.append(f"  {partner_text(row, rows, '→')}", style="dim")
+        elif row.extra.get("running"):
+            head.append(f"  {RUNNING_CALL}", style="bold green")
         else:
-            head.append("  ⚠ no result: a resume re-executes it", style="bold")
+            head.append(f"  {DANGLING_CALL}", style="bold")
         return head
     if kind == "tool_result":
         if row.tool_name:
