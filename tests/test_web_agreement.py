@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from lovia import SQLiteCheckpointer
+from lovia import SQLiteCheckpointer, SQLiteSession
 from lovia.transcript import entry_to_dict
 from lovia.web.store import ChatStore
 from lovia_factory import (
@@ -24,10 +24,14 @@ from lovia_factory import (
 )
 
 from lovia_tui.cli import main
+from lovia_tui.core.agents import load_agent
 from lovia_tui.core.doctor import diagnose
 from lovia_tui.core.formatting import PIN
+from lovia_tui.core.preflight import preflight
+from lovia_tui.core.resume import resume
 from lovia_tui.core.run_plans import preview_finalize
 from lovia_tui.core.workspace import Workspace
+from lovia_tui.demo.crash import crash_run
 
 pytestmark = pytest.mark.usefixtures("private_journal")
 
@@ -197,3 +201,62 @@ async def test_a_session_known_only_from_a_checkpoints_run_record(
     assert listed["session_id"] == "gone-chat"
     shown = await cli_json(capsys, "show", path, "gone-chat", "--json")
     assert shown["in_flight"]["run_id"] == "first"
+
+
+async def run_to_end(pf) -> list:
+    return [event async for event in resume(pf)]
+
+
+async def test_a_resume_settles_lovia_webs_records_and_leaves_no_finding(
+    scratch: Path,
+) -> None:
+    path = scratch / "web.db"
+    await write_session(path, "chat", SCRIPTS[:1])
+    await web_records(path, "chat", "killed")
+    crash_run(path, path, "chat", "killed")  # SIGKILLed inside its slow tool
+    await web_restart(path)
+    ws = await Workspace.open([path])
+    try:
+        pf = await preflight(ws, "killed", agent=load_agent("lovia_tui.demo:agent"))
+        assert pf.ok, pf.problems
+        assert pf.web_chat == "chat" and pf.delete_on_success
+        assert any("as lovia web does" in line for line in pf.afterwards)
+        events = await run_to_end(pf)
+        assert events[-1].kind == "run_completed"
+        assert any(
+            e.kind == "log" and "its run record is now completed" in e.text
+            for e in events
+        )
+        assert (await diagnose(ws, stale_after=0.0)).findings == ()
+    finally:
+        await ws.close()
+    # As lovia web leaves a run that ended well: stored, no checkpoint, settled.
+    store = ChatStore.sqlite(path)
+    assert await store.get_active_run_id("chat") is None
+    [record] = await store.list_runs(session_id="chat")
+    assert (record.id, record.status, record.error) == ("killed", "completed", None)
+    assert await SQLiteCheckpointer(path).load("killed") is None
+    assert [s.run_id for s in await SQLiteSession(path).segments("chat")][
+        -1
+    ] == "killed"
+
+
+async def test_other_layouts_say_what_a_resume_leaves(
+    two_files: tuple[Path, Path],
+) -> None:
+    ws = await Workspace.open(two_files)
+    try:
+        pf = await preflight(
+            ws, "crashed", agent=load_agent("lovia_tui.demo:agent"), session_id="s"
+        )
+        assert pf.web_chat is None and not pf.delete_on_success
+        [left] = pf.afterwards
+        assert "completed checkpoint is kept" in left and "doctor reports it" in left
+        kept = await preflight(
+            ws, "crashed", agent=None, session_id="s", delete_on_success=True
+        )
+        assert kept.afterwards == (
+            "on success lovia deletes the checkpoint once the run is stored",
+        )
+    finally:
+        await ws.close()

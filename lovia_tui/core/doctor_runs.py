@@ -154,7 +154,7 @@ class _Checkup:
                 if chats
                 else ""
             )
-            replay = f"replay it into session {sid!r}, which stores it ({command('replay', rid)}); or finalize it"
+            replay = f"replay it into session {sid!r}, which stores it ({command('replay', rid, '--delete-on-success')}); or finalize it"
             return self._found(
                 "crash-window", "error" if chats else "warning",
                 f"completed but stored in no session (its append was lost: the crash window); {where}; "
@@ -162,7 +162,7 @@ class _Checkup:
                 Fix("replay", replay, sid) if link else _choose(rid),
             )  # fmt: skip
         if run.status == "running":
-            resume = f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR')}); or finalize or delete it"
+            resume = f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR', '--delete-on-success')}); or finalize or delete it"
             return self._found(
                 "stale-running", "warning",
                 f"running in its head, but not live ({self.dead}); {where}",

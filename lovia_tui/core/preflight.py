@@ -20,7 +20,9 @@ from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import age
 from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import DanglingCall, RunInfo
+from lovia_tui.core.plans import require_current_chat
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER, SessionSource
+from lovia_tui.core.web_settle import afterwards, web_chat_of
 from lovia_tui.core.workspace import Workspace
 
 Mode = Literal["resume", "replay"]
@@ -59,6 +61,10 @@ class Preflight:
     problems: tuple[str, ...]
     stale_reason: str | None = None
     """Why a run whose head says running is not live (see core.liveness)."""
+    web_chat: str | None = None
+    """The lovia web chat whose records the run's end settles (core.web_settle)."""
+    afterwards: tuple[str, ...] = ()
+    """What the run leaves behind once it ends (checkpoint, web records)."""
 
     @property
     def ok(self) -> bool:
@@ -95,6 +101,21 @@ class _Session:
     source: SessionSource | None
     file: Path | None
     already_in: bool
+
+
+async def _web_chat(
+    ws: Workspace, run: RunInfo, session: _Session, found: _Findings
+) -> str | None:
+    """The lovia web chat whose records the run's end settles, if its file can be
+    settled (lovia's ChatStore would migrate older chat tables: refused)."""
+    db = ws.database(run.file)
+    chat = await web_chat_of(db, run, session.session_id)
+    if chat is not None:
+        try:
+            await require_current_chat(db)
+        except ActionError as exc:
+            found.problems.append(str(exc))
+    return chat
 
 
 async def _find_run(ws: Workspace, run_id: str) -> RunInfo:
@@ -299,6 +320,8 @@ async def preflight(
         )
     else:
         reachable = _check_agent(agent, run, found, strict=True)
+    web_chat = await _web_chat(ws, run, session, found)
+    delete_on_success = delete_on_success or web_chat is not None
     return Preflight(
         mode="resume",
         run=run,
@@ -316,6 +339,10 @@ async def preflight(
         warnings=tuple(found.warnings),
         problems=tuple(found.problems),
         stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
+        web_chat=web_chat,
+        afterwards=tuple(
+            afterwards("resume", web_chat, delete_on_success, session.session_id)
+        ),
     )
 
 
@@ -350,6 +377,8 @@ async def preflight_replay(
             f"not stored in session {session.session_id!r} yet: the replay appends it"
         )
     reachable = None if agent is None else _check_agent(agent, run, found, strict=False)
+    web_chat = await _web_chat(ws, run, session, found)
+    delete_on_success = delete_on_success or web_chat is not None
     return Preflight(
         mode="replay",
         run=run,
@@ -366,4 +395,8 @@ async def preflight_replay(
         already_in_session=session.already_in,
         warnings=tuple(found.warnings),
         problems=tuple(found.problems),
+        web_chat=web_chat,
+        afterwards=tuple(
+            afterwards("replay", web_chat, delete_on_success, session.session_id)
+        ),
     )

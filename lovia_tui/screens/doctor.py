@@ -225,7 +225,11 @@ class DoctorScreen(WorkerErrors, Screen):
             assert finding.run_id is not None
             self.busy = f"{action} of {finding.run_id}: see the console (esc)"
             self._title()
-            await _finished(inspector._preflight_flow(action, finding.run_id))
+            await _finished(
+                inspector._preflight_flow(
+                    action, finding.run_id, delete_on_success=True
+                )
+            )
             for worker in [
                 w
                 for w in self.app.workers

@@ -81,6 +81,8 @@ def describe(pf: Preflight) -> RenderableType:
         )
     if pf.already_in_session:
         table.add_row("", "already stored in that session: the append is a no-op")
+    for line in pf.afterwards:
+        table.add_row("afterwards", Text(line))
     parts: list[RenderableType] = [table, Text("")]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))

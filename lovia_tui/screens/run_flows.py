@@ -65,11 +65,15 @@ class RunFlows:
             self._preflight_flow("replay", self.runs.selected.run_id)
 
     async def _preflight(
-        self, mode: str, run_id: str, choice: PreflightChoice | None
+        self,
+        mode: str,
+        run_id: str,
+        choice: PreflightChoice | None,
+        delete_on_success: bool = False,
     ) -> Preflight:
         from lovia_tui.core.preflight import preflight, preflight_replay
 
-        options = {}
+        options: dict = {"delete_on_success": delete_on_success}
         if choice is not None:
             options = {
                 "session_id": choice.session_id,
@@ -93,8 +97,13 @@ class RunFlows:
         )
 
     @work(exclusive=True, group="preflight")
-    async def _preflight_flow(self, mode: str, run_id: str) -> None:
-        """Check, show, re-check with the user's options, and start only when clear."""
+    async def _preflight_flow(
+        self, mode: str, run_id: str, *, delete_on_success: bool = False
+    ) -> None:
+        """Check, show, re-check with the user's options, and start only when clear.
+
+        ``delete_on_success`` is the first default: a doctor fix deletes the
+        checkpoint once the run is stored, or it would leave the next finding."""
         from lovia_tui.core.resume import replay, resume
         from lovia_tui.screens.preflight import PreflightScreen
 
@@ -107,7 +116,7 @@ class RunFlows:
         choice: PreflightChoice | None = None
         try:
             while True:
-                pf = await self._preflight(mode, run_id, choice)
+                pf = await self._preflight(mode, run_id, choice, delete_on_success)
                 if choice is not None and choice.go and pf.ok:
                     break
                 sessions = [key[1] for key in self.sessions.keys]
