@@ -20,9 +20,8 @@ from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import age
 from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import DanglingCall, RunInfo
-from lovia_tui.core.plans import require_current_chat
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER, SessionSource
-from lovia_tui.core.web_settle import afterwards, web_chat_of
+from lovia_tui.core.web_settle import afterwards, settled_chat
 from lovia_tui.core.workspace import Workspace
 
 Mode = Literal["resume", "replay"]
@@ -101,21 +100,6 @@ class _Session:
     source: SessionSource | None
     file: Path | None
     already_in: bool
-
-
-async def _web_chat(
-    ws: Workspace, run: RunInfo, session: _Session, found: _Findings
-) -> str | None:
-    """The lovia web chat whose records the run's end settles, if its file can be
-    settled (lovia's ChatStore would migrate older chat tables: refused)."""
-    db = ws.database(run.file)
-    chat = await web_chat_of(db, run, session.session_id)
-    if chat is not None:
-        try:
-            await require_current_chat(db)
-        except ActionError as exc:
-            found.problems.append(str(exc))
-    return chat
 
 
 async def _find_run(ws: Workspace, run_id: str) -> RunInfo:
@@ -320,7 +304,7 @@ async def preflight(
         )
     else:
         reachable = _check_agent(agent, run, found, strict=True)
-    web_chat = await _web_chat(ws, run, session, found)
+    web_chat = await settled_chat(ws, run, session.session_id, found.problems)
     delete_on_success = delete_on_success or web_chat is not None
     return Preflight(
         mode="resume",
@@ -377,7 +361,7 @@ async def preflight_replay(
             f"not stored in session {session.session_id!r} yet: the replay appends it"
         )
     reachable = None if agent is None else _check_agent(agent, run, found, strict=False)
-    web_chat = await _web_chat(ws, run, session, found)
+    web_chat = await settled_chat(ws, run, session.session_id, found.problems)
     delete_on_success = delete_on_success or web_chat is not None
     return Preflight(
         mode="replay",

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lovia_tui.core.database import Database
+from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import RunInfo
+from lovia_tui.core.plans import require_current_chat
+from lovia_tui.core.workspace import Workspace
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -26,9 +28,14 @@ _USAGE_FIELDS = (
 )
 
 
-async def web_chat_of(db: Database, run: RunInfo, session_id: str | None) -> str | None:
-    """The lovia web chat a run continues in: its session, when the run's own
-    file (lovia web's one file) has that chat's row or the run's record."""
+async def settled_chat(
+    ws: Workspace, run: RunInfo, session_id: str | None, problems: list[str]
+) -> str | None:
+    """The lovia web chat a run continues in, whose records its end settles: its
+    session, when the run's own file (lovia web's one file) has that chat's row
+    or the run's record. A file lovia's ChatStore would migrate to settle it is
+    a problem for the preflight (open it with lovia web first)."""
+    db = ws.database(run.file)
     if session_id is None or not db.stores.chat:
         return None
     row = await db.fetchone(
@@ -36,7 +43,13 @@ async def web_chat_of(db: Database, run: RunInfo, session_id: str | None) -> str
         "SELECT 1 FROM chat_runs WHERE id = ?2 AND session_id = ?1 LIMIT 1",
         (session_id, run.run_id),
     )
-    return session_id if row else None
+    if row is None:
+        return None
+    try:
+        await require_current_chat(db)
+    except ActionError as exc:
+        problems.append(str(exc))
+    return session_id
 
 
 def afterwards(
