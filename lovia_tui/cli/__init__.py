@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli import actions, browse, demo, doctor, resume
+from lovia_tui.cli import actions, browse, demo, doctor, fork, resume
 from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
 from lovia_tui.cli.launch import configure_app, launch_app
 
@@ -19,6 +19,7 @@ COMMANDS: list[Command] = [
     *browse.COMMANDS,
     *resume.COMMANDS,
     *actions.COMMANDS,
+    *fork.COMMANDS,
     *doctor.COMMANDS,
 ]
 

@@ -25,6 +25,7 @@ TABLES: dict[str, tuple[str, str]] = {
     "snapshot_turns": ("run_id", "seq"),
     "chat_sessions": ("id", "id"),
     "chat_runs": ("id", "id"),
+    "chat_ui_data": ("session_id", "id"),
 }
 
 # A stored value and its SQLite storage class; text is kept as its raw bytes.
