@@ -63,9 +63,15 @@ def _rewind(p: RewindPreview) -> list[str]:
         return [
             f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"
         ]
+    kept = p.total_entries - p.entries_removed
     lines = [
-        f"rewind {p.session_id}: keep {p.keep_entries} of {p.total_entries} entries, "
+        f"rewind {p.session_id}: keep {kept} of {p.total_entries} entries, "
         f"remove {p.entries_removed}"
+        + (
+            f" (the first {p.keep_entries}, less the tool calls the cut leaves without a result)"
+            if kept != p.keep_entries
+            else ""
+        )
     ]
     lines += [f"delete run {run_id}" for run_id in p.runs_deleted]
     if t := p.truncated:
@@ -101,7 +107,7 @@ def _trim(p: TrimPreview) -> list[str]:
         fate = (
             "archived (recall_tool_result can fetch it)"
             if c.archived
-            else "lost for good"
+            else "gone for the agent (no result store)"
         )
         parts = "; its parts (images) are dropped" if c.drops_parts else ""
         lines.append(
@@ -110,7 +116,8 @@ def _trim(p: TrimPreview) -> list[str]:
     if p.lost_for_good:
         lines.append(
             f"WARNING: {_plural(p.lost_for_good, 'output')} not archived to a result store "
-            "cannot be recovered by lovia once trimmed"
+            "cannot be recovered by lovia or the agent once trimmed; only lovia-tui's "
+            "journal keeps the full text"
         )
     return lines
 
@@ -165,8 +172,30 @@ def _clear(p: ClearPreview) -> list[str]:
     ]
 
 
+_UNDO = {
+    RewindPreview: "the removed entries and deleted checkpoints",
+    TrimPreview: "the full tool outputs",
+    DeleteRunsPreview: "the deleted checkpoints",
+    FinalizePreview: "the checkpoint and web records as they were, and removes the appended segment",
+    ClearPreview: "the removed segments and deleted checkpoints",
+}
+
+
+def _undo(preview: Preview) -> list[str]:
+    """What undo can and cannot put back: the journal keeps what lovia no longer has."""
+    if preview.noop:
+        return []
+    line = (
+        f"undo restores {_UNDO[type(preview)]} byte for byte from lovia-tui's journal "
+        "(as long as its file is kept)"
+    )
+    if isinstance(preview, RewindPreview | ClearPreview):
+        line += "; it cannot undo what tool calls did"
+    return [line]
+
+
 def describe(preview: Preview) -> list[str]:
-    """What ``preview`` will do, one sentence per line, headline first."""
+    """What ``preview`` will do, one sentence per line, headline first, then what undo restores."""
     render = {
         RewindPreview: _rewind,
         TrimPreview: _trim,
@@ -174,4 +203,4 @@ def describe(preview: Preview) -> list[str]:
         FinalizePreview: _finalize,
         ClearPreview: _clear,
     }[type(preview)]
-    return render(preview)  # type: ignore[operator]
+    return render(preview) + _undo(preview)  # type: ignore[operator]

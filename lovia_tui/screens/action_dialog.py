@@ -94,7 +94,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                 yield Label("Reason (kept in the journal, optional)")
                 yield Input(id="reason", placeholder="why")
                 yield Label(
-                    "The rows are journaled first: u (undo) restores them exactly.",
+                    "The rows are journaled first: u (undo) puts back what the last line above says.",
                     classes="dim",
                 )
             with Horizontal(classes="dialog-buttons"):
