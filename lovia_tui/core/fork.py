@@ -14,7 +14,6 @@ before): a crash in between leaves a copy nothing journaled, never a loss.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -23,14 +22,13 @@ from typing import Any, ClassVar
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.journal import Journal
 from lovia_tui.core.plans import (
-    parse_segments,
     refuse_readonly,
     require_current_chat,
-    session_database,
 )
 from lovia_tui.core.previews import Truncation
 from lovia_tui.core.rows import Captured, RowGroup, capture, digest
-from lovia_tui.core.session_plans import _rewind_split
+from lovia_tui.core.session_plans import _rewind_split, cut_session
+from lovia_tui.core.web_settle import chat_store
 from lovia_tui.core.workspace import Workspace
 
 FORK_TABLES = ("session_runs", "chat_sessions", "chat_ui_data")
@@ -105,12 +103,7 @@ async def preview_fork(
     for a web chat ``keep_entries`` must be such a message's flat index, or
     at least the chat's length, and the fork's id is lovia web's to choose.
     """
-    refuse_readonly(ws)
-    if keep_entries < 0:
-        raise ActionError("keep_entries must be >= 0")
-    db = await session_database(ws, session_id)
-    rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
-    segments = parse_segments(rows, "fork")
+    db, rows, segments = await cut_session(ws, session_id, keep_entries, "fork")
     total = sum(len(s.entries) for s in segments)
     keep = min(keep_entries, total)
     truncated, deleted, _ = _rewind_split(segments, keep)
@@ -265,16 +258,7 @@ def _absent(captured: Captured) -> Captured:
 
 
 async def _fork_web(preview: ForkPreview) -> str:
-    from lovia.stores.session import SQLiteSession
-    from lovia.web.store import ChatStore
-
-    # Its constructor checks the schema with blocking I/O: keep it off the loop.
-    store = await asyncio.to_thread(
-        ChatStore,
-        SQLiteSession(preview.file, wal=True),
-        meta_path=preview.file,
-        wal=True,
-    )
+    store = await chat_store(preview.file)
     fork_id = await store.fork(preview.session_id, ref=preview.web_ref)
     if fork_id is None:
         raise ActionError("lovia web found nothing to copy")

@@ -73,7 +73,8 @@ def afterwards(
     ]
 
 
-async def _store(file: Path) -> Any:
+async def chat_store(file: Path) -> Any:
+    """lovia web's ChatStore on its one file (checked current: it would migrate)."""
     from lovia.stores.session import SQLiteSession
     from lovia.web.store import ChatStore
 
@@ -89,7 +90,7 @@ async def reopen_record(file: Path, run: RunInfo, chat: str) -> None:
         return  # lovia web never recorded this run: no record is created for it
     from lovia.web.store import RunRow
 
-    store = await _store(file)
+    store = await chat_store(file)
     await store.start_run(
         RunRow(
             run.run_id,
@@ -118,7 +119,7 @@ async def settle_records(
     from lovia.messages import Usage
     from lovia.web.sse import usage_dict
 
-    store = await _store(file)
+    store = await chat_store(file)
     done = []
     if run.web_status is not None and status in ("completed", "interrupted", "failed"):
         counts = Usage(**{k: int(usage.get(k) or 0) for k in _USAGE_FIELDS})
