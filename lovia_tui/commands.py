@@ -144,6 +144,15 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
         group="Actions",
     ),
     CommandDef(
+        "fork_here",
+        "b",
+        "Fork here",
+        "Copy the session up to the cursor into a new session (nothing is removed; "
+        "a web chat forks before the user turn, as lovia web does)",
+        show=False,
+        group="Actions",
+    ),
+    CommandDef(
         "trim",
         "t",
         "Trim",

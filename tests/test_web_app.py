@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import settle
-from lovia_factory import CRASH, abandoned_run, web_records, web_restart
+from app_helpers import settle, snapshot_app
+from lovia_factory import CRASH, abandoned_run, rows, web_records, web_restart
 
 from lovia_tui.app import make_app
 from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL
+from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.transcript_rows import summary_line
 
@@ -61,3 +62,52 @@ async def test_pending_calls_are_running_only_while_the_run_is_live(
             assert "lovia web marked it interrupted at restart" in text
         else:
             assert "2 tool call(s) running" in text and "dangling" not in text
+
+
+async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
+    snap_dir, monkeypatch
+) -> None:
+    from lovia.web.store import ChatStore
+
+    app = snapshot_app(snap_dir, monkeypatch)
+    db = snap_dir / "snap.db"
+    before = rows(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.go_to_session(
+            next(k for k in screen.sessions.keys if k[1] == "chat-kyoto")
+        )
+        await settle(pilot)
+        transcript = screen.transcript
+        users = [
+            n
+            for n, row in enumerate(transcript._visible)
+            if transcript.rows[row].kind == "entry"
+            and transcript.rows[row].entry.data.get("role") == "user"
+        ]
+        transcript.move_cursor(users[1] + 1)  # inside the second user turn
+        await pilot.press("w")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionScreen)
+        await pilot.click("#alternative")
+        await settle(pilot)
+        fork_dialog = app.screen
+        assert isinstance(fork_dialog, ActionScreen)
+        assert fork_dialog.lines[0].startswith("fork chat-kyoto: copy its first")
+        await pilot.press("enter")  # Confirm has the focus
+        await settle(pilot)
+        store = ChatStore.sqlite(db)
+        [fork] = [c for c in await store.list() if c.origin_session_id == "chat-kyoto"]
+        assert [s.run_id for s in await store.session.segments(fork.id)] == [
+            "run-kyoto-1"
+        ]
+        assert (
+            rows(db)["session_runs"][: len(before["session_runs"])]
+            == before["session_runs"]
+        ), "the source is untouched"
+        await pilot.press("u")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+    assert rows(db) == before

@@ -18,7 +18,8 @@ from lovia_tui.cli.command import (
     print_json,
     split_paths_and_id,
 )
-from lovia_tui.core.fork import describe_fork, perform_fork, preview_fork
+from lovia_tui.core.describe import describe
+from lovia_tui.core.fork import perform_fork, preview_fork
 
 
 def _configure_fork(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +61,7 @@ async def _fork(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     out = console()
-    for number, line in enumerate(describe_fork(preview)):
+    for number, line in enumerate(describe(preview)):
         out.print(Text(line, style="bold" if number == 0 else ""))
     if result is None:
         if not preview.noop:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lovia_tui.core.fork import ForkPreview, describe_fork
 from lovia_tui.core.formatting import size, timestamp
 from lovia_tui.core.previews import (
     CheckpointDeletion,
@@ -172,29 +173,23 @@ def _clear(p: ClearPreview) -> list[str]:
     ]
 
 
+_JOURNAL = "byte for byte from lovia-tui's journal (as long as its file is kept)"
 _UNDO = {
-    RewindPreview: "the removed entries and deleted checkpoints",
-    TrimPreview: "the full tool outputs",
-    DeleteRunsPreview: "the deleted checkpoints",
-    FinalizePreview: "the checkpoint and web records as they were, and removes the appended segment",
-    ClearPreview: "the removed segments and deleted checkpoints",
+    RewindPreview: f"undo restores the removed entries and deleted checkpoints {_JOURNAL}; "
+    "it cannot undo what tool calls did",
+    TrimPreview: f"undo restores the full tool outputs {_JOURNAL}",
+    DeleteRunsPreview: f"undo restores the deleted checkpoints {_JOURNAL}",
+    FinalizePreview: "undo removes the appended segment and restores the checkpoint and "
+    f"web records {_JOURNAL}",
+    ClearPreview: f"undo restores the removed segments and deleted checkpoints {_JOURNAL}; "
+    "it cannot undo what tool calls did",
+    ForkPreview: "undo deletes the copy (for a web chat, its chat row too); the source "
+    "is never touched",
 }
+"""What undo can and cannot put back: the journal keeps what lovia no longer has."""
 
 
-def _undo(preview: Preview) -> list[str]:
-    """What undo can and cannot put back: the journal keeps what lovia no longer has."""
-    if preview.noop:
-        return []
-    line = (
-        f"undo restores {_UNDO[type(preview)]} byte for byte from lovia-tui's journal "
-        "(as long as its file is kept)"
-    )
-    if isinstance(preview, RewindPreview | ClearPreview):
-        line += "; it cannot undo what tool calls did"
-    return [line]
-
-
-def describe(preview: Preview) -> list[str]:
+def describe(preview: Preview | ForkPreview) -> list[str]:
     """What ``preview`` will do, one sentence per line, headline first, then what undo restores."""
     render = {
         RewindPreview: _rewind,
@@ -202,5 +197,7 @@ def describe(preview: Preview) -> list[str]:
         DeleteRunsPreview: _delete,
         FinalizePreview: _finalize,
         ClearPreview: _clear,
+        ForkPreview: describe_fork,
     }[type(preview)]
-    return render(preview) + _undo(preview)  # type: ignore[operator]
+    lines = render(preview)  # type: ignore[operator]
+    return lines if preview.noop else [*lines, _UNDO[type(preview)]]

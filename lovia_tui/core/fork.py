@@ -24,10 +24,11 @@ from lovia_tui.core.journal import Journal
 from lovia_tui.core.plans import (
     refuse_readonly,
     require_current_chat,
+    session_database,
 )
 from lovia_tui.core.previews import Truncation
 from lovia_tui.core.rows import Captured, RowGroup, capture, digest
-from lovia_tui.core.session_plans import _rewind_split, cut_session
+from lovia_tui.core.session_plans import _rewind_split, cut_session, user_turn_start
 from lovia_tui.core.web_settle import chat_store
 from lovia_tui.core.workspace import Workspace
 
@@ -148,6 +149,17 @@ async def preview_fork(
     )
 
 
+async def fork_point(ws: Workspace, session_id: str, index: int) -> int:
+    """Where "fork here" cuts: before entry ``index``, or for a lovia web chat
+    (forked only before a user message) before the user turn holding it."""
+    db = await session_database(ws, session_id)
+    if db.stores.chat and await db.fetchone(
+        "SELECT 1 FROM chat_sessions WHERE id = ?", (session_id,)
+    ):
+        return await user_turn_start(ws, session_id, index)
+    return index
+
+
 def describe_fork(p: ForkPreview) -> list[str]:
     """The preview in words (first line the headline), as the other actions'."""
     target = (
@@ -179,7 +191,6 @@ def describe_fork(p: ForkPreview) -> list[str]:
             f"  leave out {c.name}({c.arguments}) [{c.call_id}]: no result before the cut"
             for c in t.dropped_calls
         ]
-    lines.append("undo deletes the copy (and, for a web chat, its chat row) exactly")
     return lines
 
 

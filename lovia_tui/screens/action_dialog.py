@@ -34,6 +34,8 @@ class ActionAnswer:
     confirm: bool
     values: dict[str, str] = field(default_factory=dict)
     reason: str | None = None
+    alternative: bool = False
+    """The dialog's other choice instead (a rewind's: fork)."""
 
 
 def preview_text(lines: list[str]) -> Text:
@@ -68,8 +70,10 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         noop: bool,
         fields: list[FormField] = (),
         ask_reason: bool = True,
+        alternative: str | None = None,
     ) -> None:
         super().__init__()
+        self.alternative = alternative
         self.ask_reason = ask_reason and not noop
         self.title_text = title
         self.lines = lines
@@ -100,6 +104,8 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
             with Horizontal(classes="dialog-buttons"):
                 if not self.noop:
                     yield Button("Confirm", id="confirm", variant="error")
+                if self.alternative:
+                    yield Button(self.alternative, id="alternative", variant="success")
                 if self.fields:
                     yield Button("Preview again", id="again")
                 yield Button("Cancel", id="cancel")
@@ -123,6 +129,10 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
             else None
         )
         self.dismiss(ActionAnswer(True, self._values(), reason))
+
+    @on(Button.Pressed, "#alternative")
+    def _alternative(self) -> None:
+        self.dismiss(ActionAnswer(False, self._values(), alternative=True))
 
     @on(Button.Pressed, "#again")
     def _again(self) -> None:

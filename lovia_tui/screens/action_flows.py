@@ -1,4 +1,4 @@
-"""Rewind, trim, clear, delete, finalize and undo from the inspector.
+"""Rewind, fork, trim, clear, delete, finalize and undo from the inspector.
 
 A mixin of the inspector. Every action goes: preview (core) → dialog with
 exactly what will be removed → confirm → ``perform`` through lovia, journaled
@@ -20,10 +20,12 @@ from textual import work
 from lovia_tui.core.errors import ActionError, LiveRunError
 
 if TYPE_CHECKING:
+    from lovia_tui.core.fork import ForkPreview
     from lovia_tui.core.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
 
-Build = Callable[[dict[str, str], bool], Awaitable["Preview"]]
+Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
+FORK_INSTEAD = "Fork instead (keeps this session)"
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:
@@ -76,7 +78,23 @@ class ActionFlows:
                     force=force,
                     stale_after=self.stale_after,
                 ),
+                fork_instead=index,
             )
+
+    def action_fork_here(self) -> None:
+        index = self._entry_index()
+        if index is not None:
+            self._fork(self.session_key[1], index)
+
+    def _fork(self, sid: str, index: int) -> None:
+        """Fork the session before entry ``index`` (a web chat: before its user turn)."""
+        from lovia_tui.core.fork import fork_point, preview_fork
+
+        async def build(values: dict[str, str], force: bool) -> ForkPreview:
+            keep = await fork_point(self.workspace, sid, index)
+            return await preview_fork(self.workspace, sid, keep)
+
+        self.action_flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
 
     def action_rewind_turn(self) -> None:
         from lovia_tui.core.session_plans import preview_rewind, user_turn_start
@@ -92,7 +110,9 @@ class ActionFlows:
                 )
 
             self.action_flow(
-                f"Rewind {sid} to before this user turn (edit and resend)", build
+                f"Rewind {sid} to before this user turn (edit and resend)",
+                build,
+                fork_instead=index,
             )
 
     def action_trim(self) -> None:
@@ -202,11 +222,20 @@ class ActionFlows:
 
     @work(exclusive=True, group="action")
     async def action_flow(
-        self, title: str, build: Build, fields: list[FormField] = ()
+        self,
+        title: str,
+        build: Build,
+        fields: list[FormField] = (),
+        *,
+        fork_instead: int | None = None,
     ) -> None:
-        """Preview, confirm (or preview again with new options), perform, refresh."""
+        """Preview, confirm (or preview again with new options), perform, refresh.
+
+        ``fork_instead`` (a rewind's entry index) offers the non-destructive
+        choice in the dialog: fork the session there instead."""
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
+        from lovia_tui.core.fork import ForkPreview, perform_fork
         from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
 
         values = {spec.name: spec.value for spec in fields}
@@ -246,17 +275,25 @@ class ActionFlows:
             ]
             answer = await self.app.push_screen_wait(
                 ActionScreen(
-                    title, lines, noop=preview is None or preview.noop, fields=shown
+                    title,
+                    lines,
+                    noop=preview is None or preview.noop,
+                    fields=shown,
+                    alternative=None if fork_instead is None else FORK_INSTEAD,
                 )
             )
+            if answer is not None and answer.alternative:
+                self._fork(self.session_key[1], fork_instead)
+                return
             if answer is None:
                 return
             if not answer.confirm or answer.values != values:
                 values = answer.values
                 continue
             break
+        act = perform_fork if isinstance(preview, ForkPreview) else perform
         try:
-            result = await perform(self.workspace, preview, reason=answer.reason)
+            result = await act(self.workspace, preview, reason=answer.reason)
         except ActionError as exc:
             self.notify(str(exc), severity="error")
             return

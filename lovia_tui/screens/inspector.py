@@ -43,10 +43,18 @@ FOCUS_AT_THE_LATEST = 0.3
 if its rows have not arrived (they normally arrive first, with the focus)."""
 NARROW_WIDTH = 100
 PANES = ("sessions", "transcript", "runs")
-SESSION_ACTIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "export"}
+SESSION_ACTIONS = {
+    "rewind_here",
+    "rewind_turn",
+    "fork_here",
+    "trim",
+    "clear_session",
+    "export",
+}
 RUN_ACTIONS = {"delete_run", "finalize"}
 MUTATIONS = {
     "rewind_here",
+    "fork_here",
     "rewind_turn",
     "trim",
     "clear_session",
