@@ -27,5 +27,5 @@ def stale_reason(run: RunInfo, now: float, stale_after: float) -> str | None:
         when = " at restart" if run.web_status == "interrupted" else ""
         return f"lovia web marked it {run.web_status}{when}"
     if run.is_stale(now, stale_after):
-        return f"no save for {age(now - run.updated_at)}: its process most likely died"
+        return f"no save for {age(now - run.updated_at)}: likely crashed"
     return None

@@ -51,7 +51,7 @@ def head_table(
     table.add_column()
     label = status_label(run, now, stale_after)
     reason = stale_reason(run, now, stale_after)
-    status = f"running in its head, but stale: {reason}" if reason else label
+    status = f"running, but stale: {reason}" if reason else label
     table.add_row("run", run.run_id)
     table.add_row("status", Text(status, style=STATUS_STYLES.get(label, "")))
     if run.web_status is not None:
