@@ -260,3 +260,24 @@ async def test_other_layouts_say_what_a_resume_leaves(
         )
     finally:
         await ws.close()
+
+
+async def test_hostile_chat_rows_rank_last_and_crash_nothing(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = scratch / "web.db"
+    await web_records(path, "good", "r1", title="Fine")
+    await write_session(path, "good", SCRIPTS[2:])
+    # Hostile rows lovia web never writes: text where it keeps numbers.
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "INSERT INTO chat_sessions (id, title, created_at, updated_at, pinned) "
+            "VALUES ('bad', '[bold red]x[/]', 0, 'soon', 'yes')"
+        )
+    listed = await cli_json(capsys, "sessions", path, "--json")
+    assert [(s["session_id"], s["pinned"]) for s in listed] == [
+        ("good", False),
+        ("bad", False),
+    ]
+    assert await asyncio.to_thread(main, ["sessions", str(path)]) == 0
+    assert "[bold red]x[/]" in capsys.readouterr().out

@@ -160,7 +160,10 @@ async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bo
     """(session_id, last activity, pinned) of the newest sessions, as lovia web
     orders its sidebar: pinned chats first, then by activity, a chat's being
     its ``updated_at`` (bumped when a run starts) or its last segment if later."""
-    found = {sid: created for sid, _, created in await recent_session_ids(db, limit)}
+    found = {
+        sid: float(_number(created) or 0)
+        for sid, _, created in await recent_session_ids(db, limit)
+    }
     found.update(await checkpoint_only_sessions(db, limit))
     chats = await web_chats(db, limit)
     chats.update(await web_chat_rows(db, [sid for sid in found if sid not in chats]))
@@ -191,7 +194,7 @@ async def checkpoint_only_sessions(db: Database, limit: int) -> dict[str, float]
         + "GROUP BY r.session_id ORDER BY 2 DESC LIMIT ?",
         (limit,),
     )
-    return {sid: updated for sid, updated in rows}
+    return {sid: float(_number(updated) or 0) for sid, updated in rows}
 
 
 async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
@@ -203,7 +206,7 @@ async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
     rows = await _chat_rows(
         db, "ORDER BY {pinned} DESC, updated_at DESC LIMIT ?", (limit,)
     )
-    return {sid: (updated, bool(pinned)) for sid, updated, pinned in rows}
+    return {sid: _chat_rank(updated, pinned) for sid, updated, pinned in rows}
 
 
 async def web_chat_rows(
@@ -216,8 +219,15 @@ async def web_chat_rows(
         rows = await _chat_rows(
             db, f"WHERE id IN ({','.join('?' * len(chunk))})", chunk
         )
-        found.update((sid, (updated, bool(pinned))) for sid, updated, pinned in rows)
+        found.update(
+            (sid, _chat_rank(updated, pinned)) for sid, updated, pinned in rows
+        )
     return found
+
+
+def _chat_rank(updated: Any, pinned: Any) -> tuple[float, bool]:
+    """(updated_at, pinned) as lovia web writes them; a hostile cell ranks last, unpinned."""
+    return float(_number(updated) or 0), _number(pinned) not in (None, 0)
 
 
 async def _chat_rows(db: Database, tail: str, params: tuple[Any, ...]) -> list[Any]:
@@ -341,7 +351,7 @@ async def session_summaries(
         found[sid] = replace(
             summary,
             pinned=pinned,
-            last_activity=max(summary.last_activity or 0, updated or 0) or None,
+            last_activity=max(_number(summary.last_activity) or 0, updated) or None,
         )
     return found
 
