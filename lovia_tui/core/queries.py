@@ -44,6 +44,8 @@ INDEX_CHUNK = 4_000
 LINK_CHUNK = 20_000
 """Index entries per statement when looking for the segments of runs."""
 TITLE_WIDTH = 60
+ORPHAN_HEADS = 5_000
+"""Most checkpoint heads looked at for sessions known only from a run record."""
 NO_ID_ABOVE = 1 << 62
 """Above every row id (SQLite's are 64-bit): the open end of an id range."""
 # The first user message, as lovia serialises it, near the start of a segment.
@@ -178,12 +180,14 @@ async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bo
 
 async def checkpoint_only_sessions(db: Database, limit: int) -> dict[str, float]:
     """Sessions of a web file known only from a checkpoint's run record: no
-    segment, no chat row (its first run never finished). Walks the checkpoint
-    heads, which lovia web keeps only for unfinished runs."""
+    segment, no chat row (its first run never finished). Looks at the newest
+    ``ORPHAN_HEADS`` checkpoint heads: lovia web keeps heads only for
+    unfinished runs, so that is all of them but on a file it did not write."""
     if not (db.stores.chat and db.stores.checkpoint):
         return {}
     rows = await db.fetchall(
-        "SELECT r.session_id, MAX(h.updated_at) FROM snapshot_heads h "
+        "SELECT r.session_id, MAX(h.updated_at) FROM (SELECT run_id, updated_at "
+        f"FROM snapshot_heads ORDER BY rowid DESC LIMIT {ORPHAN_HEADS}) h "
         "JOIN chat_runs r ON r.id = h.run_id WHERE r.session_id IS NOT NULL "
         "AND NOT EXISTS (SELECT 1 FROM chat_sessions c WHERE c.id = r.session_id) "
         + (
