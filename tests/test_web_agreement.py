@@ -28,7 +28,7 @@ from lovia_tui.core.agents import load_agent
 from lovia_tui.core.doctor import diagnose
 from lovia_tui.core.formatting import PIN
 from lovia_tui.core.preflight import preflight
-from lovia_tui.core.resume import resume
+from lovia_tui.core.resume import RunControl, resume
 from lovia_tui.core.run_plans import preview_finalize
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.demo.crash import crash_run
@@ -281,3 +281,27 @@ async def test_hostile_chat_rows_rank_last_and_crash_nothing(
     ]
     assert await asyncio.to_thread(main, ["sessions", str(path)]) == 0
     assert "[bold red]x[/]" in capsys.readouterr().out
+
+
+async def test_a_cancelled_resume_leaves_the_chat_reconnectable(scratch: Path) -> None:
+    path = scratch / "web.db"
+    await write_session(path, "chat", SCRIPTS[:1])
+    await web_records(path, "chat", "killed")
+    crash_run(path, path, "chat", "killed")
+    await web_restart(path)
+    ws = await Workspace.open([path])
+    try:
+        pf = await preflight(ws, "killed", agent=load_agent("lovia_tui.demo:agent"))
+        control = RunControl()
+        control.cancel()  # lovia stops at its first safe point
+        events = [event async for event in resume(pf, control)]
+    finally:
+        await ws.close()
+    assert events[-1].data["status"] == "interrupted"
+    # What lovia web leaves after an interrupt: the record interrupted, the
+    # pointer and the checkpoint kept for a reconnect.
+    store = ChatStore.sqlite(path)
+    assert await store.get_active_run_id("chat") == "killed"
+    [record] = await store.list_runs(session_id="chat")
+    assert record.status == "interrupted"
+    assert (await SQLiteCheckpointer(path).load("killed")).status == "interrupted"
