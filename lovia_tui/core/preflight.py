@@ -324,9 +324,7 @@ async def preflight(
         problems=tuple(found.problems),
         stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
         web_chat=web_chat,
-        afterwards=tuple(
-            afterwards("resume", web_chat, delete_on_success, session.session_id)
-        ),
+        afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
     )
 
 
@@ -380,7 +378,5 @@ async def preflight_replay(
         warnings=tuple(found.warnings),
         problems=tuple(found.problems),
         web_chat=web_chat,
-        afterwards=tuple(
-            afterwards("replay", web_chat, delete_on_success, session.session_id)
-        ),
+        afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
     )

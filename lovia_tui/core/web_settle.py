@@ -53,7 +53,7 @@ async def settled_chat(
 
 
 def afterwards(
-    mode: str, web_chat: str | None, delete_on_success: bool, session_id: str | None
+    web_chat: str | None, delete_on_success: bool, session_id: str | None
 ) -> list[str]:
     """What the run leaves behind once it ends, in words for the preflight."""
     if web_chat is not None:
@@ -64,17 +64,18 @@ def afterwards(
         ]
     if delete_on_success:
         return ["on success lovia deletes the checkpoint once the run is stored"]
-    where = f"in session {session_id!r}" if session_id else "nowhere (no session)"
     return [
-        f"the completed checkpoint is kept beside its segment {where}: doctor reports it "
-        "as a leftover until it is deleted (delete-run), or pass --delete-on-success"
+        f"the completed checkpoint is kept beside its segment in session {session_id!r}: "
+        "doctor reports it as a leftover until it is deleted (delete-run); "
+        "--delete-on-success deletes it"
         if session_id
         else "the completed checkpoint is kept: it is the only copy of the run"
     ]
 
 
 async def chat_store(file: Path) -> Any:
-    """lovia web's ChatStore on its one file (checked current: it would migrate)."""
+    """lovia web's ChatStore on its one file; check it is current first
+    (:func:`~lovia_tui.core.plans.require_current_chat`): it would migrate it."""
     from lovia.stores.session import SQLiteSession
     from lovia.web.store import ChatStore
 
