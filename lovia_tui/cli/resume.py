@@ -232,6 +232,7 @@ def _preflight_data(pf: Preflight) -> dict[str, Any]:
         ],
         "max_turns": pf.max_turns if pf.mode == "resume" else None,
         "delete_on_success": pf.delete_on_success,
+        "stale_reason": pf.stale_reason,
         "web_chat": pf.web_chat,
         "afterwards": list(pf.afterwards),
         "warnings": list(pf.warnings),
@@ -265,7 +266,7 @@ class _TextPrinter:
 
     def _preflight(self, data: dict[str, Any]) -> None:
         status = (
-            f"{data['status']} (stale: likely crashed)"
+            f"{data['status']} (stale: {data['stale_reason']})"
             if data["stale"]
             else data["status"]
         )
