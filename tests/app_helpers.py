@@ -32,6 +32,12 @@ def _waits_on_user(worker, app) -> bool:
     return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
 
 
+def _consume(wait: asyncio.Future) -> None:
+    """A waiter's outcome is the worker's, reported by the app: only retrieve it."""
+    if not wait.cancelled():
+        wait.exception()
+
+
 async def settle(pilot, rounds: int = 100) -> None:
     """Wait until no worker is busy but those waiting on the user (a dialog) or
     living for the whole session (the live tail), and the messages they posted
@@ -39,6 +45,10 @@ async def settle(pilot, rounds: int = 100) -> None:
     """
     quiet = 0
     deadline = time.monotonic() + 30
+    # One waiter per worker, never cancelled: Worker.wait awaits the worker's
+    # own task, so cancelling a waiter cancels the work (a slow load_runs was
+    # cut short under load, and the transcript never loaded).
+    waiting: dict[object, asyncio.Future] = {}
     for _ in range(rounds):
         busy = [
             worker
@@ -47,15 +57,25 @@ async def settle(pilot, rounds: int = 100) -> None:
         ]
         if busy:
             quiet = 0
+            for worker in busy:
+                if worker not in waiting:
+                    waiting[worker] = asyncio.ensure_future(worker.wait())
+                    waiting[worker].add_done_callback(_consume)
             # Short waits: a worker may open a dialog and wait on the user.
-            waits = [asyncio.ensure_future(worker.wait()) for worker in busy]
-            await asyncio.wait(waits, timeout=0.05)
-            for wait in waits:
-                wait.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
+            await asyncio.wait([waiting[w] for w in busy], timeout=0.05)
             assert time.monotonic() < deadline, f"workers still busy: {busy}"
         else:
             quiet += 1
             if quiet >= 3:
                 return
         await pilot.pause()
+
+
+def user_rows(transcript) -> list[int]:
+    """Visible positions of the transcript's user messages (where turns start)."""
+    return [
+        n
+        for n, row in enumerate(transcript._visible)
+        if transcript.rows[row].kind == "entry"
+        and transcript.rows[row].entry.data.get("role") == "user"
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app_helpers import settle, snapshot_app
+from app_helpers import settle, snapshot_app, user_rows
 
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 
@@ -37,13 +37,8 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
         await settle(pilot)
         await _open_kyoto(pilot)
         transcript = app.screen.transcript
-        user_rows = [
-            n
-            for n, row in enumerate(transcript._visible)
-            if transcript.rows[row].kind == "entry"
-            and transcript.rows[row].entry.data.get("role") == "user"
-        ]
-        transcript.move_cursor(user_rows[1] + 1)  # inside the second user turn
+        # inside the second user turn
+        transcript.move_cursor(user_rows(transcript)[1] + 1)
         await pilot.press("W")
         await settle(pilot)
         dialog = app.screen

@@ -203,25 +203,27 @@ async def test_a_session_known_only_from_a_checkpoints_run_record(
     assert shown["in_flight"]["run_id"] == "first"
 
 
-async def run_to_end(pf) -> list:
-    return [event async for event in resume(pf)]
+async def killed_chat(path: Path) -> Path:
+    """Chat "chat": a finished run, then "killed" SIGKILLed inside its slow tool
+    (a real crash, in a child process), then a lovia web restart."""
+    await write_session(path, "chat", SCRIPTS[:1])
+    await web_records(path, "chat", "killed")
+    crash_run(path, path, "chat", "killed")
+    await web_restart(path)
+    return path
 
 
 async def test_a_resume_settles_lovia_webs_records_and_leaves_no_finding(
     scratch: Path,
 ) -> None:
-    path = scratch / "web.db"
-    await write_session(path, "chat", SCRIPTS[:1])
-    await web_records(path, "chat", "killed")
-    crash_run(path, path, "chat", "killed")  # SIGKILLed inside its slow tool
-    await web_restart(path)
+    path = await killed_chat(scratch / "web.db")
     ws = await Workspace.open([path])
     try:
         pf = await preflight(ws, "killed", agent=load_agent("lovia_tui.demo:agent"))
         assert pf.ok, pf.problems
         assert pf.web_chat == "chat" and pf.delete_on_success
         assert any("as lovia web does" in line for line in pf.afterwards)
-        events = await run_to_end(pf)
+        events = [event async for event in resume(pf)]
         assert events[-1].kind == "run_completed"
         assert any(
             e.kind == "log" and "its run record is now completed" in e.text
@@ -284,11 +286,7 @@ async def test_hostile_chat_rows_rank_last_and_crash_nothing(
 
 
 async def test_a_cancelled_resume_leaves_the_chat_reconnectable(scratch: Path) -> None:
-    path = scratch / "web.db"
-    await write_session(path, "chat", SCRIPTS[:1])
-    await web_records(path, "chat", "killed")
-    crash_run(path, path, "chat", "killed")
-    await web_restart(path)
+    path = await killed_chat(scratch / "web.db")
     ws = await Workspace.open([path])
     try:
         pf = await preflight(ws, "killed", agent=load_agent("lovia_tui.demo:agent"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import settle, snapshot_app
+from app_helpers import settle, snapshot_app, user_rows
 from lovia_factory import CRASH, abandoned_run, rows, web_records, web_restart
 
 from lovia_tui.app import make_app
@@ -79,14 +79,8 @@ async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
             next(k for k in screen.sessions.keys if k[1] == "chat-kyoto")
         )
         await settle(pilot)
-        transcript = screen.transcript
-        users = [
-            n
-            for n, row in enumerate(transcript._visible)
-            if transcript.rows[row].kind == "entry"
-            and transcript.rows[row].entry.data.get("role") == "user"
-        ]
-        transcript.move_cursor(users[1] + 1)  # inside the second user turn
+        # inside the second user turn
+        screen.transcript.move_cursor(user_rows(screen.transcript)[1] + 1)
         await pilot.press("w")
         await settle(pilot)
         assert isinstance(app.screen, ActionScreen)
