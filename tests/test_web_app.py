@@ -54,6 +54,11 @@ async def test_pending_calls_are_running_only_while_the_run_is_live(
         assert len(lines) == 2
         marker = DANGLING_CALL if restarted else RUNNING_CALL
         assert all(marker in line for line in lines), lines
+        [seam] = [r for r in screen.transcript.rows if r.kind == "seam"]
+        why = "(lovia web marked it interrupted at restart)"
+        assert (
+            why in summary_line(seam, screen.transcript.rows, False).plain
+        ) is restarted
         await pilot.press("3")
         await settle(pilot)
         text = detail_text(app)

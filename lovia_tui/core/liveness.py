@@ -21,11 +21,16 @@ def status_label(run: RunInfo, now: float, stale_after: float) -> str:
     return "stale" if run.is_stale(now, stale_after) else run.status
 
 
+def web_reason(run: RunInfo) -> str:
+    """What lovia web's record says of a run its head calls running."""
+    when = " at restart" if run.web_status == "interrupted" else ""
+    return f"lovia web marked it {run.web_status}{when}"
+
+
 def stale_reason(run: RunInfo, now: float, stale_after: float) -> str | None:
     """Why a run whose head says running is not live, as a clause; None if it may be."""
     if run.web_settled:
-        when = " at restart" if run.web_status == "interrupted" else ""
-        return f"lovia web marked it {run.web_status}{when}"
+        return web_reason(run)
     if run.is_stale(now, stale_after):
         return f"no save for {age(now - run.updated_at)}: likely crashed"
     return None

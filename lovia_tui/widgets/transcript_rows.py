@@ -14,7 +14,7 @@ from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import size, timestamp
-from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL
+from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 
 RowKind = Literal["older", "newer", "segment", "entry", "seam", "unreadable"]
@@ -184,8 +184,11 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     if row.kind == "segment" and row.segment:
         return Text(segment_title(row.segment, expanded))
     if row.kind == "seam" and row.run:
+        status = row.extra.get("status", row.run.status)
+        # lovia web's own record says why a run that looks running is not.
+        why = f" ({web_reason(row.run)})" if row.run.web_settled else ""
         return Text(
-            f"━━ not yet in the session — run {row.run.run_id}, status {row.extra.get('status', row.run.status)} ━━"
+            f"━━ not yet in the session — run {row.run.run_id}, status {status}{why} ━━"
         )
     assert row.entry is not None
     data = row.entry.data
