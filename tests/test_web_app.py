@@ -7,9 +7,19 @@ from pathlib import Path
 
 import pytest
 from app_helpers import settle, snapshot_app, user_rows
-from lovia_factory import CRASH, abandoned_run, rows, web_records, web_restart
+from lovia.web.store import ChatStore
+from lovia_factory import (
+    CRASH,
+    SCRIPTS,
+    abandoned_run,
+    rows,
+    web_records,
+    web_restart,
+    write_session,
+)
 
 from lovia_tui.app import make_app
+from lovia_tui.core.formatting import PIN
 from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.widgets.run_detail import RunDetail
@@ -72,8 +82,6 @@ async def test_pending_calls_are_running_only_while_the_run_is_live(
 async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
     snap_dir, monkeypatch
 ) -> None:
-    from lovia.web.store import ChatStore
-
     app = snapshot_app(snap_dir, monkeypatch)
     db = snap_dir / "snap.db"
     before = rows(db)
@@ -110,3 +118,19 @@ async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
         await pilot.press("enter")
         await settle(pilot)
     assert rows(db) == before
+
+
+async def test_pinned_chats_come_first_with_their_badge(scratch: Path) -> None:
+    path = scratch / "web.db"
+    store = ChatStore.sqlite(path)
+    for sid in ("older", "newer"):
+        await store.upsert(sid, agent="worker", title=sid.title())
+        await write_session(path, sid, SCRIPTS[2:])
+    await store.set_pinned("older", True)
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        pane = app.screen.sessions
+        assert [key[1] for key in pane.keys] == ["older", "newer"]
+        first, second = (pane._render_row(n, 60).plain for n in (0, 1))
+        assert f"{PIN}Older" in first and PIN not in second
