@@ -638,7 +638,7 @@ async def appended_runs(db: Database, run_ids: list[str]) -> list[tuple[str, str
 
 
 def _run(db: Database, row: Any) -> RunInfo:
-    run_id, head_json, updated_at, entries, last_seq, web_status = row
+    run_id, head_json, updated_at, entries, last_seq = row
     unreadable = None
     try:
         head = parse_object(head_json) or {}
@@ -673,23 +673,15 @@ def _run(db: Database, row: Any) -> RunInfo:
         last_seq=last_seq,
         head=head,
         unreadable=unreadable,
-        web_status=web_status if isinstance(web_status, str) else None,
     )
 
 
 _RUNS_SQL = (
     "SELECT h.run_id, h.head_json, h.updated_at, "
     "(SELECT SUM({count}) FROM snapshot_turns t WHERE t.run_id = h.run_id), "
-    "(SELECT MAX(seq) FROM snapshot_turns t WHERE t.run_id = h.run_id), {web} "
+    "(SELECT MAX(seq) FROM snapshot_turns t WHERE t.run_id = h.run_id) "
     "FROM snapshot_heads h WHERE {where} ORDER BY h.run_id LIMIT ?"
 )
-# lovia web's record of the run (its primary key), beside the head in its one file.
-_WEB_STATUS = "(SELECT c.status FROM chat_runs c WHERE c.id = h.run_id)"
-
-
-def _runs_sql(db: Database, where: str) -> str:
-    web = _WEB_STATUS if db.stores.chat else "NULL"
-    return _RUNS_SQL.format(count=_SAFE_COUNT, where=where, web=web)
 
 
 _SAFE_COUNT = (
@@ -702,16 +694,43 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
     if not db.stores.checkpoint:
         return []
     if run_id is not None:
-        rows = await db.fetchall(_runs_sql(db, "h.run_id = ?"), (run_id, 1))
-        return [_run(db, row) for row in rows]
+        rows = await db.fetchall(
+            _RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id = ?"), (run_id, 1)
+        )
+        return await with_web_records(db, [_run(db, row) for row in rows])
     # By run id in chunks (the primary key): counting every checkpoint's
     # entries in one statement took 62 ms at 2,000 checkpoints.
     found: list[RunInfo] = []
     after = ""
-    while rows := await db.fetchall(_runs_sql(db, "h.run_id > ?"), (after, RUNS_CHUNK)):
+    while rows := await db.fetchall(
+        _RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id > ?"), (after, RUNS_CHUNK)
+    ):
         found.extend(_run(db, row) for row in rows)
         after = rows[-1][0]
+    found = await with_web_records(db, found)
     return sorted(found, key=lambda run: run.updated_at, reverse=True)
+
+
+async def with_web_records(db: Database, found: list[RunInfo]) -> list[RunInfo]:
+    """The runs with lovia web's record of each (``chat_runs.status``, by its
+    primary key, 500 a statement), which says whether a running head is live."""
+    if not db.stores.chat or not found:
+        return found
+    statuses: dict[str, Any] = {}
+    for start in range(0, len(found), 500):
+        chunk = tuple(run.run_id for run in found[start : start + 500])
+        statuses.update(
+            await db.fetchall(
+                f"SELECT id, status FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+        )
+    return [
+        replace(run, web_status=status)
+        if isinstance(status := statuses.get(run.run_id), str)
+        else run
+        for run in found
+    ]
 
 
 async def snapshot_entries(
