@@ -29,6 +29,12 @@ from lovia_tui.core.models import (
     SessionSummary,
     Unreadable,
 )
+from lovia_tui.core.web_queries import (
+    checkpoint_only_sessions,
+    web_chat_rows,
+    web_chats,
+    with_web_records,
+)
 
 WALK_CHUNK = 2_000
 SEGMENT_CHUNK = 200
@@ -44,8 +50,6 @@ INDEX_CHUNK = 4_000
 LINK_CHUNK = 20_000
 """Index entries per statement when looking for the segments of runs."""
 TITLE_WIDTH = 60
-ORPHAN_HEADS = 5_000
-"""Most checkpoint heads looked at for sessions known only from a run record."""
 NO_ID_ABOVE = 1 << 62
 """Above every row id (SQLite's are 64-bit): the open end of an id range."""
 # The first user message, as lovia serialises it, near the start of a segment.
@@ -176,74 +180,6 @@ async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bo
         ranked.append((sid, when, pinned))
     ranked.sort(key=lambda item: (item[2], item[1]), reverse=True)
     return ranked[:limit]
-
-
-async def checkpoint_only_sessions(db: Database, limit: int) -> dict[str, float]:
-    """Sessions of a web file known only from a checkpoint's run record: no
-    segment, no chat row (its first run never finished). Looks at the newest
-    ``ORPHAN_HEADS`` checkpoint heads: lovia web keeps heads only for
-    unfinished runs, so that is all of them but on a file it did not write."""
-    if not (db.stores.chat and db.stores.checkpoint):
-        return {}
-    rows = await db.fetchall(
-        "SELECT r.session_id, MAX(h.updated_at) FROM (SELECT run_id, updated_at "
-        f"FROM snapshot_heads ORDER BY rowid DESC LIMIT {ORPHAN_HEADS}) h "
-        "JOIN chat_runs r ON r.id = h.run_id WHERE r.session_id IS NOT NULL "
-        "AND NOT EXISTS (SELECT 1 FROM chat_sessions c WHERE c.id = r.session_id) "
-        + (
-            "AND NOT EXISTS (SELECT 1 FROM session_runs s WHERE s.session_id = r.session_id) "
-            if db.stores.session
-            else ""
-        )
-        + "GROUP BY r.session_id ORDER BY 2 DESC LIMIT ?",
-        (limit,),
-    )
-    return {sid: float(_number(updated) or 0) for sid, updated in rows}
-
-
-async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
-    """The web UI's first ``limit`` chats in its own order (pinned, then
-    ``updated_at``), by id: (updated_at, pinned). Read from lovia's
-    ``(pinned, updated_at)`` index, so a chat with no segment yet is listed too."""
-    if not db.stores.chat:
-        return {}
-    rows = await _chat_rows(
-        db, "ORDER BY {pinned} DESC, updated_at DESC LIMIT ?", (limit,)
-    )
-    return {sid: _chat_rank(updated, pinned) for sid, updated, pinned in rows}
-
-
-async def web_chat_rows(
-    db: Database, session_ids: list[str]
-) -> dict[str, tuple[float, bool]]:
-    """(updated_at, pinned) of the given sessions that are web chats."""
-    found: dict[str, tuple[float, bool]] = {}
-    for start in range(0, len(session_ids) if db.stores.chat else 0, 500):
-        chunk = tuple(session_ids[start : start + 500])
-        rows = await _chat_rows(
-            db, f"WHERE id IN ({','.join('?' * len(chunk))})", chunk
-        )
-        found.update(
-            (sid, _chat_rank(updated, pinned)) for sid, updated, pinned in rows
-        )
-    return found
-
-
-def _chat_rank(updated: Any, pinned: Any) -> tuple[float, bool]:
-    """(updated_at, pinned) as lovia web writes them; a hostile cell ranks last, unpinned."""
-    return float(_number(updated) or 0), _number(pinned) not in (None, 0)
-
-
-async def _chat_rows(db: Database, tail: str, params: tuple[Any, ...]) -> list[Any]:
-    """(id, updated_at, pinned) of chat rows; ``pinned`` is 0 in a file from a
-    lovia web older than pins (its chat table has no such column)."""
-    sql = "SELECT id, updated_at, {pinned} FROM chat_sessions " + tail
-    try:
-        return await db.fetchall(sql.format(pinned="pinned"), params)
-    except sqlite3.OperationalError as exc:
-        if "no such column" not in str(exc):
-            raise
-        return await db.fetchall(sql.format(pinned="0"), params)
 
 
 async def session_summary(db: Database, session_id: str) -> SessionSummary | None:
@@ -709,28 +645,6 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
         after = rows[-1][0]
     found = await with_web_records(db, found)
     return sorted(found, key=lambda run: run.updated_at, reverse=True)
-
-
-async def with_web_records(db: Database, found: list[RunInfo]) -> list[RunInfo]:
-    """The runs with lovia web's record of each (``chat_runs.status``, by its
-    primary key, 500 a statement), which says whether a running head is live."""
-    if not db.stores.chat or not found:
-        return found
-    statuses: dict[str, Any] = {}
-    for start in range(0, len(found), 500):
-        chunk = tuple(run.run_id for run in found[start : start + 500])
-        statuses.update(
-            await db.fetchall(
-                f"SELECT id, status FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-        )
-    return [
-        replace(run, web_status=status)
-        if isinstance(status := statuses.get(run.run_id), str)
-        else run
-        for run in found
-    ]
 
 
 async def snapshot_entries(
