@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -27,7 +26,7 @@ from lovia_tui.cli.command import (
 )
 from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
 from lovia_tui.core.doctor_findings import SEVERITY_STYLES, summary
-from lovia_tui.core.formatting import size
+from lovia_tui.core.formatting import printable, size
 from lovia_tui.core.workspace import Workspace
 
 
@@ -53,7 +52,7 @@ async def _diagnose(args: argparse.Namespace) -> Report:
             )
         with Progress(
             TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=True,
+            console=console(stderr=True), transient=True,
         ) as bar:  # fmt: skip
             task = bar.add_task("reading", total=1.0)
 
@@ -114,9 +113,9 @@ async def _doctor(args: argparse.Namespace) -> int:
                 ],
             )
         )
-        text = Text(finding.message)
+        text = Text(printable(finding.message, multiline=True))
         if finding.fix:
-            text.append(f"\n→ {finding.fix.text}", style="cyan")
+            text.append(printable(f"\n→ {finding.fix.text}", multiline=True), "cyan")
         kind = Text(finding.severity, style=SEVERITY_STYLES[finding.severity]).append(
             f"\n{finding.kind}", style=""
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -25,6 +24,7 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     fail,
+    json_text,
     open_workspace,
     split_paths_and_id,
 )
@@ -238,7 +238,7 @@ def _preflight_data(pf: Preflight) -> dict[str, Any]:
 
 
 def _print_json(event: ConsoleEvent) -> None:
-    print(json.dumps(event.to_json(), ensure_ascii=False, default=str), flush=True)
+    print(json_text(event.to_json(), indent=None), flush=True)
 
 
 class _TextPrinter:

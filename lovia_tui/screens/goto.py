@@ -1,10 +1,19 @@
-"""Command palette provider: go to a session or a run by id."""
+"""Command palette provider: go to a session or a run by id.
+
+The palette reads a hit's text and help as markup: ids and agent names are
+shown printable and escaped (a hit with brackets is shown without the match
+highlight, which would read it as markup).
+"""
 
 from __future__ import annotations
 
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.markup import escape
+
+from lovia_tui.core.formatting import printable
 
 MAX_HITS = 50
 
@@ -19,14 +28,18 @@ class GotoProvider(Provider):
         if not isinstance(screen, InspectorScreen):
             return []
         targets = [
-            (f"Go to session {key[1]}", partial(screen.go_to_session, key), "session")
+            (
+                printable(f"Go to session {key[1]}"),
+                partial(screen.go_to_session, key),
+                "session",
+            )
             for key in screen.sessions.keys
         ]
         targets += [
             (
-                f"Go to run {run.run_id}",
+                printable(f"Go to run {run.run_id}"),
                 partial(screen.go_to_run, run.run_id),
-                f"run · {run.status} · {run.agent_name}",
+                escape(printable(f"run · {run.status} · {run.agent_name}")),
             )
             for run in screen.runs.runs
         ]
@@ -38,11 +51,12 @@ class GotoProvider(Provider):
         for title, callback, help_text in self._targets():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+                shown = matcher.highlight(title) if "[" not in title else Content(title)
+                yield Hit(score, shown, callback, help=help_text)
                 hits += 1
                 if hits >= MAX_HITS:
                     return
 
     async def discover(self) -> Hits:
         for title, callback, help_text in self._targets()[:10]:
-            yield DiscoveryHit(title, callback, help=help_text)
+            yield DiscoveryHit(Content(title), callback, help=help_text)

@@ -1,4 +1,8 @@
-"""Opening an entry in the user's $PAGER, with the app suspended meanwhile."""
+"""Opening an entry in the user's $PAGER, with the app suspended meanwhile.
+
+The pager writes to the terminal (``less -R`` passes escape sequences
+through): it gets the entry's printable lines, like every other view.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import subprocess
 
 from textual.app import App, SuspendNotSupported
 
+from lovia_tui.core.formatting import printable_json
 from lovia_tui.widgets.transcript_rows import Row, detail_lines
 
 
@@ -16,8 +21,8 @@ def open_in_pager(app: App, row: Row) -> None:
     if row.entry is None:
         return
     lines = detail_lines(row, raw=False, full=True, clip=False)
-    body = "\n".join(line.plain for line in lines) or json.dumps(
-        row.entry.data, ensure_ascii=False, indent=2
+    body = "\n".join(line.plain for line in lines) or printable_json(
+        json.dumps(row.entry.data, ensure_ascii=False, indent=2)
     )
     command = shlex.split(os.environ.get("PAGER") or "less -R")
     try:
