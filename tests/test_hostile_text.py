@@ -200,7 +200,7 @@ def test_export_to_a_file_is_exact_and_never_overwrites_or_follows(
     assert victim.read_text() == "precious" and link.is_symlink()
 
 
-def _unwritable(scratch: Path) -> Path:
+def unwritable(scratch: Path) -> Path:
     """A directory this process cannot create files in (root ignores modes: /sys)."""
     if os.geteuid() != 0:
         directory = scratch / "locked"
@@ -221,7 +221,7 @@ def test_export_failures_are_one_line(
     for target, why in (
         (scratch / "missing" / "dir" / "x.md", "No such file or directory"),
         (blocked / "x.md", "Not a directory"),
-        (_unwritable(scratch) / "x.md", "Permission denied"),
+        (unwritable(scratch) / "x.md", "Permission denied"),
     ):
         code, out, err = cli(capsys, "export", hostile_text, SESSION, "-o", target)
         assert (code, out) == (2, ""), err

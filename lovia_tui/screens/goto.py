@@ -1,8 +1,8 @@
 """Command palette provider: go to a session or a run by id.
 
-The palette reads a hit's text and help as markup: ids and agent names are
-shown printable and escaped (a hit with brackets is shown without the match
-highlight, which would read it as markup).
+The palette reads a hit's help, and the match highlight its text, as markup:
+stored text (ids, a run's status and agent) goes only into the hit's text, as
+printable Content; a text with brackets is shown without the highlight.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
-from textual.markup import escape
 
 from lovia_tui.core.formatting import printable
 
@@ -37,9 +36,9 @@ class GotoProvider(Provider):
         ]
         targets += [
             (
-                printable(f"Go to run {run.run_id}"),
+                printable(f"Go to run {run.run_id} · {run.status} · {run.agent_name}"),
                 partial(screen.go_to_run, run.run_id),
-                escape(printable(f"run · {run.status} · {run.agent_name}")),
+                "run",
             )
             for run in screen.runs.runs
         ]
