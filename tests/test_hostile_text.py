@@ -9,11 +9,9 @@ exact; an export to a file keeps them exact, to stdout neutralized.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +24,10 @@ from hostile_text_db import (
     SESSION,
     SESSION_PLAIN_TITLE,
     TITLE,
-    build_hostile_text_db,
     hostile,
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from lovia_factory import copy_db, scratch_directory
 
 from lovia_tui.cli import main
 from lovia_tui.core.console import one_line
@@ -42,18 +38,6 @@ UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 """What no human output may hold (newline and tab aside)."""
-
-
-@pytest.fixture(scope="module")
-def hostile_text_template() -> Iterator[Path]:
-    with scratch_directory() as directory:
-        yield asyncio.run(build_hostile_text_db(directory))
-
-
-@pytest.fixture
-def hostile_text(hostile_text_template: Path, scratch: Path) -> Path:
-    (scratch / "db").mkdir()
-    return copy_db(hostile_text_template, scratch / "db" / "web.db")
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:

@@ -10,7 +10,6 @@ Export from the app: asked for, never over a file unasked, never through a link.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pty
 import select
@@ -18,7 +17,6 @@ import struct
 import sys
 import termios
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,9 +27,7 @@ from hostile_text_db import (
     FAILED_RUN,
     SESSION,
     SESSION_PLAIN_TITLE,
-    build_hostile_text_db,
 )
-from lovia_factory import copy_db, scratch_directory
 from reliability_helpers import AppWatch, until, visit_runs, visit_transcript
 from test_hostile_text import UNSAFE, assert_inert, unwritable
 from textual.message import Message
@@ -46,18 +42,6 @@ from lovia_tui.screens.pager import pager_text
 from lovia_tui.screens.preflight import PreflightScreen
 
 VISIBLE = ("␛]52;c;SElKQUNLRUQ=␇", "␛]0;PWNED-TITLE␇", "␛[6n␛[2J", "\\x9b6n")
-
-
-@pytest.fixture(scope="module")
-def template() -> Iterator[Path]:
-    with scratch_directory() as directory:
-        yield asyncio.run(build_hostile_text_db(directory))
-
-
-@pytest.fixture
-def database(template: Path, scratch: Path) -> Path:
-    (scratch / "db").mkdir()
-    return copy_db(template, scratch / "db" / "web.db")
 
 
 class Shots:
@@ -93,7 +77,7 @@ async def _dialog(pilot, keys: list[str], kind: type, shots: Shots) -> None:
     await until(pilot, lambda: not isinstance(pilot.app.screen, kind))
 
 
-async def test_every_view_shows_hostile_text_literally(database: Path) -> None:
+async def test_every_view_shows_hostile_text_literally(hostile_text: Path) -> None:
     watch = AppWatch()
     shown_notes: list[Notification] = []
 
@@ -102,7 +86,7 @@ async def test_every_view_shows_hostile_text_literally(database: Path) -> None:
         if isinstance(message, Notify):  # what the toast will show
             shown_notes.append(message.notification)
 
-    app = make_app([database], stale_after=1e9)  # the crashed run looks live
+    app = make_app([hostile_text], stale_after=1e9)  # the crashed run looks live
     async with app.run_test(size=(160, 45), message_hook=hook) as pilot:
         watch.attach(app)
         await settle(pilot)
@@ -187,11 +171,13 @@ def _frame_after(fd: int, out: bytearray, keys: bytes) -> None:
             return
 
 
-def test_a_terminal_receives_no_escape_sequence_from_the_data(database: Path) -> None:
+def test_a_terminal_receives_no_escape_sequence_from_the_data(
+    hostile_text: Path,
+) -> None:
     pid, fd = pty.fork()
     if pid == 0:  # the child: the app, in a 160x45 terminal
         os.environ["TERM"] = "xterm-256color"
-        os.execv(sys.executable, [sys.executable, "-m", "lovia_tui", str(database)])
+        os.execv(sys.executable, [sys.executable, "-m", "lovia_tui", str(hostile_text)])
     import fcntl
 
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
@@ -241,7 +227,7 @@ async def _submit(pilot, path: Path | None = None) -> None:
 
 
 async def test_the_app_asks_where_and_never_overwrites_or_follows(
-    database: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
+    hostile_text: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(scratch)
     first = scratch / export_name(SESSION, "md")
@@ -250,7 +236,7 @@ async def test_the_app_asks_where_and_never_overwrites_or_follows(
     link = scratch / "planted.md"
     link.symlink_to(victim)
     watch = AppWatch()
-    app = make_app([database], stale_after=1e9)
+    app = make_app([hostile_text], stale_after=1e9)
     async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
         watch.attach(app)
         await settle(pilot)
