@@ -122,7 +122,7 @@ async def test_every_view_shows_hostile_text_literally(hostile_text: Path) -> No
         await settle(pilot)
         shots.take("doctor")
         await pilot.press("escape")
-        await pilot.press("ctrl+p", *"Go to run")
+        await pilot.press("ctrl+p", *"run")
         await settle(pilot)
         shots.take("palette")
         await pilot.press("escape")
@@ -219,7 +219,7 @@ async def _submit(pilot, path: Path | None = None) -> None:
         app = pilot.app
         return app.screen is not dialog and (
             isinstance(app.screen, ExportScreen)
-            or all(w.is_finished for w in app.workers if w.group == "export")
+            or all(w.is_finished for w in app.workers if w.group == "action-export")
         )
 
     await until(pilot, answered)

@@ -437,7 +437,9 @@ class InspectorScreen(
         from lovia_tui.screens.export_dialog import export_flow
 
         self.run_worker(
-            export_flow(self, self.session_key, fmt), group="export", exclusive=True
+            export_flow(self, self.session_key, fmt),
+            group="action-export",
+            exclusive=True,
         )
 
     def action_refresh(self) -> None:
