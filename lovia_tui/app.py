@@ -10,6 +10,7 @@ import gc
 from collections.abc import Iterable
 from pathlib import Path
 
+from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -73,7 +74,8 @@ class LoviaTui(App):
 
     def on_mount(self) -> None:
         if self.open_error:
-            self.exit(return_code=2, message=self.open_error)
+            # Text: Textual prints a string message as markup.
+            self.exit(return_code=2, message=Text(self.open_error))
 
     def get_default_screen(self) -> Screen:
         if self.workspace is None:

@@ -9,6 +9,7 @@ exact; an export to a file keeps them exact, to stdout neutralized.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from hostile_text_db import (
+    BEL,
     CRASHED_RUN,
     DATA_SEQUENCES,
     ESC,
@@ -252,3 +254,28 @@ def test_an_agent_import_error_never_prints_the_key(
     )
     assert code == 2 and "auth failed for" in err
     assert "0123456789abcdef" not in out + err and HIDDEN in err
+
+
+async def test_a_hostile_file_name_is_shown_inert(
+    hostile_text: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """File names are text from outside too (a directory of *.db)."""
+    from lovia_tui.app import make_app
+
+    name = f"[red]x{ESC}]0;PWNED{BEL}{ESC}[2J.db"
+    renamed = hostile_text.rename(hostile_text.with_name(name))
+    for argv in (["sessions", renamed.parent], ["doctor", renamed.parent]):
+        code, out, err = await asyncio.to_thread(cli, capsys, *argv)
+        assert code in (0, 1) and err == ""
+        assert_inert(out) and printable(name) in out
+    (renamed.parent.parent / "bad").mkdir()
+    not_a_db = renamed.parent.parent / "bad" / name
+    not_a_db.write_text("notes, not a database")
+    code, out, err = await asyncio.to_thread(cli, capsys, "sessions", not_a_db)
+    assert code == 2 and printable(str(not_a_db)) in err
+    assert_inert(err)
+    app = make_app([renamed.parent], readonly=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        status = str(app.screen.query_one("#status-line").content)
+        assert printable(name) in status and not UNSAFE.search(status)
