@@ -64,7 +64,7 @@ def head_table(
     table.add_row("run", data_text(run.run_id))
     table.add_row(
         "status",
-        Text(status, style=STATUS_STYLES.get(status_label(run, now, stale_after), "")),
+        data_text(status, STATUS_STYLES.get(status_label(run, now, stale_after), "")),
     )
     table.add_row(
         "agent",

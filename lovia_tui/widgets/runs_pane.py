@@ -114,7 +114,7 @@ class RunsPane(Vertical):
         link = self.links.get(run.run_id)
         text = Text()
         id_width = max(12, min(24, width - 40))
-        text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
+        text.append(f"{printable(status):<11} ", style=STATUS_STYLES.get(status, ""))
         text.append(f"{printable(run.run_id)[:id_width]:<{id_width}} ", style="bold")
         text.append(f"{printable(run.agent_name)[:10]:<10} ")
         text.append(
