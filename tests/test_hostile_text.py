@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from lovia_tui.cli import main
 from lovia_tui.core.console import one_line
 from lovia_tui.core.formatting import printable, printable_json
-from lovia_tui.core.redact import HIDDEN, redact
+from lovia_tui.core.redact import HIDDEN, error_line, redact
 
 UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
@@ -234,6 +234,8 @@ def test_secrets_are_redacted_from_quoted_errors(
     assert "Bearer " + HIDDEN in text and "api_key=" + HIDDEN in text
     assert text.endswith("page=1 token 1")
     assert "sk-" not in one_line(RuntimeError("bad key sk-abcdefghijklmnop"))
+    stored = {"type": "AuthenticationError", "message": "key sk-abcdefghijklmnop"}
+    assert error_line(stored) == f"AuthenticationError: key {HIDDEN}"
 
 
 def test_an_agent_import_error_never_prints_the_key(

@@ -31,6 +31,7 @@ from lovia_tui.cli.command import (
 from lovia_tui.core.agents import load_agent, load_deps
 from lovia_tui.core.console import ConsoleEvent
 from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
+from lovia_tui.core.redact import error_line
 from lovia_tui.core.resume import RunControl, replay, resume
 
 _STYLES = {
@@ -281,9 +282,7 @@ class _TextPrinter:
                 f"  session     {data['session_id']} in {data['session_file']} ({source})"
             )
         if data["error"]:
-            self._line(
-                f"  error       {data['error'].get('type')}: {data['error'].get('message')}"
-            )
+            self._line(f"  error       {error_line(data['error'])}")
         for call in data["dangling"]:
             self._line(
                 f"  runs again  {call['name']}({call['arguments']}) [{call['call_id']}]"

@@ -47,3 +47,9 @@ def redact(text: str) -> str:
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + HIDDEN, text)
     return text
+
+
+def error_line(error: dict) -> str:
+    """A run's stored error (``{"type", "message"}``) as one line to show, its
+    message redacted: lovia stores the provider's exception text as it was."""
+    return f"{error.get('type', '')}: {redact(str(error.get('message', '')))}"

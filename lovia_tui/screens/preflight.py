@@ -20,6 +20,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.preflight import Preflight
+from lovia_tui.core.redact import error_line
 from lovia_tui.widgets.run_detail import dangling_panel, data_text
 
 WRONG_SESSION = (
@@ -59,7 +60,7 @@ def describe(pf: Preflight) -> RenderableType:
     if run.error:
         table.add_row(
             "error",
-            data_text(f"{run.error.get('type')}: {run.error.get('message')}", "red"),
+            data_text(error_line(run.error), "red"),
         )
     if pf.mode == "resume":
         entry = (

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from lovia_tui.core.formatting import age, printable, printable_json, timestamp
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
+from lovia_tui.core.redact import error_line
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 
 RESUME_WARNING = (
@@ -108,10 +109,7 @@ def head_table(
     if run.error:
         table.add_row(
             "error",
-            data_text(
-                f"{run.error.get('type', '')}: {run.error.get('message', '')}",
-                "bold red",
-            ),
+            data_text(error_line(run.error), "bold red"),
         )
     if run.status == "completed":
         output = (
