@@ -100,8 +100,7 @@ async def export_to_file(
     else:
         if await asyncio.to_thread(target_state, path) not in ("free", "file"):
             raise _refusal(path)
-        token = hashlib.sha256(os.urandom(8)).hexdigest()[:8]
-        written_to = path.with_name(f".{path.name}.{token}.tmp")
+        written_to = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
         handle = await asyncio.to_thread(_create, written_to)
     try:
         with handle:
