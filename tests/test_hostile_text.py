@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from lovia_tui.cli import main
 from lovia_tui.core.console import one_line
+from lovia_tui.core.export import export_name, free_path
 from lovia_tui.core.formatting import printable, printable_json
 from lovia_tui.core.redact import HIDDEN, error_line, redact
 
@@ -184,6 +185,20 @@ def test_export_to_a_file_is_exact_and_never_overwrites_or_follows(
         )
         assert code == 2 and "symbolic link" in err and "Traceback" not in err
     assert victim.read_text() == "precious" and link.is_symlink()
+
+
+def test_distinct_ids_get_distinct_safe_names(scratch: Path) -> None:
+    ids = ["a/b", "a_b", "a b", "x" * 80 + "1", "x" * 80 + "2", "", "..", "金閣寺"]
+    ids += ["../../etc/passwd", SESSION, SESSION_PLAIN_TITLE]
+    names = [export_name(session_id, "md") for session_id in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*-[0-9a-f]{12}\.md", name), name
+    taken = scratch / export_name("a/b", "md")
+    taken.write_text("")
+    assert free_path(scratch, "a/b", "md") == taken.with_name(
+        taken.name.replace(".md", "-2.md")
+    )
 
 
 def unwritable(scratch: Path) -> Path:
