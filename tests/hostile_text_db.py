@@ -4,7 +4,7 @@ Session ids, run ids, agent names, chat titles, messages, tool names and
 arguments, tool outputs, a run's error and a web run record's error carry
 terminal escape sequences (OSC 52 clipboard, OSC 0 title, OSC 8 hyperlink,
 CSI cursor report / clear / cursor up, a C1 CSI), bare control characters
-(BEL, NUL, CR, backspace) and Rich markup (links, styles, a stray closing tag).
+(BEL, NUL, CR, backspace), characters that draw nothing and Rich markup (links, styles, a stray closing tag).
 Nothing is inserted by hand: ``Runner`` on scripted models, ``SQLiteSession``,
 ``SQLiteCheckpointer`` and lovia web's ``ChatStore`` write it all.
 """
@@ -32,7 +32,7 @@ OSC0 = f"{ESC}]0;PWNED-TITLE{BEL}"
 OSC8 = f"{ESC}]8;;https://example.invalid{ESC}\\click{ESC}]8;;{ESC}\\"
 CSI = f"{ESC}[6n{ESC}[2J{ESC}[H{ESC}[3A"  # cursor report, clear, home, up 3
 C1 = "\x9b6n"  # CSI as one C1 character
-CONTROLS = "bel\x07nul\x00cr\rbs\x08"
+CONTROLS = "bel\x07nul\x00cr\rbs\x08zw\u200bsp\U000e0041"  # and what draws nothing
 MARKUP = "[link=https://example.invalid]click[/link][bold red]x[/][/oops]"
 ATTACKS = (OSC52, OSC0, OSC8, CSI, C1, CONTROLS, MARKUP)
 DATA_SEQUENCES = (

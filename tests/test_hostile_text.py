@@ -38,9 +38,11 @@ from lovia_tui.core.formatting import printable, printable_json
 from lovia_tui.core.redact import HIDDEN, error_line, redact
 
 UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\u200b\u2060-\u2064\ufeff\U000e0000-\U000e007f]"
 )
-"""What no human output may hold (newline and tab aside)."""
+"""What no human output may hold (newline and tab aside): controls, and what
+draws nothing (so two ids that look alike are told apart)."""
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
@@ -64,6 +66,8 @@ def test_printable_shows_every_control_and_keeps_the_rest() -> None:
     assert printable("a\nb\tc") == "a␊b␉c"
     assert printable("a\nb\tc\r", multiline=True) == "a\nb\tc␍"
     assert printable("\x9b6n \u202eevil \x7f") == "\\x9b6n \\u202eevil ␡"
+    assert printable("ch\u200bat\U000e0041") == "ch\\u200bat\\U000e0041"
+    assert printable("👩\u200d💻") == "👩\u200d💻"  # a joiner that shapes is kept
     assert printable(MARKUP) == MARKUP  # markup is the renderer's business: Text
     assert printable("金閣寺 ✂ é") == "金閣寺 ✂ é"
 

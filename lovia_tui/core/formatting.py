@@ -3,29 +3,37 @@ show, times, ages and sizes."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
-_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-"""What a terminal acts on instead of showing: C0 and C1 controls (ESC starts
-every escape sequence; C1 CSI and OSC are sequences by themselves), DEL, and
-the separators and bidirectional overrides that move or reorder what is drawn."""
-_UNSAFE_LINES = re.compile(f"[{_CONTROLS}]")
+_C0 = "\x00-\x08\x0b-\x1f"
+"""C0 controls but tab and newline: ESC starts every escape sequence."""
+_ACTIVE = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""DEL, C1 controls (CSI and OSC are sequences by themselves), and the
+separators and bidirectional overrides that move or reorder what is drawn."""
+_INVISIBLE = "\u200b\u2060-\u2064\ufeff\U000e0000-\U000e007f"
+"""Characters that draw nothing: two ids that look the same must not be
+(zero-width space, word joiner, BOM, the tag characters that hide text).
+Joiners that shape scripts and emoji (U+200C, U+200D) are left alone."""
+_UNSAFE_LINES = re.compile(f"[{_C0}{_ACTIVE}{_INVISIBLE}]")
 """For views laid out over lines: tab and newline are left to them."""
-_UNSAFE = re.compile(f"[{_CONTROLS}\t\n]")
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-"""What JSON text may hold raw that a terminal acts on (it escapes C0 itself)."""
+_UNSAFE = re.compile(f"[{_C0}{_ACTIVE}{_INVISIBLE}\t\n]")
+_JSON_UNSAFE = re.compile(f"[{_ACTIVE}{_INVISIBLE}]")
+"""What JSON text may hold raw and a terminal acts on or hides (JSON escapes C0)."""
 
 
 def _visible(match: re.Match[str]) -> str:
     """C0 and DEL as their Unicode control pictures (one cell each: ␛ ␇ ␀ ␍ ␊),
-    the rest as an escape (``\x9b``, ``\u202e``)."""
+    the rest as an escape (``\x9b``, ``\u202e``, ``\U000e0041``)."""
     code = ord(match.group())
     if code < 0x20:
         return chr(0x2400 + code)
     if code == 0x7F:
         return "\u2421"
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def printable(text: object, *, multiline: bool = False) -> str:
@@ -49,7 +57,8 @@ def printable_json(dumped: str) -> str:
     escaped as ``\\uXXXX``: the same JSON value, exact data, safe to print."""
     if not _JSON_UNSAFE.search(dumped):
         return dumped
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+    # json.dumps' own escape: \u007f, or a surrogate pair beyond the BMP.
+    return _JSON_UNSAFE.sub(lambda m: json.dumps(m.group())[1:-1], dumped)
 
 
 def timestamp(epoch: float | None) -> str:
