@@ -107,6 +107,7 @@ def test_every_command_shows_hostile_text_inert_and_literal(
         "delete-run": ["delete-run", hostile_text, FAILED_RUN],
         "clear": ["clear", hostile_text, SESSION, "--force"],
         "resume": ["resume", hostile_text, FAILED_RUN],
+        "replay": ["replay", hostile_text, hostile("r-done"), "--yes"],  # events
     }
     shown = {}
     for name, argv in commands.items():
@@ -132,6 +133,7 @@ def test_every_command_shows_hostile_text_inert_and_literal(
     assert "[/oops] question" in shown["show-markup"] and "[/oops]" in shown["sessions"]
     assert "[bold]plain[/bold] answer" in shown["show-markup"]
     assert printable(FAILED_RUN) in shown["resume"]  # its refusal, one line
+    assert f"completed: {printable(hostile('answer'))}" in shown["replay"]
     assert "unknown-json" not in shown["export-json"]
     exported = json.loads(shown["export-json"])  # escaped, still the same data
     assert exported["session_id"] == SESSION

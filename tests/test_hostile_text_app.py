@@ -27,6 +27,7 @@ from hostile_text_db import (
     FAILED_RUN,
     SESSION,
     SESSION_PLAIN_TITLE,
+    hostile,
 )
 from reliability_helpers import AppWatch, until, visit_runs, visit_transcript
 from test_hostile_text import UNSAFE, assert_inert, unwritable
@@ -40,6 +41,7 @@ from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.pager import pager_text
 from lovia_tui.screens.preflight import PreflightScreen
+from lovia_tui.widgets.run_console import RunConsole
 
 VISIBLE = ("␛]52;c;SElKQUNLRUQ=␇", "␛]0;PWNED-TITLE␇", "␛[6n␛[2J", "\\x9b6n")
 
@@ -60,6 +62,13 @@ class Shots:
         return any(text in svg for svg in self.taken)
 
 
+async def _loaded(pilot) -> None:
+    """Both sessions and every run listed (bounded)."""
+    screen = pilot.app.screen
+    await until(pilot, lambda: len(screen.sessions.keys) >= 2 and screen.runs.runs)
+    await settle(pilot)
+
+
 async def _open(pilot, session_id: str) -> None:
     screen = pilot.app.screen
     key = next(key for key in screen.sessions.keys if key[1] == session_id)
@@ -77,35 +86,73 @@ async def _dialog(pilot, keys: list[str], kind: type, shots: Shots) -> None:
     await until(pilot, lambda: not isinstance(pilot.app.screen, kind))
 
 
-async def test_every_view_shows_hostile_text_literally(hostile_text: Path) -> None:
-    watch = AppWatch()
-    shown_notes: list[Notification] = []
+class Watched:
+    """The app on the hostile-text database, its failures and what its toasts show."""
 
-    def hook(message: Message) -> None:
-        watch.hook(message)
+    def __init__(self, path: Path) -> None:
+        self.watch = AppWatch()
+        self.notes: list[Notification] = []
+        self.app = make_app([path], stale_after=1e9)  # the crashed run looks live
+        self.shots = Shots(self.app)
+
+    def hook(self, message: Message) -> None:
+        self.watch.hook(message)
         if isinstance(message, Notify):  # what the toast will show
-            shown_notes.append(message.notification)
+            self.notes.append(message.notification)
 
-    app = make_app([hostile_text], stale_after=1e9)  # the crashed run looks live
-    async with app.run_test(size=(160, 45), message_hook=hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
-        screen = app.screen
-        shots = Shots(app)
-        shots.take("start")
+    def check(self, *pieces: str) -> None:
+        """Healthy; every piece shown in some screenshot; every toast inert."""
+        self.watch.assert_healthy(self.app)
+        for piece in pieces:
+            assert self.shots.shown(piece), piece
+        for note in self.notes:
+            assert not note.markup
+            assert_inert(note.message)
+
+
+async def test_sessions_transcripts_and_the_pager_show_hostile_text_literally(
+    hostile_text: Path,
+) -> None:
+    seen = Watched(hostile_text)
+    async with seen.app.run_test(size=(160, 45), message_hook=seen.hook) as pilot:
+        seen.watch.attach(seen.app)
+        await _loaded(pilot)
+        screen = seen.app.screen
+        seen.shots.take("start")
         assert {SESSION, SESSION_PLAIN_TITLE} <= {k[1] for k in screen.sessions.keys}
         for session_id in (SESSION_PLAIN_TITLE, SESSION):
             await _open(pilot, session_id)
-            shots.take(f"session {session_id!r}")
+            seen.shots.take(f"session {session_id!r}")
             assert printable(session_id) in str(
                 screen.query_one("#transcript-title").content
             )
             await visit_transcript(pilot)
-            shots.take(f"transcript {session_id!r}")
-        rows = [row for row in screen.transcript.rows if row.entry is not None]
-        assert rows
-        for row in rows:  # what $PAGER gets
+            seen.shots.take(f"transcript {session_id!r}")
+        transcript = screen.transcript
+        for position, index in enumerate(transcript._visible):
+            row = transcript.rows[index]
+            if row.entry is None:
+                continue
             assert_inert(pager_text(row).replace("\n", " ").replace("\t", " "))
+            transcript.move_cursor(position)
+            transcript.action_toggle()  # unfolded: its lines on screen
+            await pilot.pause()
+            seen.shots.take(f"entry {row.key}")
+            transcript.action_toggle()
+    seen.check(
+        *VISIBLE[:2], "[/oops]", "red]x[/][/oops]", "[link=https://example.inval"
+    )
+
+
+async def test_runs_dialogs_doctor_and_palette_show_hostile_text_literally(
+    hostile_text: Path,
+) -> None:
+    seen = Watched(hostile_text)
+    shots = seen.shots
+    async with seen.app.run_test(size=(160, 45), message_hook=seen.hook) as pilot:
+        seen.watch.attach(seen.app)
+        await _loaded(pilot)
+        screen = seen.app.screen
         assert await visit_runs(pilot) >= 3
         shots.take("runs")
         for run_id, keys, kind in (
@@ -127,18 +174,33 @@ async def test_every_view_shows_hostile_text_literally(hostile_text: Path) -> No
         shots.take("palette")
         await pilot.press("escape")
         await settle(pilot)
+    assert seen.notes  # "run … is unlinked", at least
+    seen.check(*VISIBLE, "[/oops]", "red]x[/][/oops]")
+
+
+async def test_the_live_console_shows_a_replay_literally(hostile_text: Path) -> None:
+    """A replay's events (the run's agent, its hostile output) in the console."""
+    watch = AppWatch()
+    app = make_app([hostile_text], stale_after=1e9)
+    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
+        await _loaded(pilot)
+        assert app.screen.runs.select_run(hostile("r-done"))
+        await pilot.press("3", "P")
+        await until(pilot, lambda: isinstance(app.screen, PreflightScreen))
+        assert app.screen.pf.ok
+        await pilot.press("enter")  # the Replay button has the focus
+        await settle(pilot)
+        console = app.screen.query_one(RunConsole)
+        await until(pilot, lambda: not console.running)
+        lines = [line.text for line in console.query_one("#console-log").lines]
+        shown = "".join(lines)  # the log wraps long lines
+        assert f"completed: {printable(hostile('answer'))[:40]}" in shown, lines
+        for line in lines:
+            assert_inert(line)
+        Shots(app).take("console")
+        title = str(console.query_one("#console-title").content)
+        assert printable(hostile("r-done")) in title and "completed" in title
     watch.assert_healthy(app)
-    for piece in (
-        *VISIBLE,
-        "[/oops]",
-        "red]x[/][/oops]",
-        "[link=https://example.inval",
-    ):
-        assert shots.shown(piece), piece
-    assert shown_notes  # "run … is unlinked", at least
-    for note in shown_notes:
-        assert not note.markup
-        assert_inert(note.message)
 
 
 # ------------------------------------------------------------ a real terminal
@@ -239,7 +301,7 @@ async def test_the_app_asks_where_and_never_overwrites_or_follows(
     app = make_app([hostile_text], stale_after=1e9)
     async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
         watch.attach(app)
-        await settle(pilot)
+        await _loaded(pilot)
         await _open(pilot, SESSION)
         dialog = await _export_dialog(pilot)
         assert dialog.path == first  # a safe, unique name in the current directory
