@@ -10,6 +10,7 @@ Export from the app: asked for, never over a file unasked, never through a link.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
@@ -22,8 +23,10 @@ from pathlib import Path
 import pytest
 from app_helpers import settle
 from hostile_text_db import (
+    BEL,
     CRASHED_RUN,
     DATA_SEQUENCES,
+    ESC,
     FAILED_RUN,
     SESSION,
     SESSION_PLAIN_TITLE,
@@ -216,8 +219,6 @@ def _read(fd: int, out: bytearray, until_bytes: int, timeout: float) -> None:
                 out.extend(os.read(fd, 1 << 16))
             except OSError:
                 return  # the app exited
-        elif len(out) >= until_bytes:
-            return
 
 
 def _frame_after(fd: int, out: bytearray, keys: bytes) -> None:
@@ -233,16 +234,41 @@ def _frame_after(fd: int, out: bytearray, keys: bytes) -> None:
             return
 
 
+def _spawn(*argv: object) -> tuple[int, int]:
+    """``lovia-tui ARGV...`` in a new 160x45 terminal: its pid and the pty."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(sys.executable, [sys.executable, "-m", "lovia_tui", *map(str, argv)])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    return pid, fd
+
+
+def test_the_commands_in_a_terminal_write_no_escape_sequence_from_the_data(
+    hostile_text: Path,
+) -> None:
+    """Colours, and doctor's progress bar on stderr (shown only to a terminal,
+    naming the files), with a file name that is hostile too."""
+    name = hostile_text.with_name(f"[red]x{BEL}{ESC}]0;PWNED{BEL}.db")
+    directory = hostile_text.rename(name).parent
+    for argv in (["doctor", directory], ["sessions", directory], ["runs", directory]):
+        pid, fd = _spawn(*argv)
+        out = bytearray()
+        try:
+            _read(fd, out, 1 << 30, timeout=30)  # until it exits (bounded)
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        assert os.waitstatus_to_exitcode(status) in (0, 1), bytes(out)
+        for sequence in (*DATA_SEQUENCES, "\x1b]0;PWNED"):
+            assert sequence.encode() not in out, (argv[0], sequence)
+        assert "␛]52;c;".encode() in out, argv[0]  # shown, not obeyed
+
+
 def test_a_terminal_receives_no_escape_sequence_from_the_data(
     hostile_text: Path,
 ) -> None:
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the app, in a 160x45 terminal
-        os.environ["TERM"] = "xterm-256color"
-        os.execv(sys.executable, [sys.executable, "-m", "lovia_tui", str(hostile_text)])
-    import fcntl
-
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    pid, fd = _spawn(hostile_text)
     out = bytearray()
     try:
         deadline = time.monotonic() + 30

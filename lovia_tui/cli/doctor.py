@@ -51,13 +51,14 @@ async def _diagnose(args: argparse.Namespace) -> Report:
                 ws, stale_after=args.stale_after, older_than_days=args.older_than
             )
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}", markup=False), BarColumn(),
+            TimeElapsedColumn(),
             console=console(stderr=True), transient=True,
         ) as bar:  # fmt: skip
             task = bar.add_task("reading", total=1.0)
 
             def progress(what: str, fraction: float) -> None:
-                bar.update(task, description=what, completed=fraction)
+                bar.update(task, description=printable(what), completed=fraction)
 
             return await diagnose(
                 ws,
