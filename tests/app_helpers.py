@@ -32,24 +32,28 @@ def _waits_on_user(worker, app) -> bool:
     return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
 
 
+SETTLE_SECONDS = 60
+"""How long settle waits for busy workers before it fails (a loaded machine)."""
+
+
 def _consume(wait: asyncio.Future) -> None:
     """A waiter's outcome is the worker's, reported by the app: only retrieve it."""
     if not wait.cancelled():
         wait.exception()
 
 
-async def settle(pilot, rounds: int = 100) -> None:
+async def settle(pilot) -> None:
     """Wait until no worker is busy but those waiting on the user (a dialog) or
     living for the whole session (the live tail), and the messages they posted
-    are handled. Bounded; no fixed sleeps.
+    are handled. Bounded by time, not by rounds: on a loaded machine a worker
+    may take seconds, and returning early would let a test read too soon.
     """
     quiet = 0
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS
     # One waiter per worker, never cancelled: Worker.wait awaits the worker's
-    # own task, so cancelling a waiter cancels the work (a slow load_runs was
-    # cut short under load, and the transcript never loaded).
+    # own task, so cancelling a waiter would cancel the work itself.
     waiting: dict[object, asyncio.Future] = {}
-    for _ in range(rounds):
+    while quiet < 3:
         busy = [
             worker
             for worker in pilot.app.workers
@@ -62,12 +66,10 @@ async def settle(pilot, rounds: int = 100) -> None:
                     waiting[worker] = asyncio.ensure_future(worker.wait())
                     waiting[worker].add_done_callback(_consume)
             # Short waits: a worker may open a dialog and wait on the user.
-            await asyncio.wait([waiting[w] for w in busy], timeout=0.05)
+            await asyncio.wait([waiting[worker] for worker in busy], timeout=0.05)
             assert time.monotonic() < deadline, f"workers still busy: {busy}"
         else:
             quiet += 1
-            if quiet >= 3:
-                return
         await pilot.pause()
 
 

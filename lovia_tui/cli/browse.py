@@ -26,8 +26,8 @@ from lovia_tui.cli.command import (
 from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls, entry_text, shorten
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.export import FORMATS, export_session
-from lovia_tui.core.formatting import PIN, age, timestamp
+from lovia_tui.core.export import FORMATS, export_session, export_to_file
+from lovia_tui.core.formatting import PIN, age, printable, timestamp
 from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, stale_reason
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.spliced import (
@@ -91,11 +91,11 @@ async def _sessions(args: argparse.Namespace) -> int:
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
-            Text(s.session_id),
-            Text(f"{PIN}{s.title}" if s.pinned else s.title),
+            s.session_id,
+            f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
             timestamp(s.last_activity),
-            Text(s.file.name),
+            s.file.name,
         )
     console().print(table)
     return EXIT_OK
@@ -141,17 +141,17 @@ async def _show(args: argparse.Namespace) -> int:
     out_console = console()
     for item in stored:
         out_console.rule(
-            Text(f"run {item.segment.run_id} · {timestamp(item.segment.created_at)}")
+            f"run {item.segment.run_id} · {timestamp(item.segment.created_at)}"
         )
         if item.problem is not None:
-            out_console.print(Text(f"unreadable: {item.problem}", style="red"))
+            out_console.print(f"unreadable: {item.problem}", style="red")
             continue
         for entry in item.entries:
             out_console.print(_entry_line(entry))
     for flight in flights:
-        out_console.rule(Text(seam_title(flight)), characters="━")
+        out_console.rule(seam_title(flight), characters="━")
         for problem in flight.problems:
-            out_console.print(Text(f"unreadable: {problem}", style="red"))
+            out_console.print(f"unreadable: {problem}", style="red")
         pending = {call.call_id for call in flight.dangling}
         for entry in flight.entries:
             line = _entry_line(entry)
@@ -171,7 +171,8 @@ def _entry_line(entry: Entry) -> Text:
     data = entry.data
     label = data.get("role") if data.get("type") == "input" else data.get("type")
     index = "?" if entry.index is None else entry.index
-    return Text(f"{index:>5}  {str(label):<14} {shorten(entry_text(data), 100)}")
+    text = f"{index:>5}  {str(label):<14} {shorten(entry_text(data), 100)}"
+    return Text(printable(text))  # a Text is not made printable by the console
 
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
@@ -270,7 +271,12 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
         "--format", choices=FORMATS, default="md", help="md (default) or json"
     )
     parser.add_argument(
-        "-o", "--output", type=Path, help="write here instead of stdout"
+        "-o", "--output", type=Path, help="write a new file here instead of stdout"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file (never a symbolic link)",
     )
     add_readonly(parser)
 
@@ -280,13 +286,20 @@ async def _export(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        count = await export_session(
-            db, session_id, args.format, args.output or sys.stdout, ws=ws
-        )
+        if args.output:
+            count = await export_to_file(
+                db, session_id, args.format, args.output, replace=args.force, ws=ws
+            )
+        else:
+            # stdout is a terminal as far as the export knows, piped or not:
+            # nothing stored reaches it as a control sequence.
+            await export_session(
+                db, session_id, args.format, sys.stdout, terminal=True, ws=ws
+            )
     finally:
         await ws.close()
     if args.output:
-        print(f"wrote {count} entries to {args.output}", file=sys.stderr)
+        print(printable(f"wrote {count} entries to {args.output}"), file=sys.stderr)
     return EXIT_OK
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from rich.text import Text
-
 from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
@@ -62,17 +60,15 @@ async def _fork(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = console()
     for number, line in enumerate(describe(preview)):
-        out.print(Text(line, style="bold" if number == 0 else ""))
+        out.print(line, style="bold" if number == 0 else "")
     if result is None:
         if not preview.noop:
-            out.print(Text("nothing changed: add --yes to do it", style="dim"))
+            out.print("nothing changed: add --yes to do it", style="dim")
     elif result.journal_id is not None:
         out.print(
-            Text(
-                f"done: new session {result.new_session_id}; undo with "
-                f"`lovia-tui undo PATH... {result.journal_id}`",
-                style="green",
-            )
+            f"done: new session {result.new_session_id}; undo with "
+            f"`lovia-tui undo PATH... {result.journal_id}`",
+            style="green",
         )
     return EXIT_OK
 

@@ -1,19 +1,34 @@
 """Exporting a session's transcript to Markdown or JSON (for the app and CLI).
 
-Streams segment by segment into the target file, so a long session never has
-to sit in memory whole.
+Streams segment by segment into the target, so a long session never has to
+sit in memory whole, and writes from a thread, so the app's event loop never
+waits on the disk. A file export keeps the text exactly as stored; an export
+to a terminal is neutralized like every other output (see ``printable``).
+
+A file is only ever created new (``O_EXCL``): an existing name is replaced
+only when the caller says so (after asking the user), by a new file moved
+over it, never by writing through it; a symbolic link at the name is never
+followed or replaced. Files get the user's umask like any document they
+save: an export is a file the user asked for, named by them, where they chose.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
+import os
+import re
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
 from lovia_tui.core.entries import entry_text
-from lovia_tui.core.formatting import timestamp
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import printable, printable_json, timestamp
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER
 from lovia_tui.core.spliced import (
     in_flight,
@@ -25,37 +40,130 @@ from lovia_tui.core.spliced import (
 from lovia_tui.core.workspace import Workspace
 
 FORMATS = ("md", "json")
+NAME_CHARS = 40
+"""Characters of the session id kept in a default file name (a hash tells ids apart)."""
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ExportError(LoviaTuiError):
+    """The export target is refused (it exists, or is a link or a directory)."""
+
+
+def export_name(session_id: str, fmt: str) -> str:
+    """A file name for ``session_id``'s export: safe on every file system, and
+    distinct for distinct ids (``a/b`` and ``a_b``, or two ids sharing their
+    first characters, differ in the hash of the exact id)."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:NAME_CHARS]
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{readable.strip('._') or 'session'}-{digest[:12]}.{fmt}"
+
+
+def free_path(directory: Path, session_id: str, fmt: str) -> Path:
+    """The export name of ``session_id`` in ``directory``, numbered on if taken."""
+    name = export_name(session_id, fmt)
+    stem = name[: -len(fmt) - 1]
+    path, number = directory / name, 2
+    while target_state(path) != "free":
+        path, number = directory / f"{stem}-{number}.{fmt}", number + 1
+    return path
+
+
+def target_state(path: Path) -> str:
+    """``"free"``, ``"file"`` (a regular file: replaceable once confirmed), or
+    ``"link"`` / ``"other"`` (never written to). Never follows a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "free"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _refusal(path: Path) -> ExportError:
+    state = target_state(path)
+    if state == "link":
+        return ExportError(f"{path} is a symbolic link: not followed, not replaced")
+    if state == "file":
+        return ExportError(f"{path} exists: not replaced without a confirmation")
+    return ExportError(f"{path} exists and is not a regular file")
+
+
+def _create(path: Path) -> IO[str]:
+    """A new file at ``path`` (exclusive, never through a link)."""
+    try:
+        fd = os.open(path, _CREATE, 0o666)
+    except FileExistsError:
+        raise _refusal(path) from None
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+async def export_to_file(
+    db: Database,
+    session_id: str,
+    fmt: str,
+    path: Path,
+    *,
+    replace: bool = False,
+    ws: Workspace | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> int:
+    """Write the export to a new file at ``path``; with ``replace``, an existing
+    regular file there is replaced whole once the export is complete. A failed
+    export leaves no partial file. Returns entries written (``ws``: as
+    :func:`export_session`)."""
+    if not replace:
+        handle, written_to = await asyncio.to_thread(_create, path), path
+    else:
+        if await asyncio.to_thread(target_state, path) not in ("free", "file"):
+            raise _refusal(path)
+        written_to = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        handle = await asyncio.to_thread(_create, written_to)
+    try:
+        with handle:
+            count = await export_session(
+                db, session_id, fmt, handle, ws=ws, stale_after=stale_after
+            )
+        if written_to != path:
+            await asyncio.to_thread(os.replace, written_to, path)
+    except BaseException:
+        await asyncio.to_thread(written_to.unlink, missing_ok=True)
+        raise
+    return count
 
 
 async def export_session(
     db: Database,
     session_id: str,
     fmt: str,
-    target: Path | IO[str],
+    target: IO[str],
     *,
+    terminal: bool = False,
     ws: Workspace | None = None,
     stale_after: float = DEFAULT_STALE_AFTER,
 ) -> int:
     """Write ``session_id``'s transcript to ``target``; returns entries written.
-
-    With ``ws`` the in-flight runs lovia web links to the chat follow the
-    stored history, behind the seam, as ``show`` prints them.
-    """
+    ``terminal``: the target is a screen (stdout), so what it would act on is
+    made visible (Markdown) or escaped (JSON, still the same data). With
+    ``ws`` the in-flight runs lovia web links to the chat follow the stored
+    history, behind the seam, as ``show`` prints them."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
-    if isinstance(target, Path):
-        with target.open("w", encoding="utf-8") as handle:
-            return await export_session(
-                db, session_id, fmt, handle, ws=ws, stale_after=stale_after
-            )
+    neutral: Callable[[str], str] = (
+        (printable_json if fmt == "json" else _printable_lines) if terminal else str
+    )
+
+    async def write(text: str) -> None:
+        await asyncio.to_thread(target.write, neutral(text))
+
     written = 0
     segments = await queries.segments(db, session_id)
     if fmt == "md":
-        target.write(
+        await write(
             f"# Session {session_id}\n\n_{len(segments)} runs, from {db.path}_\n"
         )
     else:
-        target.write(
+        await write(
             json.dumps(
                 {"session_id": session_id, "file": str(db.path)}, ensure_ascii=False
             )[:-1]
@@ -68,7 +176,7 @@ async def export_session(
         if fmt == "md":
             when = timestamp(item.segment.created_at)
             heading = f"Run `{item.segment.run_id}` · {when}"
-            target.write(_markdown_segment(heading, entries, item.problem))
+            await write(_markdown_segment(heading, entries, item.problem))
         else:
             record = {
                 "run_id": item.segment.run_id,
@@ -77,7 +185,7 @@ async def export_session(
             }
             if item.problem:
                 record["unreadable"] = item.problem
-            target.write(
+            await write(
                 ("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n"
             )
         number += 1
@@ -93,11 +201,15 @@ async def export_session(
         if fmt == "md":
             entries = [{"index": e.index, **e.data} for e in flight.entries]
             problem = "; ".join(flight.problems) or None
-            target.write(_markdown_segment(seam_title(flight), entries, problem))
+            await write(_markdown_segment(seam_title(flight), entries, problem))
     if fmt == "json":
         tail = json.dumps(in_flight_fields(flights), ensure_ascii=False)
-        target.write(f"], {tail[1:]}\n")
+        await write(f"], {tail[1:]}\n")
     return written
+
+
+def _printable_lines(text: str) -> str:
+    return printable(text, multiline=True)
 
 
 def _markdown_segment(heading: str, entries: list[dict], problem: str | None) -> str:
