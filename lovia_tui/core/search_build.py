@@ -1,0 +1,264 @@
+"""Building the search index and keeping it current, in short reads.
+
+The lovia file is read in chunks by row id through its own read-only
+connection; each statement is sized to take ~25 ms (never more than a few
+rows of 50 ms), so in rollback-journal mode a writer waits at most that long,
+and in WAL mode not at all. Every chunk is committed to the index with the
+new high-water mark: a build stopped anywhere resumes where it was.
+
+Rows above the high-water mark are new; what was deleted or rewritten
+below it is found by ``search_sync``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lovia_tui.core.database import sqlite_uri
+from lovia_tui.core.entries import UnreadableError, parse_entries
+from lovia_tui.core.search_index import (
+    BATCH,
+    KEY_SHIFT,
+    SEGMENT,
+    IndexFile,
+    IndexState,
+)
+from lovia_tui.core.search_sync import Resync
+from lovia_tui.core.search_text import entry_fields
+
+TARGET_SECONDS = 0.025
+"""What one read of the lovia file should take; rows per read adapt to it."""
+MAX_ROWS = 2_000
+
+
+@dataclass(frozen=True)
+class BuildProgress:
+    """Rows indexed out of the rows in the file (segments and batches)."""
+
+    indexed: int
+    total: int
+
+    @property
+    def done(self) -> bool:
+        return self.indexed >= self.total
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if not self.total else min(1.0, self.indexed / self.total)
+
+
+def open_reader(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only connection to a lovia file: it can write no byte of it."""
+    conn = sqlite3.connect(
+        sqlite_uri(path, "ro", immutable=immutable),
+        uri=True,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+class ChunkReader:
+    """Reads a lovia file in statements of about ``TARGET_SECONDS``: the rows
+    per statement halve after a slow one and double after a quick one."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.rows = 64
+
+    def read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """Run ``sql`` with ``params`` and the row limit as its last parameter."""
+        started = time.perf_counter()
+        rows = self.conn.execute(sql, (*params, self.rows)).fetchall()
+        took = time.perf_counter() - started
+        if took > TARGET_SECONDS * 1.5:
+            self.rows = max(1, self.rows // 2)
+        elif took < TARGET_SECONDS / 2 and len(rows) == self.rows:
+            self.rows = min(MAX_ROWS, self.rows * 2)
+        return rows
+
+
+class Builder(Resync):
+    """Brings one :class:`IndexFile` up to date with one lovia file."""
+
+    def __init__(self, index: IndexFile, reader: sqlite3.Connection) -> None:
+        self.index = index
+        self.reader = reader
+        self.chunks = ChunkReader(reader)
+        self.last: BuildProgress | None = None
+        """What the last :meth:`progress` found (searches show it uncounted)."""
+
+    def tables(self) -> set[str]:
+        return {
+            row[0]
+            for row in self.reader.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+            )
+        }
+
+    def progress(self) -> BuildProgress:
+        """Rows indexed against rows stored (two fast counts from lovia's indexes)."""
+        tables, state = self.tables(), self.index.state()
+        total = 0
+        if "session_runs" in tables:
+            total += self.reader.execute(
+                "SELECT COUNT(*) FROM session_runs"
+            ).fetchone()[0]
+        if "snapshot_turns" in tables:
+            total += self.reader.execute(
+                "SELECT COUNT(*) FROM snapshot_turns"
+            ).fetchone()[0]
+        self.last = BuildProgress(min(total, state.seg_count + state.turn_count), total)
+        return self.last
+
+    def sync(self, deadline: float | None = None) -> BuildProgress:
+        """Index what is new and drop what is gone, until done or ``deadline``
+        (``time.monotonic()``); returns how far it got."""
+        tables = self.tables()
+        if "session_runs" in tables:
+            self.check_segments()
+            while self._segment_chunk():
+                if deadline is not None and time.monotonic() > deadline:
+                    return self.progress()
+        if "snapshot_turns" in tables:
+            self.check_batches()
+            while self._batch_chunk():
+                if deadline is not None and time.monotonic() > deadline:
+                    return self.progress()
+        if "session_runs" in tables:
+            self.check_segments()  # the end of a long build: now it is cheap
+        return self.progress()
+
+    # ----- new rows -----
+
+    def _segment_chunk(self) -> bool:
+        high = self.index.state().seg_high
+        rows = self.chunks.read(
+            "SELECT id, session_id, run_id, entries_json FROM session_runs "
+            "WHERE id > ? ORDER BY id LIMIT ?",
+            (high,),
+        )
+        if rows:
+            with self.index.transaction():
+                state = self.index.state()
+                fresh = [row for row in rows if row[0] > state.seg_high]
+                for row_id, session_id, run_id, stored in fresh:
+                    first = self._next_flat(session_id)
+                    state = self._add(
+                        state,
+                        SEGMENT,
+                        row_id,
+                        (session_id, run_id, None),
+                        stored,
+                        first,
+                    )
+                if fresh:
+                    state = replace(
+                        state,
+                        seg_high=fresh[-1][0],
+                        seg_count=state.seg_count + len(fresh),
+                    )
+                self.index.save_state(state)
+        return bool(rows)
+
+    def _batch_chunk(self) -> bool:
+        high = self.index.state().turn_high
+        rows = self.chunks.read(
+            "SELECT rowid, run_id, seq, entries_json FROM snapshot_turns "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (high,),
+        )
+        if rows:
+            with self.index.transaction():
+                state = self.index.state()
+                fresh = [row for row in rows if row[0] > state.turn_high]
+                for rowid, run_id, seq, stored in fresh:
+                    state = self._add(
+                        state, BATCH, rowid, (None, run_id, seq), stored, None
+                    )
+                if fresh:
+                    state = replace(
+                        state,
+                        turn_high=fresh[-1][0],
+                        turn_count=state.turn_count + len(fresh),
+                    )
+                self.index.save_state(state)
+        return bool(rows)
+
+    # ----- writing postings -----
+
+    def _add(
+        self,
+        state: IndexState,
+        kind: int,
+        source: int,
+        names: tuple[Any, Any, int | None],
+        stored: Any,
+        first_index: int | None,
+    ) -> IndexState:
+        """Index one stored row as a new unit (inside a transaction); ``names``
+        is its (session_id, run_id, seq)."""
+        session_id, run_id, seq = names
+        try:
+            entries = parse_entries(stored) if isinstance(stored, str) else None
+        except UnreadableError:
+            entries = None
+        key = state.next_key
+        conn = self.index.conn
+        conn.execute(
+            "INSERT INTO units (key, kind, source, session_id, run_id, seq, entries, "
+            "first_index, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                kind,
+                source,
+                session_id,
+                str(run_id),
+                seq,
+                -1 if entries is None else len(entries),
+                first_index if entries is not None else None,
+                len(stored) if isinstance(stored, str | bytes) else 0,
+            ),
+        )
+        if entries:
+            conn.executemany(
+                "INSERT INTO fts (rowid, body, tool, tag) VALUES (?, ?, ?, ?)",
+                (
+                    ((key << KEY_SHIFT) | offset, *fields)
+                    for offset, fields in enumerate(
+                        entry_fields(entries[: 1 << KEY_SHIFT])
+                    )
+                ),
+            )
+        return replace(state, next_key=key + 1)
+
+    def _next_flat(self, session_id: Any) -> int | None:
+        """The flat index after the session's last indexed segment (None once
+        a segment of it could not be read: never guessed)."""
+        row = self.index.conn.execute(
+            "SELECT first_index, entries FROM units WHERE session_id = ? AND kind = 0 "
+            "ORDER BY source DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            return 0
+        first, count = row
+        return None if first is None or count < 0 else first + count
+
+    def _drop(self, state: IndexState, key: int, entries: int) -> IndexState:
+        """Forget one unit: its postings no longer join (inside a transaction)."""
+        self.index.conn.execute("DELETE FROM units WHERE key = ?", (key,))
+        return replace(state, dead=state.dead + max(0, entries))
+
+    def rebuild(self) -> None:
+        """Forget everything indexed: the next chunks start from the first row."""
+        with self.index.transaction() as conn:
+            conn.execute("DELETE FROM units")
+            conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+            self.index.save_state(IndexState())
