@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ from lovia_tui.core.search_text import entry_fields
 TARGET_SECONDS = 0.025
 """What one read of the lovia file should take; rows per read adapt to it."""
 MAX_ROWS = 2_000
+COMMIT_SECONDS = 0.5
+"""Chunks are committed to the index together for about this long: a build
+stopped anywhere loses at most that much work."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,10 @@ class Builder(Resync):
         self.index = index
         self.reader = reader
         self.chunks = ChunkReader(reader)
+        self._units: list[tuple[Any, ...]] = []
+        self._postings: list[tuple[Any, ...]] = []
+        self._flats: dict[Any, int | None] = {}
+        """Next flat index of each session with segments added but not committed."""
         self.last: BuildProgress | None = None
         """What the last :meth:`progress` found (searches show it uncounted)."""
 
@@ -121,75 +129,80 @@ class Builder(Resync):
         """Index what is new and drop what is gone, until done or ``deadline``
         (``time.monotonic()``); returns how far it got."""
         tables = self.tables()
-        if "session_runs" in tables:
-            self.check_segments()
-            while self._segment_chunk():
-                if deadline is not None and time.monotonic() > deadline:
-                    return self.progress()
-        if "snapshot_turns" in tables:
-            self.check_batches()
-            while self._batch_chunk():
+        for table, chunk, check in (
+            ("session_runs", self._segment_chunk, self.check_segments),
+            ("snapshot_turns", self._batch_chunk, self.check_batches),
+        ):
+            if table not in tables:
+                continue
+            check()
+            while self._commit_chunks(chunk, deadline):
                 if deadline is not None and time.monotonic() > deadline:
                     return self.progress()
         if "session_runs" in tables:
             self.check_segments()  # the end of a long build: now it is cheap
         return self.progress()
 
+    def _commit_chunks(
+        self, chunk: Callable[[IndexState], IndexState | None], deadline: float | None
+    ) -> bool:
+        """At least one chunk, and more for ~``COMMIT_SECONDS`` (not past
+        ``deadline``), in one transaction of the index: FTS5 writes a segment
+        per commit, and fewer, larger ones merge less. Whether there may be more."""
+        until = time.monotonic() + COMMIT_SECONDS
+        until = until if deadline is None else min(until, deadline)
+        with self.index.transaction():
+            state = self.index.state()
+            more = True
+            while more:
+                after = chunk(state)
+                more, state = after is not None, after or state
+                if time.monotonic() >= until:
+                    break
+            self._commit(state)
+        return more
+
     # ----- new rows -----
 
-    def _segment_chunk(self) -> bool:
-        high = self.index.state().seg_high
+    def _segment_chunk(self, state: IndexState) -> IndexState | None:
+        """The next rows of ``session_runs`` added (None: there were none)."""
         rows = self.chunks.read(
             "SELECT id, session_id, run_id, entries_json FROM session_runs "
             "WHERE id > ? ORDER BY id LIMIT ?",
-            (high,),
+            (state.seg_high,),
         )
-        if rows:
-            with self.index.transaction():
-                state = self.index.state()
-                fresh = [row for row in rows if row[0] > state.seg_high]
-                for row_id, session_id, run_id, stored in fresh:
-                    first = self._next_flat(session_id)
-                    state = self._add(
-                        state,
-                        SEGMENT,
-                        row_id,
-                        (session_id, run_id, None),
-                        stored,
-                        first,
-                    )
-                if fresh:
-                    state = replace(
-                        state,
-                        seg_high=fresh[-1][0],
-                        seg_count=state.seg_count + len(fresh),
-                    )
-                self.index.save_state(state)
-        return bool(rows)
+        if not rows:
+            return None
+        flats = self._flats
+        for row_id, session_id, run_id, stored in rows:
+            first = (
+                flats[session_id]
+                if session_id in flats
+                else self._next_flat(session_id)
+            )
+            state = self._add(
+                state, SEGMENT, row_id, (session_id, run_id, None), stored, first
+            )
+            count, first = self._units[-1][6:8]
+            flats[session_id] = None if first is None or count < 0 else first + count
+        return replace(
+            state, seg_high=rows[-1][0], seg_count=state.seg_count + len(rows)
+        )
 
-    def _batch_chunk(self) -> bool:
-        high = self.index.state().turn_high
+    def _batch_chunk(self, state: IndexState) -> IndexState | None:
+        """The next rows of ``snapshot_turns`` added (None: there were none)."""
         rows = self.chunks.read(
             "SELECT rowid, run_id, seq, entries_json FROM snapshot_turns "
             "WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            (high,),
+            (state.turn_high,),
         )
-        if rows:
-            with self.index.transaction():
-                state = self.index.state()
-                fresh = [row for row in rows if row[0] > state.turn_high]
-                for rowid, run_id, seq, stored in fresh:
-                    state = self._add(
-                        state, BATCH, rowid, (None, run_id, seq), stored, None
-                    )
-                if fresh:
-                    state = replace(
-                        state,
-                        turn_high=fresh[-1][0],
-                        turn_count=state.turn_count + len(fresh),
-                    )
-                self.index.save_state(state)
-        return bool(rows)
+        if not rows:
+            return None
+        for rowid, run_id, seq, stored in rows:
+            state = self._add(state, BATCH, rowid, (None, run_id, seq), stored, None)
+        return replace(
+            state, turn_high=rows[-1][0], turn_count=state.turn_count + len(rows)
+        )
 
     # ----- writing postings -----
 
@@ -210,10 +223,7 @@ class Builder(Resync):
         except UnreadableError:
             entries = None
         key = state.next_key
-        conn = self.index.conn
-        conn.execute(
-            "INSERT INTO units (key, kind, source, session_id, run_id, seq, entries, "
-            "first_index, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self._units.append(
             (
                 key,
                 kind,
@@ -224,19 +234,29 @@ class Builder(Resync):
                 -1 if entries is None else len(entries),
                 first_index if entries is not None else None,
                 len(stored) if isinstance(stored, str | bytes) else 0,
-            ),
+            )
         )
         if entries:
-            conn.executemany(
-                "INSERT INTO fts (rowid, body, tool, tag) VALUES (?, ?, ?, ?)",
-                (
-                    ((key << KEY_SHIFT) | offset, *fields)
-                    for offset, fields in enumerate(
-                        entry_fields(entries[: 1 << KEY_SHIFT])
-                    )
-                ),
+            self._postings.extend(
+                ((key << KEY_SHIFT) | offset, *fields)
+                for offset, fields in enumerate(entry_fields(entries[: 1 << KEY_SHIFT]))
             )
         return replace(state, next_key=key + 1)
+
+    def _commit(self, state: IndexState) -> None:
+        """Write the units and postings added, and ``state`` (in a transaction)."""
+        conn = self.index.conn
+        conn.executemany(
+            "INSERT INTO units (key, kind, source, session_id, run_id, seq, entries, "
+            "first_index, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self._units,
+        )
+        conn.executemany(
+            "INSERT INTO fts (rowid, body, tool, tag) VALUES (?, ?, ?, ?)",
+            self._postings,
+        )
+        self._units, self._postings, self._flats = [], [], {}
+        self.index.save_state(state)
 
     def _next_flat(self, session_id: Any) -> int | None:
         """The flat index after the session's last indexed segment (None once

@@ -36,6 +36,7 @@ class Resync:
     # Provided by the Builder: writing one unit's postings, and forgetting them.
     _add: Callable[..., IndexState]
     _drop: Callable[[IndexState, int, int], IndexState]
+    _commit: Callable[[IndexState], None]
     rebuild: Callable[[], None]
 
     def _reindex_segment(self, state: IndexState, unit: tuple[Any, ...]) -> IndexState:
@@ -181,7 +182,7 @@ class Resync:
             state = self.index.state()
             for unit in changed:
                 state = self._reindex_segment(state, unit)
-            self.index.save_state(state)
+            self._commit(state)
 
     def recheck_run(self, run_id: Any) -> None:
         """Drop a checkpoint's batches that are gone; index those we lack below
@@ -211,4 +212,4 @@ class Resync:
             for rowid, rid, seq, stored in theirs.values():
                 state = self._add(state, BATCH, rowid, (None, rid, seq), stored, None)
                 state = replace(state, turn_count=state.turn_count + 1)
-            self.index.save_state(state)
+            self._commit(state)
