@@ -137,6 +137,7 @@ def measure_queries(search, rng: random.Random) -> dict:
 
 def measure_lag(search, path: Path, seconds: float) -> dict:
     """Follow a 20 runs/s writer for ``seconds``: commit -> indexed, per row."""
+    search.build()  # rows the last writer added after the build ended
     start_high = search.index.state().seg_high
     marks: list[tuple[float, int]] = []
     version = None

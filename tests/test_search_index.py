@@ -11,13 +11,15 @@ import random
 import re
 import sqlite3
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from lovia import Agent, Runner, SQLiteCheckpointer, SQLiteSession, tool
 from lovia.testing import ScriptedProvider, call, text
-from lovia_factory import abandoned_run, append_entries, write_session
+from lovia_factory import READY, abandoned_run, append_entries, write_session
 
 from lovia_tui.core.entries import entry_text, parse_entries
 from lovia_tui.core.search import FileSearch, drop_index
@@ -247,4 +249,41 @@ def test_a_new_format_version_rebuilds(corpus):
         search.build()
         assert search.search(parse_query("order")).groups
     finally:
+        search.close()
+
+
+def test_stays_current_beside_a_writer_in_another_process(scratch: Path):
+    """A lovia writer appends in its own process while the index builds in
+    short steps and another session is rewound; at the end the index holds
+    exactly what the file holds."""
+    path = scratch / "busy.db"
+    asyncio.run(append_entries(path, "other", 3, prefix="harbor"))
+    stop = scratch / "stop"
+    writer = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("lovia_factory.py")),
+         "append-loop", str(path), "busy", str(stop), "2000"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    search = FileSearch(path)
+    try:
+        assert writer.stdout.readline().strip() == READY
+        deadline = time.monotonic() + 10
+        while search.index.state().seg_count < 40:
+            assert time.monotonic() < deadline, "the writer or the index stalled"
+            search.build(deadline=time.monotonic() + 0.05)
+        asyncio.run(SQLiteSession(path, wal=True).rewind("other", keep_entries=2))
+        search.build()
+        stop.touch()
+        out, _ = writer.communicate(timeout=30)
+        written = int(out.split()[-1])
+        search.build()
+        count = sqlite3.connect(path).execute("SELECT COUNT(*) FROM session_runs")
+        assert search.index.state().seg_count == count.fetchone()[0] == written + 1
+        [busy] = search.search(parse_query("loop"), cap=None).groups
+        assert (busy.session_id, busy.hits) == ("busy", written)
+        assert search.search(parse_query("harbor")).groups[0].hits == 1
+    finally:
+        writer.kill()
+        writer.wait()
         search.close()

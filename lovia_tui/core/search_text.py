@@ -26,8 +26,18 @@ def tool_token(name: str) -> str:
     return TAG + "".join(words_of(name))
 
 
-def _tags(*names: str) -> str:
-    return " ".join(TAG + name for name in names)
+_TAGS = {
+    name: " ".join(TAG + word for word in name.split())
+    for name in (
+        "call",
+        "result",
+        "result error",
+        "user",
+        "system",
+        "assistant",
+        "reasoning",
+    )
+}
 
 
 def _text(value: Any) -> str:
@@ -35,32 +45,27 @@ def _text(value: Any) -> str:
 
 
 def entry_fields(entries: list[dict[str, Any]]) -> list[Fields]:
-    """(body, tool, tag) of each entry, in order."""
-    names = {
-        _text(entry.get("call_id")): _text(entry.get("name"))
-        for entry in entries
-        if entry.get("type") == "tool_call"
-    }
+    """(body, tool, tag) of each entry, in order (per entry: the index's hot loop)."""
+    names: dict[str, str] = {}
     fields: list[Fields] = []
     for entry in entries:
         kind = entry.get("type")
         if kind == "tool_call":
             name = _text(entry.get("name"))
+            names[_text(entry.get("call_id"))] = name
             body = f"{name} {_text(entry.get('arguments'))}"
-            fields.append((body[:ENTRY_CAP], tool_token(name), _tags("call")))
+            fields.append((body[:ENTRY_CAP], tool_token(name), _TAGS["call"]))
         elif kind == "tool_result":
-            tags = (
-                _tags("result", "error")
-                if entry.get("is_error") is True
-                else _tags("result")
-            )
+            tags = _TAGS["result error" if entry.get("is_error") is True else "result"]
             name = names.get(_text(entry.get("call_id")))
             tool = "" if name is None else tool_token(name)
             fields.append((_text(entry.get("output"))[:ENTRY_CAP], tool, tags))
-        elif kind == "input":
-            role = "system" if entry.get("role") == "system" else "user"
-            fields.append((text_of(entry.get("content"))[:ENTRY_CAP], "", _tags(role)))
         else:
-            tag = "reasoning" if kind == "reasoning" else "assistant"
-            fields.append((text_of(entry.get("content"))[:ENTRY_CAP], "", _tags(tag)))
+            content = entry.get("content")
+            text = content if isinstance(content, str) else text_of(content)
+            if kind == "input":
+                tag = _TAGS["system" if entry.get("role") == "system" else "user"]
+            else:
+                tag = _TAGS["reasoning" if kind == "reasoning" else "assistant"]
+            fields.append((text[:ENTRY_CAP], "", tag))
     return fields
