@@ -86,3 +86,14 @@ def test_a_query_with_nothing_to_find_is_one_line(capsys, files):
     assert (
         code == 2 and out == "" and err.startswith("lovia-tui: nothing to search for")
     )
+
+
+def test_without_a_writable_cache_searches_scan(capsys, files, scratch, monkeypatch):
+    sessions, _ = files
+    blocked = scratch / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    code, out, err = cli(capsys, "search", sessions, "echoed", "--json")
+    found = json.loads(out)
+    assert code == 0 and "search index not kept" in err
+    assert found["results"][0]["session_id"] == "s" and found["scanned_rows"] == 3

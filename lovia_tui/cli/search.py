@@ -62,6 +62,9 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
 
 def _build(search: Any, path: Path, until: float | None, progress: bool) -> Any:
     """Bring ``search``'s index up to date (until ``until``), reporting on stderr."""
+    if search.index.notice:
+        print(f"lovia-tui: {path.name}: {search.index.notice}", file=sys.stderr)
+        return search.progress()
     while True:
         step = time.monotonic() + PROGRESS_EVERY
         done = search.build(deadline=step if until is None else min(step, until))

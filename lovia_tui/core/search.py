@@ -78,7 +78,7 @@ class SearchResult:
     groups: list[Group] = field(default_factory=list)
     progress: BuildProgress = BuildProgress(0, 0)
     scanned: int = 0
-    """Rows not yet indexed that were scanned instead."""
+    """Rows not yet indexed (at the last count), scanned instead."""
     capped: bool = False
     """``POSTING_CAP`` reached: counts are lower bounds."""
     entry_cap: int = ENTRY_CAP
@@ -98,7 +98,10 @@ class FileSearch:
         self.builder = Builder(self.index, self.reader)
 
     def build(self, deadline: float | None = None) -> BuildProgress:
-        """Index what is new and drop what is gone (see ``search_build``)."""
+        """Index what is new and drop what is gone (see ``search_build``);
+        nothing where the index cannot be kept (``index.notice``)."""
+        if self.index.notice:
+            return self.progress()
         return self.builder.sync(deadline)
 
     def progress(self) -> BuildProgress:
@@ -156,7 +159,8 @@ class FileSearch:
             run_id = None if kind == SEGMENT else name
             found.append(Group(first.session_id, run_id, counts[(kind, name)], first))
         progress = self.builder.last or self.progress()
-        return SearchResult(query, found, progress, scan.scanned, capped), stale
+        scanned = self.builder.unindexed(state)
+        return SearchResult(query, found, progress, scanned, capped), stale
 
     def _filters(self, query: Query) -> tuple[str, tuple[Any, ...]]:
         where, params = "", ()

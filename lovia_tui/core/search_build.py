@@ -125,6 +125,26 @@ class Builder(Resync):
         self.last = BuildProgress(min(total, state.seg_count + state.turn_count), total)
         return self.last
 
+    def unindexed(self, state: IndexState) -> int:
+        """Rows above ``state``'s marks: what a search scans (counting them
+        costs less than the scan itself)."""
+        tables = self.tables()
+        return sum(
+            self.count_above(table, high)
+            for table, high in (
+                ("session_runs", state.seg_high),
+                ("snapshot_turns", state.turn_high),
+            )
+            if table in tables
+        )
+
+    def count_above(self, table: str, high: int) -> int:
+        """Rows of ``table`` (session_runs or snapshot_turns) above id ``high``."""
+        key = "id" if table == "session_runs" else "rowid"
+        return self.reader.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE {key} > ?", (high,)
+        ).fetchone()[0]
+
     def sync(self, deadline: float | None = None) -> BuildProgress:
         """Index what is new and drop what is gone, until done or ``deadline``
         (``time.monotonic()``); returns how far it got."""

@@ -113,11 +113,29 @@ class IndexFile:
         self.db_path = db_path
         self.conn = conn
         self.path = path
+        self.notice: str | None = None
 
     @classmethod
     def open(cls, db_path: Path) -> IndexFile:
         """Open (creating if needed) the index of ``db_path``; an index of
-        another format version, or of another file, is replaced."""
+        another format version, or of another file, is replaced. Where the
+        cache cannot be written the index is kept in memory for this use
+        alone, and ``notice`` says why (searches then scan)."""
+        try:
+            return cls._open_file(db_path)
+        except (OSError, sqlite3.Error) as exc:
+            conn = sqlite3.connect(
+                ":memory:", isolation_level=None, check_same_thread=False
+            )
+            index = cls(db_path, conn, Path(":memory:"))
+            index.notice = (
+                f"search index not kept ({cache_dir()}: {exc}); searches scan the file"
+            )
+            index._init_schema()
+            return index
+
+    @classmethod
+    def _open_file(cls, db_path: Path) -> IndexFile:
         path = index_path(db_path)
         _private_dir(path.parent)
         for _ in range(2):
@@ -181,6 +199,8 @@ class IndexFile:
 
     def size(self) -> int:
         """Bytes on disk, the index's write-ahead log included."""
+        if self.notice:
+            return 0
         return sum(
             p.stat().st_size
             for p in (self.path, Path(f"{self.path}-wal"))

@@ -47,7 +47,6 @@ class RestScan:
         self.memory.execute(
             f"CREATE VIRTUAL TABLE fts USING fts5(body, tool, tag, tokenize='{TOKENIZER}')"
         )
-        self.scanned = 0
 
     def hits(self, state: IndexState, tables: set[str]) -> Iterator[RawHit]:
         """Every matching entry above the marks, newest rows first within each
@@ -88,7 +87,6 @@ class RestScan:
         # The LIKEs come after the id in the statement, the limit last.
         while rows := self.chunks.read(sql, (after, *params)):
             after = rows[-1][0]
-            self.scanned += len(rows)
             yield from self._matches(rows, kind)
 
     def _matches(self, rows: list[Any], kind: int) -> Iterator[RawHit]:

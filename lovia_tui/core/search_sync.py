@@ -37,6 +37,7 @@ class Resync:
     _add: Callable[..., IndexState]
     _drop: Callable[[IndexState, int, int], IndexState]
     _commit: Callable[[IndexState], None]
+    count_above: Callable[[str, int], int]
     rebuild: Callable[[], None]
 
     def _reindex_segment(self, state: IndexState, unit: tuple[Any, ...]) -> IndexState:
@@ -63,10 +64,7 @@ class Resync:
         if top - high > CHECK_SPAN:
             return False  # still building: checked when the rest is indexed
         total = self.reader.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-        above = self.reader.execute(
-            f"SELECT COUNT(*) FROM {table} WHERE {key} > ?", (high,)
-        ).fetchone()[0]
-        return total - above != count
+        return total - self.count_above(table, high) != count
 
     def check_segments(self) -> None:
         state = self.index.state()

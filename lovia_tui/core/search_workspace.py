@@ -33,10 +33,12 @@ class Found:
     note: str
 
 
-def _search_file(db: Database, query: Query, limit: int) -> SearchResult:
+def _search_file(
+    db: Database, query: Query, limit: int
+) -> tuple[SearchResult, str | None]:
     search = FileSearch(db.path, immutable=db.immutable)
     try:
-        return search.search(query, limit)
+        return search.search(query, limit), search.index.notice
     finally:
         search.close()
 
@@ -110,8 +112,10 @@ class WorkspaceSearch:
         runs: dict[str, int] = {}
         scanned = capped = 0
         progress = BuildProgress(0, 0)
+        notices: list[str] = []
         for db in self.files:
-            result = await asyncio.to_thread(_search_file, db, query, limit)
+            result, notice = await asyncio.to_thread(_search_file, db, query, limit)
+            notices += [notice] if notice and notice not in notices else []
             scanned += result.scanned
             capped = capped or result.capped
             progress = BuildProgress(
@@ -127,7 +131,8 @@ class WorkspaceSearch:
         for run_id, link in (await self.workspace.links(runs)).items():
             key = (str(link.file), link.session_id)
             hits.setdefault(key, runs[run_id])
-        return Found(list(hits), hits, _note(progress, scanned, bool(capped)))
+        note = "; ".join([*notices, _note(progress, scanned, bool(capped))])
+        return Found(list(hits), hits, note)
 
     async def row_keys(self, text: str, key: SessionKey) -> list[str]:
         """The transcript row keys of a session's hits, in transcript order."""
