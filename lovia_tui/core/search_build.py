@@ -55,6 +55,20 @@ class BuildProgress:
         return 1.0 if not self.total else min(1.0, self.indexed / self.total)
 
 
+def rows_above(table: str, where: str = "") -> str:
+    """The statement reading a chunk of rows above an id (?1), ``where`` narrowing
+    them, at most the last parameter: (id, session_id, run_id, entries_json) of
+    segments, (rowid, run_id, seq, entries_json) of checkpoint batches."""
+    if table == "session_runs":
+        columns, key = "id, session_id, run_id", "id"
+    else:
+        columns, key = "rowid, run_id, seq", "rowid"
+    return (
+        f"SELECT {columns}, entries_json FROM {table} "
+        f"WHERE {key} > ?{where} ORDER BY {key} LIMIT ?"
+    )
+
+
 def open_reader(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     """A read-only connection to a lovia file: it can write no byte of it."""
     conn = sqlite3.connect(
@@ -186,11 +200,7 @@ class Builder(Resync):
 
     def _segment_chunk(self, state: IndexState) -> IndexState | None:
         """The next rows of ``session_runs`` added (None: there were none)."""
-        rows = self.chunks.read(
-            "SELECT id, session_id, run_id, entries_json FROM session_runs "
-            "WHERE id > ? ORDER BY id LIMIT ?",
-            (state.seg_high,),
-        )
+        rows = self.chunks.read(rows_above("session_runs"), (state.seg_high,))
         if not rows:
             return None
         flats = self._flats
@@ -211,11 +221,7 @@ class Builder(Resync):
 
     def _batch_chunk(self, state: IndexState) -> IndexState | None:
         """The next rows of ``snapshot_turns`` added (None: there were none)."""
-        rows = self.chunks.read(
-            "SELECT rowid, run_id, seq, entries_json FROM snapshot_turns "
-            "WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            (state.turn_high,),
-        )
+        rows = self.chunks.read(rows_above("snapshot_turns"), (state.turn_high,))
         if not rows:
             return None
         for rowid, run_id, seq, stored in rows:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, parse_entries
-from lovia_tui.core.search_build import ChunkReader
+from lovia_tui.core.search_build import ChunkReader, rows_above
 from lovia_tui.core.search_index import BATCH, SEGMENT, TOKENIZER, IndexState
 from lovia_tui.core.search_query import Query
 from lovia_tui.core.search_text import entry_fields
@@ -53,24 +53,16 @@ class RestScan:
         chunk's order (oldest chunk first)."""
         likes = [like for like in map(_like, self.query.words) if like]
         narrow = "".join(" AND entries_json LIKE ?" for _ in likes)
-        if "session_runs" in tables:
-            where, params = self._filters(segment=True)
-            yield from self._scan(
-                "SELECT id, session_id, run_id, entries_json FROM session_runs "
-                f"WHERE id > ?{where}{narrow} ORDER BY id LIMIT ?",
-                state.seg_high,
-                (*params, *likes),
-                SEGMENT,
-            )
-        if "snapshot_turns" in tables and self.query.session_id is None:
-            where, params = self._filters(segment=False)
-            yield from self._scan(
-                "SELECT rowid, NULL, run_id, entries_json FROM snapshot_turns "
-                f"WHERE rowid > ?{where}{narrow} ORDER BY rowid LIMIT ?",
-                state.turn_high,
-                (*params, *likes),
-                BATCH,
-            )
+        for table, high, kind in (
+            ("session_runs", state.seg_high, SEGMENT),
+            ("snapshot_turns", state.turn_high, BATCH),
+        ):
+            # A checkpoint is not known to belong to any session.
+            if table in tables and (kind == SEGMENT or self.query.session_id is None):
+                where, params = self._filters(segment=kind == SEGMENT)
+                yield from self._scan(
+                    rows_above(table, where + narrow), high, (*params, *likes), kind
+                )
 
     def _filters(self, *, segment: bool) -> tuple[str, tuple[Any, ...]]:
         where, params = "", ()
@@ -113,7 +105,8 @@ class RestScan:
         self.memory.execute("DELETE FROM fts")
         for (position,) in found:
             row, offset = places[position]
-            yield RawHit(kind, row[0], row[1], str(row[2]), offset)
+            session_id, run_id = (row[1], row[2]) if kind == SEGMENT else (None, row[1])
+            yield RawHit(kind, row[0], session_id, str(run_id), offset)
 
     def close(self) -> None:
         self.memory.close()
