@@ -56,7 +56,7 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--all",
         action="store_true",
-        help="count every match (by default the newest 10,000 are counted)",
+        help="count every match (by default the newest 5,000 are counted)",
     )
 
 
@@ -121,6 +121,7 @@ async def _search(args: argparse.Namespace) -> int:
         "scanned_rows": footer["scanned"],
         "counts_capped": footer["capped"],
         "entry_cap": entry_cap,
+        "counts_cap": None if args.all else POSTING_CAP,
         "results": results,
     }
     if args.json:
@@ -198,7 +199,9 @@ def _footer(summary: dict[str, Any]) -> str:
         "(`sessions --search TEXT` scans all of them)"
     )
     if summary["counts_capped"]:
-        parts.append("counts over the newest 10,000 matches (--all counts every one)")
+        parts.append(
+            f"counts over the newest {summary['counts_cap']:,} matches (--all counts every one)"
+        )
     return "; ".join(parts)
 
 

@@ -53,6 +53,7 @@ CREATE INDEX IF NOT EXISTS units_run ON units(run_id, kind, source);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
   body, tool, tag, content='', columnsize=0, tokenize='{TOKENIZER}'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
 """
 
 SEGMENT, BATCH = 0, 1

@@ -39,7 +39,8 @@ class Query:
     words: tuple[str, ...] = ()
 
 
-def _quoted(text: str, prefix: bool = False) -> str:
+def quoted(text: str, prefix: bool = False) -> str:
+    """``text`` as an FTS5 string (a prefix with ``prefix``): never read as syntax."""
     return '"' + text.replace('"', '""') + '"' + (" *" if prefix else "")
 
 
@@ -50,7 +51,7 @@ def _phrase(column: str, text: str) -> str | None:
     body = text.rstrip("*")
     if not _TOKEN.search(body):
         return None
-    return f"{column} : {_quoted(body, prefix)}"
+    return f"{column} : {quoted(body, prefix)}"
 
 
 def _tool(name: str) -> str | None:
@@ -58,7 +59,7 @@ def _tool(name: str) -> str | None:
     tokens = "".join(words_of(name.rstrip("*")))
     if not tokens:
         return None
-    return f"tool : {_quoted(TAG + tokens, name.endswith('*'))}"
+    return f"tool : {quoted(TAG + tokens, name.endswith('*'))}"
 
 
 def words_of(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lovia_tui.core.database import Database
-from lovia_tui.core.search import FileSearch, SearchResult
+from lovia_tui.core.search import POSTING_CAP, FileSearch, SearchResult
 from lovia_tui.core.search_build import BuildProgress
 from lovia_tui.core.search_index import ENTRY_CAP
 from lovia_tui.core.search_query import Query, parse_query
@@ -147,6 +147,6 @@ def _note(progress: BuildProgress, scanned: int, capped: bool) -> str:
             f"index {progress.fraction:.0%} built: {scanned:,} rows not yet indexed were scanned"
         )
     if capped:
-        parts.append("counted over the newest 10,000 matches")
+        parts.append(f"counted over the newest {POSTING_CAP:,} matches")
     parts.append(f"entries indexed up to {ENTRY_CAP:,} characters")
     return "; ".join(parts)
