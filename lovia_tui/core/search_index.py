@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bumped whenever what is indexed or how changes: an older file is rebuilt."""
 ENTRY_CAP = 4_000
 """Characters of one entry's text that are indexed (the start of a long tool
@@ -150,7 +150,10 @@ class IndexFile:
             conn.close()
             remove_index_files(path)
         index = cls(db_path, conn, path)
-        index._init_schema()
+        if not _has_meta(conn):
+            # Once written, a file of this version has its whole schema: a
+            # search opening it takes no write lock (a build may hold one).
+            index._init_schema()
         return index
 
     def _init_schema(self) -> None:
@@ -210,6 +213,14 @@ class IndexFile:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _has_meta(conn: sqlite3.Connection) -> bool:
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+    )
 
 
 def _usable(conn: sqlite3.Connection, db_path: Path) -> bool:
