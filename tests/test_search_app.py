@@ -10,9 +10,12 @@ from pathlib import Path
 from app_helpers import settle
 from lovia import SQLiteSession
 from lovia.transcript import AssistantTextEntry, InputEntry
+from lovia_factory import append_entries
 
 from lovia_tui.app import make_app
+from lovia_tui.core.search import FileSearch
 from lovia_tui.core.search_index import index_path
+from lovia_tui.core.search_query import parse_query
 
 
 async def _write(path: Path) -> None:
@@ -88,3 +91,29 @@ async def test_a_query_with_nothing_to_find_warns(scratch: Path):
         assert any(
             "nothing to search for" in str(n.message) for n in app._notifications
         )
+
+
+async def test_the_index_follows_commits_by_other_writers(scratch: Path):
+    path = scratch / "hits.db"
+    await _write(path)
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("s", "escape")  # the first `s` starts the build
+        screen = app.screen
+        await _until(pilot, lambda: index_path(path).exists(), "the index file")
+        await _until(
+            pilot, lambda: "indexing" not in screen.sessions.progress, "the build"
+        )
+        await append_entries(path, "late", 1, prefix="lighthouse")
+        search = FileSearch(path)
+        try:
+            await _until(
+                pilot,
+                lambda: search.index.state().seg_count == 47,
+                "the new segment indexed",
+            )
+            result = search.search(parse_query("lighthouse"))
+            assert result.scanned == 0 and result.groups[0].session_id == "late"
+        finally:
+            search.close()
