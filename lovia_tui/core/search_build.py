@@ -34,9 +34,14 @@ from lovia_tui.core.search_text import entry_fields
 TARGET_SECONDS = 0.025
 """What one read of the lovia file should take; rows per read adapt to it."""
 MAX_ROWS = 2_000
+READ_BYTES = 4_000_000
+"""At most about this much stored JSON a read brings into memory."""
 COMMIT_SECONDS = 0.5
 """Chunks are committed to the index together for about this long: a build
 stopped anywhere loses at most that much work."""
+COMMIT_POSTINGS = 5_000
+"""...or this many entries (up to 20 MB of text at ENTRY_CAP, ~4 MB typically):
+what a transaction holds in memory stays bounded."""
 
 
 @dataclass(frozen=True)
@@ -91,13 +96,19 @@ class ChunkReader:
         self.rows = 64
 
     def read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        """Run ``sql`` with ``params`` and the row limit as its last parameter."""
+        """Run ``sql`` with ``params`` and the row limit as its last parameter
+        (rows end with their stored JSON, whose size bounds the next read too)."""
         started = time.perf_counter()
         rows = self.conn.execute(sql, (*params, self.rows)).fetchall()
         took = time.perf_counter() - started
-        if took > TARGET_SECONDS * 1.5:
+        size = sum(len(row[-1]) for row in rows if isinstance(row[-1], str | bytes))
+        if took > TARGET_SECONDS * 1.5 or size > READ_BYTES:
             self.rows = max(1, self.rows // 2)
-        elif took < TARGET_SECONDS / 2 and len(rows) == self.rows:
+        elif (
+            took < TARGET_SECONDS / 2
+            and len(rows) == self.rows
+            and size < READ_BYTES / 2
+        ):
             self.rows = min(MAX_ROWS, self.rows * 2)
         return rows
 
@@ -180,7 +191,7 @@ class Builder(Resync):
     def _commit_chunks(
         self, chunk: Callable[[IndexState], IndexState | None], deadline: float | None
     ) -> bool:
-        """At least one chunk, and more for ~``COMMIT_SECONDS`` (not past
+        """At least one chunk, and more for ~``COMMIT_SECONDS`` or ``COMMIT_POSTINGS`` (not past
         ``deadline``), in one transaction of the index: FTS5 writes a segment
         per commit, and fewer, larger ones merge less. Whether there may be more."""
         until = time.monotonic() + COMMIT_SECONDS
@@ -191,7 +202,7 @@ class Builder(Resync):
             while more:
                 after = chunk(state)
                 more, state = after is not None, after or state
-                if time.monotonic() >= until:
+                if time.monotonic() >= until or len(self._postings) > COMMIT_POSTINGS:
                     break
             self._commit(state)
         return more
