@@ -124,6 +124,7 @@ class Builder(Resync):
         self._postings: list[tuple[Any, ...]] = []
         self._flats: dict[Any, int | None] = {}
         """Next flat index of each session with segments added but not committed."""
+        self.deferred: set[str] = set()
         self.last: BuildProgress | None = None
         """What the last :meth:`progress` found (searches show it uncounted)."""
 
@@ -173,19 +174,21 @@ class Builder(Resync):
     def sync(self, deadline: float | None = None) -> BuildProgress:
         """Index what is new and drop what is gone, until done or ``deadline``
         (``time.monotonic()``); returns how far it got."""
-        tables = self.tables()
-        for table, chunk, check in (
+        tables, self.deferred = self.tables(), set()
+        steps = (
             ("session_runs", self._segment_chunk, self.check_segments),
             ("snapshot_turns", self._batch_chunk, self.check_batches),
-        ):
+        )
+        for table, chunk, check in steps:
             if table not in tables:
                 continue
             check()
             while self._commit_chunks(chunk, deadline):
                 if deadline is not None and time.monotonic() > deadline:
                     return self.progress()
-        if "session_runs" in tables:
-            self.check_segments()  # the end of a long build: now it is cheap
+        for table, _, check in steps:
+            if table in self.deferred:
+                check()  # the end of a long build: now it is cheap
         return self.progress()
 
     def _commit_chunks(

@@ -38,6 +38,8 @@ class Resync:
     _drop: Callable[[IndexState, int, int], IndexState]
     _commit: Callable[[IndexState], None]
     count_above: Callable[[str, int], int]
+    deferred: set[str]
+    """Tables whose deletions were not looked for yet (too much unindexed)."""
     rebuild: Callable[[], None]
 
     def _reindex_segment(self, state: IndexState, unit: tuple[Any, ...]) -> IndexState:
@@ -62,7 +64,8 @@ class Resync:
             f"SELECT COALESCE(MAX({key}), 0) FROM {table}"
         ).fetchone()[0]
         if top - high > CHECK_SPAN:
-            return False  # still building: checked when the rest is indexed
+            self.deferred.add(table)  # still building: checked when the rest is indexed
+            return False
         total = self.reader.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
         return total - self.count_above(table, high) != count
 
