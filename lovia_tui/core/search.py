@@ -114,10 +114,6 @@ class FileSearch:
     def progress(self) -> BuildProgress:
         return self.builder.progress()
 
-    def recheck_session(self, session_id: str) -> None:
-        """A session was rewritten (trim, rewind): bring its postings up to date."""
-        self.builder.recheck_session(session_id)
-
     def search(
         self, query: Query, limit: int = 50, cap: int | None = POSTING_CAP
     ) -> SearchResult:
@@ -159,7 +155,8 @@ class FileSearch:
         for (kind, name), top in newest.items():
             if len(found) == limit:
                 break
-            first = self._hit(self._raw(top) if isinstance(top, int) else top, query)
+            raw = self._raw(top) if isinstance(top, int) else top
+            first = None if raw is None else self._hit(raw, query)
             if first is None:
                 stale.add((kind, name))
                 continue
@@ -225,12 +222,13 @@ class FileSearch:
         capped = cap is not None and bool(rows) and rows[0][4] > cap
         return [row[:4] for row in rows], capped
 
-    def _raw(self, rowid: int) -> RawHit:
-        kind, source, session_id, run_id = self.index.conn.execute(
+    def _raw(self, rowid: int) -> RawHit | None:
+        """The hit a posting stands for; None if its unit was dropped meanwhile."""
+        unit = self.index.conn.execute(
             "SELECT kind, source, session_id, run_id FROM units WHERE key = ?",
             (rowid >> KEY_SHIFT,),
         ).fetchone()
-        return RawHit(kind, source, session_id, run_id, rowid & _MASK)
+        return None if unit is None else RawHit(*unit, rowid & _MASK)
 
     def _hit(self, raw: RawHit, query: Query) -> Hit | None:
         """``raw`` with its snippet and flat index; None if the row changed

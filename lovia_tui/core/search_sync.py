@@ -5,9 +5,9 @@ each session's (count, last id), and each run's batches, are compared with
 the index in keyset chunks of both, and the postings of rows gone are
 dropped; the segment a rewind cut into is re-read. lovia only ever removes
 text from a row it rewrites (rewind's cut, trim), so a stale posting can only
-be a false hit: :meth:`Resync.recheck_session` (after a trim, or when a
-snippet no longer matches) compares a session's segment sizes and re-indexes
-those that changed.
+be a false hit: when a search finds a result's row changed in size (a trim, a
+rewind inside the last segment), :meth:`Resync.recheck_session` compares that
+session's segment sizes and re-indexes those that changed.
 """
 
 from __future__ import annotations

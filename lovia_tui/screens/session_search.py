@@ -101,9 +101,12 @@ class SessionSearch:
 
     # ----- the index: built on first use, then kept current -----
 
+    _content_search: WorkspaceSearch | None = None
+
     @property
     def content_search(self) -> WorkspaceSearch:
-        if getattr(self, "_content_search", None) is None:
+        """The workspace's indexes, made on first use."""
+        if self._content_search is None:
             self._content_search = WorkspaceSearch(self.workspace)
         return self._content_search
 
