@@ -132,7 +132,7 @@ def measure_queries(search, rng: random.Random) -> dict:
         started = time.perf_counter()
         result = search.search(parse_query(text), 50)
         times.append(time.perf_counter() - started)
-        found[text] = len(result.groups)
+        found[text] = {"ms": round(times[-1] * 1e3, 1), "sessions": len(result.groups)}
     return {"p50_ms": _percentile(times, 0.5) * 1e3, "p95_ms": _percentile(times, 0.95) * 1e3,
             "max_ms": max(times) * 1e3, "groups": found}  # fmt: skip
 
