@@ -46,7 +46,8 @@ def test_search_finds_sessions_and_in_flight_runs(capsys, files):
     assert (flying["run_id"], flying["in_flight"]) == ("crashed", True)
 
 
-def test_human_output_shows_stored_text_inert(capsys, scratch: Path):
+def test_human_output_shows_stored_text_inert(capsys, scratch: Path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
     path = scratch / "hostile.db"
     hostile = "beacon \x1b[2J\x1b]0;owned\x07 [bold red]markup[/] \u202eevil"
     asyncio.run(
@@ -61,7 +62,7 @@ def test_human_output_shows_stored_text_inert(capsys, scratch: Path):
     code, out, _ = cli(capsys, "search", path, "beacon")
     assert code == 0
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
-    assert "[bold red]markup[/]" in out and "\\x1b[2J" in out
+    assert "[bold red]markup[/]" in out and "␛[2J" in out
 
 
 def test_index_status_drop_and_readonly(capsys, files):

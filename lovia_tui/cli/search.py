@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -21,20 +20,6 @@ from lovia_tui.cli.command import (
 )
 
 PROGRESS_EVERY = 0.5
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: object) -> str:
-    """Stored text with every character a terminal acts on shown as an escape
-    (``ESC[2J`` as ``\\x1b[2J``): until the project's one gate for stored text lands."""
-    return _CONTROLS.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}"
-            if ord(m.group()) <= 0xFF
-            else f"\\u{ord(m.group()):04x}"
-        ),
-        str(text),
-    )
 
 
 def _configure_search(parser: argparse.ArgumentParser) -> None:
@@ -168,6 +153,7 @@ def _print_results(summary: dict[str, Any]) -> None:
     from rich.text import Text
 
     from lovia_tui.cli.command import console
+    from lovia_tui.core.formatting import printable
 
     table = Table("session", "hits", "run", "entry", "snippet")
     for column in table.columns[:3]:
@@ -270,7 +256,7 @@ async def _index(args: argparse.Namespace) -> int:
 
 
 def _index_line(r: dict[str, Any]) -> str:
-    from lovia_tui.core.formatting import size
+    from lovia_tui.core.formatting import printable, size
 
     if "dropped" in r:
         verb = "dropped" if r["dropped"] else "no index for"

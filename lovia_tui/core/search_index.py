@@ -17,6 +17,9 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.private_files import private_database
+
 FORMAT_VERSION = 3
 """Bumped whenever what is indexed or how changes: an older file is rebuilt."""
 ENTRY_CAP = 4_000
@@ -92,20 +95,6 @@ class IndexState:
     dead: int = 0
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o700)
-
-
-def _private_file(path: Path) -> None:
-    """Create ``path`` 0600 before SQLite opens it (its journals take its mode)."""
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o600)
-
-
 class IndexFile:
     """The open index of one lovia database (a plain sqlite3 connection:
     every call runs in a worker thread or a script, never on the UI loop)."""
@@ -124,7 +113,7 @@ class IndexFile:
         alone, and ``notice`` says why (searches then scan)."""
         try:
             return cls._open_file(db_path)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, LoviaTuiError) as exc:
             conn = sqlite3.connect(
                 ":memory:", isolation_level=None, check_same_thread=False
             )
@@ -138,9 +127,8 @@ class IndexFile:
     @classmethod
     def _open_file(cls, db_path: Path) -> IndexFile:
         path = index_path(db_path)
-        _private_dir(path.parent)
         for _ in range(2):
-            _private_file(path)
+            private_database(path, own_directory=True)
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             conn.execute("PRAGMA journal_mode=WAL")
