@@ -4,6 +4,7 @@ narrows to the matches, the transcript cursor lands on the first hit and
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -47,16 +48,29 @@ async def _until(pilot, condition, what: str) -> None:
         await pilot.pause(0.02)
 
 
-async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Path):
+@contextlib.asynccontextmanager
+async def _app(scratch: Path):
+    """The app on :func:`_write`'s file, settled: (path, app, pilot)."""
     path = scratch / "hits.db"
     await _write(path)
-    ids = dict(
-        (run, row) for row, run in enumerate((f"r{n}" for n in range(45)), start=1)
-    )
-    first, middle, last = (f"seg:{path}:{ids[f'r{n}']}:0" for n in (0, 20, 44))
     app = make_app([path])
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
+        yield path, app, pilot
+
+
+async def _until_built(pilot, path: Path) -> None:
+    await _until(pilot, lambda: index_path(path).exists(), "the index file")
+    progress = pilot.app.screen.sessions
+    await _until(pilot, lambda: "indexing" not in progress.progress, "the build")
+
+
+async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Path):
+    ids = dict(
+        (run, row) for row, run in enumerate((f"r{n}" for n in range(45)), start=1)
+    )
+    async with _app(scratch) as (path, app, pilot):
+        first, middle, last = (f"seg:{path}:{ids[f'r{n}']}:0" for n in (0, 20, 44))
         await pilot.press("s", *"beacon", "enter")
         await settle(pilot)
         screen = app.screen
@@ -73,18 +87,11 @@ async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Pat
         await pilot.press("N", "N")
         assert screen.transcript.current_row.key == first
         # The build finishes in the background and says so in the title.
-        await _until(pilot, lambda: index_path(path).exists(), "the index file")
-        await _until(
-            pilot, lambda: "indexing" not in screen.sessions.progress, "the build"
-        )
+        await _until_built(pilot, path)
 
 
 async def test_a_query_with_nothing_to_find_warns(scratch: Path):
-    path = scratch / "hits.db"
-    await _write(path)
-    app = make_app([path])
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
+    async with _app(scratch) as (_, app, pilot):
         await pilot.press("s", *"!!!", "enter")
         await settle(pilot)
         assert len(app.screen.sessions.shown) == 2
@@ -94,17 +101,9 @@ async def test_a_query_with_nothing_to_find_warns(scratch: Path):
 
 
 async def test_the_index_follows_commits_by_other_writers(scratch: Path):
-    path = scratch / "hits.db"
-    await _write(path)
-    app = make_app([path])
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
+    async with _app(scratch) as (path, _, pilot):
         await pilot.press("s", "escape")  # the first `s` starts the build
-        screen = app.screen
-        await _until(pilot, lambda: index_path(path).exists(), "the index file")
-        await _until(
-            pilot, lambda: "indexing" not in screen.sessions.progress, "the build"
-        )
+        await _until_built(pilot, path)
         await append_entries(path, "late", 1, prefix="lighthouse")
         search = FileSearch(path)
         try:
