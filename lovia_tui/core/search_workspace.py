@@ -10,6 +10,7 @@ session their run is linked to (``Workspace.links``), never guessed.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from lovia_tui.core.search_query import Query, parse_query
 from lovia_tui.core.workspace import Workspace
 
 SessionKey = tuple[str, str]
+SEARCH_WAIT = 0.02
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class WorkspaceSearch:
         self.workspace = workspace
         self._builders: dict[Path, FileSearch] = {}
         self._versions: dict[Path, int] = {}
+        self._searching = threading.Event()
+        """Set while a search runs: the build waits, leaving it the CPU (two
+        cores, one GIL) and its scan of the unindexed rest."""
 
     @property
     def files(self) -> list[Database]:
@@ -69,7 +74,10 @@ class WorkspaceSearch:
     # ----- building (one thread) -----
 
     def build_step(self, seconds: float) -> BuildProgress:
-        """Index for about ``seconds`` across the files; the combined progress."""
+        """Index for about ``seconds`` across the files; the combined progress
+        (after any search under way has finished)."""
+        while self._searching.is_set():
+            time.sleep(SEARCH_WAIT)  # bounded: by the search's own duration
         until = time.monotonic() + seconds
         indexed = total = 0
         for db in self.files:
@@ -108,6 +116,13 @@ class WorkspaceSearch:
         """Sessions matching ``text`` (raises ``QueryError``), with a note saying
         what was scanned instead of looked up, and what was not counted."""
         query = parse_query(text)
+        self._searching.set()
+        try:
+            return await self._search(query, limit)
+        finally:
+            self._searching.clear()
+
+    async def _search(self, query: Query, limit: int) -> Found:
         hits: dict[SessionKey, int] = {}
         runs: dict[str, int] = {}
         scanned = capped = 0
