@@ -28,7 +28,7 @@ from lovia_tui.cli.command import (
     split_paths_and_id,
     split_paths_and_ids,
 )
-from lovia_tui.core.actions import perform, undo
+from lovia_tui.core.actions import load_lovia, perform, undo
 from lovia_tui.core.describe import describe
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import timestamp
@@ -71,6 +71,8 @@ async def _act(
     args: argparse.Namespace, make: Callable[[Workspace], Awaitable[Preview]]
 ) -> int:
     """Preview, then perform only with ``--yes``; print either way."""
+    if args.yes:
+        load_lovia()  # before the preview: the rows have less time to move on
     ws = await open_workspace(args)
     try:
         preview = await make(ws)

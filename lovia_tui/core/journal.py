@@ -3,10 +3,12 @@
 Before an action changes a lovia file, the rows it touches (a session's every
 ``session_runs`` row, a run's ``snapshot_heads``/``snapshot_turns`` rows, the
 web UI's ``chat_sessions``/``chat_runs`` row) are copied here cell by cell with
-their SQLite storage class, so :meth:`Journal.undo` can put them back
-byte-identical.
-A fingerprint of the same rows right after the action lets undo refuse when
-anything changed them since: restoring would silently drop that change.
+their SQLite storage class, durably, so :meth:`Journal.undo` can put them back
+byte-identical. An entry is ``pending`` until the action reports back; one
+still pending later was interrupted, and undoing it puts back exactly the
+journaled rows now missing (:mod:`lovia_tui.core.row_undo`). A fingerprint of
+the rows the action left lets undo refuse when anything changed them since:
+restoring would silently drop that change.
 
 Location: ``$LOVIA_TUI_JOURNAL`` if set, else
 ``$XDG_STATE_HOME/lovia-tui/journal.db`` (by default
@@ -31,7 +33,8 @@ import orjson
 
 from lovia_tui.core.database import BUSY_TIMEOUT_MS, sqlite_uri
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_sync, restore
+from lovia_tui.core.row_undo import after_state, apply_group, plan_group
+from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_sync
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -46,7 +49,8 @@ CREATE TABLE IF NOT EXISTS entries (
     counts_json TEXT,
     error TEXT,
     undoes INTEGER,
-    undone_by INTEGER
+    undone_by INTEGER,
+    subject TEXT
 );
 CREATE TABLE IF NOT EXISTS groups (
     entry_id INTEGER NOT NULL,
@@ -58,6 +62,7 @@ CREATE TABLE IF NOT EXISTS groups (
     rowids_json TEXT NOT NULL,
     before_digest TEXT NOT NULL,
     after_digest TEXT,
+    added_json TEXT,
     PRIMARY KEY (entry_id, position)
 );
 CREATE INDEX IF NOT EXISTS idx_groups_database ON groups(database, entry_id);
@@ -71,6 +76,18 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (entry_id, position, row_no, col_no)
 );
 """
+# Columns a journal written by an older lovia-tui lacks: (table, column).
+_ADDED_COLUMNS = (("entries", "subject"), ("groups", "added_json"))
+UNFINISHED = ("pending", "failed")
+"""Statuses of an entry whose rows' state after the action is unknown."""
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    for table, column in _ADDED_COLUMNS:
+        names = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in names:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process won
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
 def journal_path() -> Path:
@@ -92,11 +109,18 @@ class JournalEntry:
     params: dict[str, Any]
     reason: str | None
     databases: tuple[str, ...]
-    status: str  # pending | done | failed | rolled back
+    status: str  # pending | done | failed (partly committed) | rolled back
     counts: dict[str, Any]
     error: str | None
     undoes: int | None
     undone_by: int | None
+    subject: str | None = None
+    """What it acted on, in a few words; None in entries from older journals."""
+
+    @property
+    def unfinished(self) -> bool:
+        """Interrupted: its rows may be as journaled, as the action left them, or between."""
+        return self.status in UNFINISHED and self.undone_by is None
 
     @property
     def undoable(self) -> str | None:
@@ -107,8 +131,6 @@ class JournalEntry:
             )
         if self.status == "rolled back":
             return f"journal entry {self.id} changed nothing (it was rolled back)"
-        if self.status == "pending":
-            return f"journal entry {self.id} never finished: its rows' state after it is unknown"
         return None
 
 
@@ -120,6 +142,12 @@ class UndoResult:
     undo_entry_id: int
     rows_restored: int
     databases: tuple[str, ...]
+    rows_removed: int = 0
+    """Rows the action had added (a finalize's segment), taken out again."""
+    rows_in_place: int = 0
+    """Journaled rows already as they were: never removed, or back already."""
+    in_place: tuple[str, ...] = ()
+    """Which, as ``table key/name`` (the first few)."""
 
 
 def _json(value: Any) -> str:
@@ -150,6 +178,7 @@ class Journal:
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.executescript(_SCHEMA)
+            _migrate(conn)
             yield conn
         finally:
             conn.close()
@@ -172,10 +201,17 @@ class Journal:
         params: dict[str, Any],
         reason: str | None,
         captured: Sequence[Captured],
+        *,
+        subject: str | None = None,
+        adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
-        """Record an action about to run, with the rows it will touch as they are."""
+        """Record an action about to run, with the rows it will touch as they are.
+
+        ``adds`` names, per group, the rows the action means to add (a
+        finalize's segment): undoing it unfinished takes them out.
+        """
         return await asyncio.to_thread(
-            self._begin, action, params, reason, captured, None
+            self._begin, action, params, reason, captured, None, subject, adds
         )
 
     def _begin(
@@ -185,28 +221,26 @@ class Journal:
         reason: str | None,
         captured: Sequence[Captured],
         undoes: int | None,
+        subject: str | None,
+        adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
         databases = sorted({str(c.group.file.resolve()) for c in captured})
         with self._write() as conn:
             entry_id = conn.execute(
                 "INSERT INTO entries (created_at, user, action, params_json, reason, "
-                "databases_json, status, undoes) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                (
-                    time.time(),
-                    _os_user(),
-                    action,
-                    _json(params),
-                    reason,
-                    _json(databases),
-                    undoes,
-                ),
-            ).lastrowid
+                "databases_json, status, undoes, subject) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                (time.time(), _os_user(), action, _json(params), reason,
+                 _json(databases), undoes, subject),
+            ).lastrowid  # fmt: skip
             for position, item in enumerate(captured):
+                added = adds[position] if position < len(adds) else ()
                 conn.execute(
                     "INSERT INTO groups (entry_id, position, database, tbl, key, columns_json, "
-                    "rowids_json, before_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "rowids_json, before_digest, added_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (entry_id, position, str(item.group.file.resolve()), item.group.table,
-                     item.group.key, _json(item.columns), _json(item.rowids), item.digest),
+                     item.group.key, _json(item.columns), _json(item.rowids), item.digest,
+                     _json(list(added))),
                 )  # fmt: skip
                 conn.executemany(
                     "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?)",
@@ -222,31 +256,35 @@ class Journal:
     async def finish(
         self,
         entry_id: int,
-        after: Sequence[Captured],
+        status: str,
         counts: dict[str, Any],
         error: str | None = None,
+        changes: Sequence[tuple[Captured, Captured]] = (),
     ) -> None:
-        """Record the outcome, and each row group's digest right after the action."""
-        status = "failed" if error else "done"
-        digests = [captured.digest for captured in after]
-        await asyncio.to_thread(self._finish, entry_id, status, digests, counts, error)
+        """Record the outcome and, per group, (rows before, rows the action left)."""
+        await asyncio.to_thread(self._finish, entry_id, status, counts, error, changes)
 
     def _finish(
         self,
         entry_id: int,
         status: str,
-        after: Sequence[str],
         counts: dict[str, Any],
         error: str | None,
+        changes: Sequence[tuple[Captured, Captured]] = (),
     ) -> None:
+        states = [after_state(before, after) for before, after in changes]
         with self._write() as conn:
             conn.execute(
                 "UPDATE entries SET status = ?, counts_json = ?, error = ? WHERE id = ?",
                 (status, _json(counts), error, entry_id),
             )
             conn.executemany(
-                "UPDATE groups SET after_digest = ? WHERE entry_id = ? AND position = ?",
-                ((value, entry_id, position) for position, value in enumerate(after)),
+                "UPDATE groups SET after_digest = ?, added_json = ? "
+                "WHERE entry_id = ? AND position = ?",
+                (
+                    (after, _json(list(added)), entry_id, position)
+                    for position, (after, added) in enumerate(states)
+                ),
             )
 
     async def entries(
@@ -298,14 +336,16 @@ class Journal:
         return _entry(row) if row else None
 
     async def undo(self, entry_id: int, open_files: Iterable[Path]) -> UndoResult:
-        """Put an entry's rows back exactly as they were, or refuse and say why.
+        """Put back the rows an entry's action removed or changed, or refuse and say why.
 
         The one raw write lovia-tui makes: in one ``BEGIN IMMEDIATE``
-        transaction per file it checks the rows still match the fingerprint
-        taken right after the action, deletes them and re-inserts the
-        journaled ones with their original ids. The undo is journaled too (so
-        it can itself be undone) and marks the entry, which cannot be undone
-        twice. Only files in ``open_files`` are written.
+        transaction per file it checks the rows the action touched are as it
+        left them (an unfinished entry has nothing to check against), puts
+        back the journaled rows that are missing or altered with their
+        original ids, and takes out the rows the action added; rows others
+        added since are kept (:mod:`lovia_tui.core.row_undo`). The undo is
+        journaled too (so it can itself be undone) and marks the entry, which
+        cannot be undone twice. Only files in ``open_files`` are written.
         """
         entry = await self.get(entry_id)
         if why := entry.undoable:
@@ -320,7 +360,9 @@ class Journal:
 
     def _undo(self, entry: JournalEntry) -> UndoResult:
         with self._connect() as conn:
-            groups = self._journaled(conn, entry.id)
+            groups = _journaled(conn, entry.id)
+        what = f"journal entry {entry.id} ({entry.action})"
+        pending = entry.status in UNFINISHED
         connections: dict[str, sqlite3.Connection] = {}
         undo_id: int | None = None
         try:
@@ -332,21 +374,25 @@ class Journal:
                 conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
                 conn.execute("BEGIN IMMEDIATE")
             current = [
-                _unchanged(connections[str(rows.group.file)], rows, after, entry)
-                for rows, after in groups
+                capture_sync(connections[str(rows.group.file)], rows.group)
+                for rows, _, _ in groups
+            ]
+            plans = [
+                plan_group(rows, now, None if pending else after, added, what)
+                for (rows, after, added), now in zip(groups, current, strict=True)
             ]
             params = {"entry": entry.id, "action": entry.action}
-            undo_id = self._begin("undo", params, None, current, entry.id)
-            restored, digests = 0, []
-            for rows, _ in groups:
-                conn = connections[str(rows.group.file)]
-                restored += restore(conn, rows)
-                digests.append(capture_sync(conn, rows.group).digest)
-                if digests[-1] != rows.digest:
-                    raise ActionError(
-                        f"undo of journal entry {entry.id} did not reproduce the "
-                        f"{rows.group.table} rows for {rows.group.key!r}; nothing changed"
-                    )
+            subject = f"entry {entry.id} ({entry.action})"
+            undo_id = self._begin("undo", params, None, current, entry.id, subject)
+            changes = [
+                (
+                    now,
+                    apply_group(
+                        connections[str(plan.journaled.group.file)], plan, what
+                    ),
+                )
+                for plan, now in zip(plans, current, strict=True)
+            ]
             for conn in connections.values():
                 conn.execute("COMMIT")
         except BaseException as exc:
@@ -354,61 +400,62 @@ class Journal:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
             if undo_id is not None:
-                self._finish(undo_id, "rolled back", [], {}, str(exc))
+                self._finish(undo_id, "rolled back", {}, str(exc))
             raise
         finally:
             for conn in connections.values():
                 conn.close()
-        self._finish(undo_id, "done", digests, {"rows_restored": restored}, None)
+        restored = sum(len(p.put_back) for p in plans)
+        removed = sum(p.added_out for p in plans)
+        in_place = [
+            f"{p.journaled.group.table} {p.journaled.group.key}/{name}"
+            for p in plans
+            for name in p.in_place
+        ]
+        counts = {"rows_restored": restored, "rows_removed": removed}
+        self._finish(undo_id, "done", counts, None, changes)
         with self._connect() as conn:
             conn.execute(
                 "UPDATE entries SET undone_by = ? WHERE id = ?", (undo_id, entry.id)
             )
-        return UndoResult(entry.id, undo_id, restored, entry.databases)
+        return UndoResult(
+            entry.id, undo_id, restored, entry.databases, removed,
+            len(in_place), tuple(in_place[:10]),
+        )  # fmt: skip
 
-    def _journaled(
-        self, conn: sqlite3.Connection, entry_id: int
-    ) -> list[tuple[Captured, str | None]]:
-        """An entry's journaled rows and each group's digest right after the action."""
-        groups = []
-        for (
-            position,
-            database,
-            table,
-            key,
-            columns_json,
-            rowids,
+
+def _journaled(
+    conn: sqlite3.Connection, entry_id: int
+) -> list[tuple[Captured, str | None, tuple[str, ...] | None]]:
+    """An entry's journaled rows per group, with what the action left (see row_undo)."""
+    groups = []
+    for position, database, table, key, columns_json, rowids, before, after, added in conn.execute(
+        "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
+        "after_digest, added_json FROM groups WHERE entry_id = ? ORDER BY position",
+        (entry_id,),
+    ).fetchall():  # fmt: skip
+        rows: dict[int, list[Cell]] = {}
+        for row_no, kind, value in conn.execute(
+            "SELECT row_no, type, value FROM cells WHERE entry_id = ? AND position = ? "
+            "ORDER BY row_no, col_no",
+            (entry_id, position),
+        ):
+            rows.setdefault(row_no, []).append((kind, value))
+        captured = Captured(
+            RowGroup(Path(database), table, key),
+            tuple(orjson.loads(columns_json)),
+            tuple(tuple(r) for r in rows.values()),
+            tuple(orjson.loads(rowids)),
             before,
-            after,
-        ) in conn.execute(
-            "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
-            "after_digest FROM groups WHERE entry_id = ? ORDER BY position",
-            (entry_id,),
-        ).fetchall():
-            columns = tuple(orjson.loads(columns_json))
-            rows: dict[int, list[Cell]] = {}
-            for row_no, kind, value in conn.execute(
-                "SELECT row_no, type, value FROM cells WHERE entry_id = ? AND position = ? "
-                "ORDER BY row_no, col_no",
-                (entry_id, position),
-            ):
-                rows.setdefault(row_no, []).append((kind, value))
-            group = RowGroup(Path(database), table, key)
-            cells = tuple(tuple(r) for r in rows.values())
-            groups.append(
-                (
-                    Captured(
-                        group, columns, cells, tuple(orjson.loads(rowids)), before
-                    ),
-                    after,
-                )
-            )
-        return groups
+        )
+        names = None if added is None else tuple(orjson.loads(added))
+        groups.append((captured, after, names))
+    return groups
 
 
 _ENTRY_COLUMNS = (
     "id, created_at, user, action, params_json, reason, databases_json, status, "
-    "counts_json, error, undoes, undone_by"
+    "counts_json, error, undoes, undone_by, subject"
 )
 
 
@@ -426,21 +473,5 @@ def _entry(row: Any) -> JournalEntry:
         error=row[9],
         undoes=row[10],
         undone_by=row[11],
+        subject=row[12],
     )
-
-
-def _unchanged(
-    conn: sqlite3.Connection,
-    journaled: Captured,
-    after: str | None,
-    entry: JournalEntry,
-) -> Captured:
-    """The group's current rows, provided they are what the action left behind."""
-    now = capture_sync(conn, journaled.group)
-    if after is None or now.digest != after:
-        raise ActionError(
-            f"cannot undo journal entry {entry.id}: the {journaled.group.table} rows "
-            f"for {journaled.group.key!r} changed since the {entry.action}; "
-            "undoing would lose that change"
-        )
-    return now

@@ -18,13 +18,14 @@ from typing import Any
 
 from lovia_tui.core.database import Database
 
-# The tables an action may touch: key column, and the order rows are read in.
-TABLES: dict[str, tuple[str, str]] = {
-    "session_runs": ("session_id", "id"),
-    "snapshot_heads": ("run_id", "run_id"),
-    "snapshot_turns": ("run_id", "seq"),
-    "chat_sessions": ("id", "id"),
-    "chat_runs": ("id", "id"),
+# The tables an action may touch: key column, the order rows are read in,
+# and the column naming a row within its group (what undo matches rows by).
+TABLES: dict[str, tuple[str, str, str]] = {
+    "session_runs": ("session_id", "id", "run_id"),
+    "snapshot_heads": ("run_id", "run_id", "run_id"),
+    "snapshot_turns": ("run_id", "seq", "seq"),
+    "chat_sessions": ("id", "id", "id"),
+    "chat_runs": ("id", "id", "id"),
 }
 
 # A stored value and its SQLite storage class; text is kept as its raw bytes.
@@ -59,6 +60,28 @@ class Captured:
         """One column's values as Python sees them (text decoded leniently)."""
         index = self.columns.index(name)
         return [_python(row[index]) for row in self.rows]
+
+    def identities(self) -> tuple[str, ...]:
+        """Each row's name within the group (its run id, seq, ...), unique.
+
+        A name seen twice (only a file lovia did not write can hold that) gets
+        its occurrence number, so every row still has one of its own.
+        """
+        if not self.rows:
+            return ()
+        at = self.columns.index(TABLES[self.group.table][2])
+        seen: dict[str, int] = {}
+        names = []
+        for row in self.rows:
+            name = identity(*row[at])
+            seen[name] = seen.get(name, 0) + 1
+            names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+        return tuple(names)
+
+
+def identity(kind: str, value: Any) -> str:
+    """A cell as a row name: storage class and exact value."""
+    return f"{kind}:{bytes(value).hex() if kind in ('text', 'blob') else value}"
 
 
 def _python(cell: Cell) -> Any:
@@ -129,28 +152,20 @@ def capture_sync(conn: sqlite3.Connection, group: RowGroup) -> Captured:
     return _captured(group, columns, raw)
 
 
-def restore(conn: sqlite3.Connection, journaled: Captured) -> int:
-    """Replace the group's current rows with the captured ones (inside the caller's transaction)."""
-    group = journaled.group
-    conn.execute(
-        f'DELETE FROM {group.table} WHERE "{group.key_column}" = ?', (group.key,)
-    )
+def insert_row(conn: sqlite3.Connection, journaled: Captured, index: int) -> None:
+    """Put one captured row back, under its old rowid unless a newer row took it."""
+    group, row = journaled.group, journaled.rows[index]
     names = ", ".join(f'"{c}"' for c in journaled.columns)
-    for rowid, row in zip(journaled.rowids, journaled.rows, strict=True):
-        marks = ", ".join(
-            "CAST(? AS TEXT)" if kind == "text" else "?" for kind, _ in row
+    marks = ", ".join("CAST(? AS TEXT)" if kind == "text" else "?" for kind, _ in row)
+    values = tuple(value for _, value in row)
+    rowid = journaled.rowids[index]
+    taken = conn.execute(
+        f"SELECT 1 FROM {group.table} WHERE rowid = ?", (rowid,)
+    ).fetchone()
+    if taken:
+        conn.execute(f"INSERT INTO {group.table} ({names}) VALUES ({marks})", values)
+    else:
+        conn.execute(
+            f"INSERT INTO {group.table} (rowid, {names}) VALUES (?, {marks})",
+            (rowid, *values),
         )
-        values = tuple(value for _, value in row)
-        taken = conn.execute(
-            f"SELECT 1 FROM {group.table} WHERE rowid = ?", (rowid,)
-        ).fetchone()
-        if taken:
-            conn.execute(
-                f"INSERT INTO {group.table} ({names}) VALUES ({marks})", values
-            )
-        else:
-            conn.execute(
-                f"INSERT INTO {group.table} (rowid, {names}) VALUES (?, {marks})",
-                (rowid, *values),
-            )
-    return len(journaled.rows)
