@@ -100,6 +100,13 @@ async def _act(
             style="green",
             markup=False,
         )
+        for mismatch in result.mismatches:
+            console().print(
+                f"BUG (please report): {mismatch}; the change is committed and "
+                f"journal entry {result.journal_id} holds every row it removed",
+                style="yellow",
+                markup=False,
+            )
     return EXIT_OK
 
 
@@ -215,6 +222,9 @@ def _entry_dict(entry: JournalEntry) -> dict[str, Any]:
 
 
 def _subject(entry: JournalEntry) -> str:
+    """The entry's own summary; worked out from its parameters in older journals."""
+    if entry.subject:
+        return entry.subject
     params = entry.params
     if entry.action == "undo":
         return f"entry {params.get('entry')} ({params.get('action')})"
@@ -306,14 +316,35 @@ async def _undo(args: argparse.Namespace) -> int:
             style="bold",
         )
     )
+    if entry.unfinished:
+        out.print(
+            Text(
+                f"it never finished (interrupted, {entry.status}): the journaled rows "
+                "now missing or altered are put back, the others left as they are",
+                style="yellow",
+            )
+        )
     out.print(Text(f"restores its rows in {', '.join(entry.databases)}"))
     if result is None:
         out.print("nothing changed: add --yes to do it", style="dim")
-    else:
+        return EXIT_OK
+    removed = f", {result.rows_removed} it added removed" if result.rows_removed else ""
+    out.print(
+        f"done: {result.rows_restored} rows restored{removed} "
+        f"(journal entry {result.undo_entry_id})",
+        style="green",
+        markup=False,
+    )
+    if entry.unfinished and result.rows_in_place:
+        shown = ", ".join(result.in_place)
+        more = result.rows_in_place - len(result.in_place)
         out.print(
-            f"done: {result.rows_restored} rows restored (journal entry {result.undo_entry_id})",
-            style="green",
-            markup=False,
+            Text(
+                f"{result.rows_in_place} journaled rows were already in place (never "
+                f"removed, or back already): {shown}"
+                + (f" and {more} more" if more else ""),
+                style="dim",
+            )
         )
     return EXIT_OK
 

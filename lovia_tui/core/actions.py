@@ -33,7 +33,7 @@ from lovia_tui.core.previews import (
     preview_dict,
     subject,
 )
-from lovia_tui.core.rows import Captured, RowGroup, capture_sync, combined, identity
+from lovia_tui.core.rows import Captured, RowGroup, capture_all, combined, identity
 from lovia_tui.core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -149,12 +149,12 @@ def _act_locked(preview: Preview) -> tuple[dict[str, int], list[Captured], float
     started = time.perf_counter()
     with held_write(g.file for g in groups) as held:
         stores = Stores(held)
-        now = [capture_sync(stores.connection(g.file), g) for g in groups]
+        now = capture_all(stores.connection, groups)
         if combined(now) != preview.plan.fingerprint:
             raise _Changed
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores))
-        after = [capture_sync(stores.connection(g.file), g) for g in groups]
+        after = capture_all(stores.connection, groups)
         if isinstance(preview, ClearPreview):
             counts["segments_removed"] = len(now[0].rows) - len(after[0].rows)
     return counts, after, (time.perf_counter() - started) * 1000

@@ -34,7 +34,7 @@ import orjson
 from lovia_tui.core.database import BUSY_TIMEOUT_MS, sqlite_uri
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.row_undo import after_state, apply_group, plan_group
-from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_sync
+from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_all
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -311,6 +311,15 @@ class Journal:
                 ).fetchall()
         return [_entry(row) for row in rows]
 
+    async def unfinished(self, files: Iterable[Path]) -> list[JournalEntry]:
+        """Entries on ``files`` whose action never reported back (and not undone).
+
+        Reads only: no journal file is created for it.
+        """
+        if not self.path.exists():
+            return []
+        return [e for e in await self.entries(files, limit=1000) if e.unfinished]
+
     async def last_undoable(self, files: Iterable[Path]) -> JournalEntry | None:
         """The newest action on ``files`` not undone yet: what a bare "undo" means.
 
@@ -373,10 +382,10 @@ class Journal:
                 connections[database] = conn
                 conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
                 conn.execute("BEGIN IMMEDIATE")
-            current = [
-                capture_sync(connections[str(rows.group.file)], rows.group)
-                for rows, _, _ in groups
-            ]
+            current = capture_all(
+                lambda file: connections[str(file)],
+                [rows.group for rows, _, _ in groups],
+            )
             plans = [
                 plan_group(rows, now, None if pending else after, added, what)
                 for (rows, after, added), now in zip(groups, current, strict=True)
@@ -408,7 +417,7 @@ class Journal:
         restored = sum(len(p.put_back) for p in plans)
         removed = sum(p.added_out for p in plans)
         in_place = [
-            f"{p.journaled.group.table} {p.journaled.group.key}/{name}"
+            f"{p.journaled.group.table} {p.journaled.group.key}: {name}"
             for p in plans
             for name in p.in_place
         ]

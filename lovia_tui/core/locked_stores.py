@@ -102,7 +102,7 @@ def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
     check_lovia_shape()
     held: dict[Path, HeldConnection] = {}
     try:
-        for path in sorted({Path(f).resolve() for f in files}):
+        for path in sorted({Path(f).resolve() for f in set(files)}):
             held[path] = _open(path)
             held[path].execute("BEGIN IMMEDIATE")
         yield held
@@ -188,19 +188,22 @@ class Stores:
 
     def __init__(self, held: dict[Path, HeldConnection]) -> None:
         self.held = held
+        self._by_name: dict[Path, HeldConnection] = {}
         self._made: dict[tuple[type, Path], Any] = {}
 
     def connection(self, file: Path) -> HeldConnection:
-        conn = self.held.get(Path(file).resolve())
-        if conn is None:
-            raise ActionError(f"{file} is not locked for this action")
-        return conn
+        """The held connection of ``file`` (as the preview names it: resolved once)."""
+        if file not in self._by_name:
+            conn = self.held.get(Path(file).resolve())
+            if conn is None:
+                raise ActionError(f"{file} is not locked for this action")
+            self._by_name[file] = conn
+        return self._by_name[file]
 
     def _get(self, kind: type, file: Path) -> Any:
-        key = (kind, Path(file).resolve())
-        if key not in self._made:
-            self._made[key] = kind(self.connection(file))
-        return self._made[key]
+        if (kind, file) not in self._made:
+            self._made[kind, file] = kind(self.connection(file))
+        return self._made[kind, file]
 
     def session(self, file: Path) -> LockedSession:
         return self._get(LockedSession, file)

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.rows import Captured, capture_sync, digest, insert_row
+from lovia_tui.core.rows import TABLES, Captured, capture_sync, digest, insert_row
 
 
 def touched_digest(captured: Captured, names: Iterable[str]) -> str:
@@ -59,7 +59,8 @@ class RowUndo:
     take_out: tuple[int, ...]
     """Rowids of current rows deleted: altered versions, and rows the action added."""
     in_place: tuple[str, ...]
-    """Names of journaled rows already as journaled (never removed, or back already)."""
+    """Journaled rows already as journaled (never removed, or back already), by
+    their run id or seq as Python shows it."""
     added_out: int
     """How many of ``take_out`` are rows the action added."""
 
@@ -95,11 +96,12 @@ def plan_group(
     now = dict(
         zip(now_names, zip(current.rowids, current.rows, strict=True), strict=True)
     )
+    labels = journaled.column(TABLES[journaled.group.table][2]) if names else []
     put_back, take_out, in_place = [], [], []
     for index, (name, row) in enumerate(zip(names, journaled.rows, strict=True)):
         found = now.get(name)
         if found is not None and found[1] == row:
-            in_place.append(name)
+            in_place.append(str(labels[index]))
             continue
         if found is not None:
             take_out.append(found[0])

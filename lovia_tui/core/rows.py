@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,16 +111,17 @@ def combined(captured: Iterable[Captured]) -> str:
     return hashlib.sha256("".join(c.digest for c in captured).encode()).hexdigest()
 
 
-def _select(group: RowGroup, columns: Sequence[str]) -> str:
+def _select(group: RowGroup, columns: Sequence[str], keys: int = 1) -> str:
+    """Rows of ``keys`` groups of the group's table: rowid, key, then each cell."""
     cells = ", ".join(
         f'typeof("{c}"), CASE WHEN typeof("{c}") = \'text\' '
         f'THEN CAST("{c}" AS BLOB) ELSE "{c}" END'
         for c in columns
     )
-    order = TABLES[group.table][1]
+    key, order = group.key_column, TABLES[group.table][1]
     return (
-        f'SELECT rowid, {cells} FROM {group.table} WHERE "{group.key_column}" = ? '
-        f'ORDER BY "{order}"'
+        f'SELECT rowid, "{key}", {cells} FROM {group.table} '
+        f'WHERE "{key}" IN ({", ".join("?" * keys)}) ORDER BY "{key}", "{order}"'
     )
 
 
@@ -140,16 +141,43 @@ async def capture(db: Database, group: RowGroup) -> Captured:
     if not columns:
         return Captured(group, (), (), (), digest(()))
     raw = await db.fetchall(_select(group, columns), (group.key,))
-    return _captured(group, columns, raw)
+    return _captured(group, columns, [(row[0], *row[2:]) for row in raw])
+
+
+KEYS_PER_STATEMENT = 500
+"""Groups of one table read by one statement (``WHERE key IN (...)``)."""
+
+
+def capture_all(
+    conn_for: Callable[[Path], sqlite3.Connection], groups: Sequence[RowGroup]
+) -> list[Captured]:
+    """:func:`capture` of many groups on plain connections, a few statements per table.
+
+    ``conn_for`` gives the connection of a group's file (inside the caller's
+    transaction, if it holds one). A bulk action's 3,000 groups are read in
+    a dozen statements, not 6,000: the write lock is held that much shorter.
+    """
+    found: dict[RowGroup, Captured] = {}
+    by_table: dict[tuple[Path, str], list[RowGroup]] = {}
+    for group in groups:
+        by_table.setdefault((group.file, group.table), []).append(group)
+    for (file, table), members in by_table.items():
+        conn = conn_for(file)
+        columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+        rows: dict[str, list[Any]] = {}
+        keys = sorted({g.key for g in members}) if columns else []
+        for start in range(0, len(keys), KEYS_PER_STATEMENT):
+            chunk = keys[start : start + KEYS_PER_STATEMENT]
+            for row in conn.execute(_select(members[0], columns, len(chunk)), chunk):
+                rows.setdefault(row[1], []).append((row[0], *row[2:]))
+        for group in members:
+            found[group] = _captured(group, columns, rows.get(group.key, []))
+    return [found[group] for group in groups]
 
 
 def capture_sync(conn: sqlite3.Connection, group: RowGroup) -> Captured:
     """:func:`capture` on a plain connection, inside a caller's transaction."""
-    columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({group.table})"))
-    if not columns:
-        return Captured(group, (), (), (), digest(()))
-    raw = conn.execute(_select(group, columns), (group.key,)).fetchall()
-    return _captured(group, columns, raw)
+    return capture_all(lambda _: conn, [group])[0]
 
 
 def insert_row(conn: sqlite3.Connection, journaled: Captured, index: int) -> None:
