@@ -31,10 +31,11 @@ from typing import Any
 
 import orjson
 
-from lovia_tui.core.database import BUSY_TIMEOUT_MS, sqlite_uri
+from lovia_tui.core.database import BUSY_TIMEOUT_MS
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.row_undo import after_state, apply_group, plan_group
-from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_all
+from lovia_tui.core.journal_undo import UndoResult, read_journaled, undo_rows
+from lovia_tui.core.row_undo import after_state
+from lovia_tui.core.rows import Captured
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -132,22 +133,6 @@ class JournalEntry:
         if self.status == "rolled back":
             return f"journal entry {self.id} changed nothing (it was rolled back)"
         return None
-
-
-@dataclass(frozen=True)
-class UndoResult:
-    """What an undo restored, and the journal entry recording the undo itself."""
-
-    entry_id: int
-    undo_entry_id: int
-    rows_restored: int
-    databases: tuple[str, ...]
-    rows_removed: int = 0
-    """Rows the action had added (a finalize's segment), taken out again."""
-    rows_in_place: int = 0
-    """Journaled rows already as they were: never removed, or back already."""
-    in_place: tuple[str, ...] = ()
-    """Which, as ``table key/name`` (the first few)."""
 
 
 def _json(value: Any) -> str:
@@ -369,97 +354,23 @@ class Journal:
 
     def _undo(self, entry: JournalEntry) -> UndoResult:
         with self._connect() as conn:
-            groups = _journaled(conn, entry.id)
-        what = f"journal entry {entry.id} ({entry.action})"
-        pending = entry.status in UNFINISHED
-        connections: dict[str, sqlite3.Connection] = {}
-        undo_id: int | None = None
-        try:
-            for database in entry.databases:
-                conn = sqlite3.connect(
-                    sqlite_uri(Path(database), "rw"), uri=True, isolation_level=None
-                )
-                connections[database] = conn
-                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                conn.execute("BEGIN IMMEDIATE")
-            current = capture_all(
-                lambda file: connections[str(file)],
-                [rows.group for rows, _, _ in groups],
-            )
-            plans = [
-                plan_group(rows, now, None if pending else after, added, what)
-                for (rows, after, added), now in zip(groups, current, strict=True)
-            ]
+            groups = read_journaled(conn, entry.id)
+
+        def begin(current: Sequence[Captured]) -> int:
             params = {"entry": entry.id, "action": entry.action}
             subject = f"entry {entry.id} ({entry.action})"
-            undo_id = self._begin("undo", params, None, current, entry.id, subject)
-            changes = [
-                (
-                    now,
-                    apply_group(
-                        connections[str(plan.journaled.group.file)], plan, what
-                    ),
-                )
-                for plan, now in zip(plans, current, strict=True)
-            ]
-            for conn in connections.values():
-                conn.execute("COMMIT")
-        except BaseException as exc:
-            for conn in connections.values():
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            if undo_id is not None:
-                self._finish(undo_id, "rolled back", {}, str(exc))
-            raise
-        finally:
-            for conn in connections.values():
-                conn.close()
-        restored = sum(len(p.put_back) for p in plans)
-        removed = sum(p.added_out for p in plans)
-        in_place = [
-            f"{p.journaled.group.table} {p.journaled.group.key}: {name}"
-            for p in plans
-            for name in p.in_place
-        ]
-        counts = {"rows_restored": restored, "rows_removed": removed}
-        self._finish(undo_id, "done", counts, None, changes)
+            return self._begin("undo", params, None, current, entry.id, subject)
+
+        result = undo_rows(
+            entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
+            groups, begin, self._finish,
+        )  # fmt: skip
         with self._connect() as conn:
             conn.execute(
-                "UPDATE entries SET undone_by = ? WHERE id = ?", (undo_id, entry.id)
+                "UPDATE entries SET undone_by = ? WHERE id = ?",
+                (result.undo_entry_id, entry.id),
             )
-        return UndoResult(
-            entry.id, undo_id, restored, entry.databases, removed,
-            len(in_place), tuple(in_place[:10]),
-        )  # fmt: skip
-
-
-def _journaled(
-    conn: sqlite3.Connection, entry_id: int
-) -> list[tuple[Captured, str | None, tuple[str, ...] | None]]:
-    """An entry's journaled rows per group, with what the action left (see row_undo)."""
-    groups = []
-    for position, database, table, key, columns_json, rowids, before, after, added in conn.execute(
-        "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
-        "after_digest, added_json FROM groups WHERE entry_id = ? ORDER BY position",
-        (entry_id,),
-    ).fetchall():  # fmt: skip
-        rows: dict[int, list[Cell]] = {}
-        for row_no, kind, value in conn.execute(
-            "SELECT row_no, type, value FROM cells WHERE entry_id = ? AND position = ? "
-            "ORDER BY row_no, col_no",
-            (entry_id, position),
-        ):
-            rows.setdefault(row_no, []).append((kind, value))
-        captured = Captured(
-            RowGroup(Path(database), table, key),
-            tuple(orjson.loads(columns_json)),
-            tuple(tuple(r) for r in rows.values()),
-            tuple(orjson.loads(rowids)),
-            before,
-        )
-        names = None if added is None else tuple(orjson.loads(added))
-        groups.append((captured, after, names))
-    return groups
+        return result
 
 
 _ENTRY_COLUMNS = (
