@@ -100,13 +100,8 @@ async def _act(
             style="green",
             markup=False,
         )
-        for mismatch in result.mismatches:
-            console().print(
-                f"BUG (please report): {mismatch}; the change is committed and "
-                f"journal entry {result.journal_id} holds every row it removed",
-                style="yellow",
-                markup=False,
-            )
+        for warning in result.warnings:
+            console().print(warning, style="yellow", markup=False)
     return EXIT_OK
 
 

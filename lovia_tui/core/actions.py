@@ -44,15 +44,16 @@ if TYPE_CHECKING:
 class ActionResult:
     """What an action did; ``journal_id`` undoes it (None when nothing was done).
 
-    ``mismatches`` is non-empty only if lovia's counts differ from the
-    preview's: a bug to report (the change is committed, and the journal
-    holds every row it removed). ``held_ms`` is how long the files were locked.
+    ``warnings`` are sentences to show beside the result: lovia's counts
+    differing from the preview's (a bug to report: the change is committed,
+    and the journal holds every row it removed), or a journal that could not
+    record the outcome. ``held_ms`` is how long the files were locked.
     """
 
     action: str
     journal_id: int | None
     counts: dict[str, int]
-    mismatches: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
     held_ms: float = 0.0
 
 
@@ -114,17 +115,22 @@ async def perform(
             f"{preview.action} failed and was rolled back, nothing changed: {error}"
         ) from exc
     mismatches = _mismatches(preview, counts)
+    warnings = [
+        f"BUG (please report): {mismatch}; the change is committed and journal "
+        f"entry {entry_id} holds every row it removed"
+        for mismatch in mismatches
+    ]
     try:
         await journal.finish(
             entry_id, "done", counts, "; ".join(mismatches) or None,
             list(zip(before, after, strict=True)),
         )  # fmt: skip
     except sqlite3.Error as exc:  # committed: say so, and how to undo it anyway
-        mismatches.append(
-            f"the journal could not record that it finished ({exc}): entry "
-            f"{entry_id} stays pending, and undoing it still puts every row back"
+        warnings.append(
+            f"done, but the journal could not record that it finished ({exc}): "
+            f"entry {entry_id} stays pending, and undoing it puts every row back"
         )
-    return ActionResult(preview.action, entry_id, counts, tuple(mismatches), held_ms)
+    return ActionResult(preview.action, entry_id, counts, tuple(warnings), held_ms)
 
 
 def load_lovia() -> Any:

@@ -263,12 +263,8 @@ class ActionFlows:
         self.notify(
             f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
         )
-        for mismatch in result.mismatches:
-            self.notify(
-                f"BUG (please report): {mismatch}; it is done, and journal "
-                f"#{result.journal_id} holds every row it removed",
-                severity="warning",
-            )
+        for warning in result.warnings:
+            self.notify(warning, severity="warning")
         self.action_refresh()
 
     @work(exclusive=True, group="action")
