@@ -1,11 +1,13 @@
 """A lovia writer's append latency while lovia-tui acts on the very session it appends to.
 
-``python benchmarks/actions_beside_writer.py [--segments N] [--checkpoints N]``
+``python benchmarks/actions_beside_writer.py [--segments N] [--checkpoints N] [--gap S]``
 
 1. alone: ``writer.py`` (``SQLiteSession(path, wal=True).append`` in its own
    process, 200 appends 20 ms apart) appends to session ``target``;
-2. beside actions: the same writer again, while this process performs, back
-   to back until the writer is done, a rewind of ``target`` (dropping what the
+2. beside actions: the same writer again, while this process performs, one
+   every ``--gap`` seconds (default 0.25 s: a shell loop of ``lovia-tui rewind
+   --yes`` manages one per ~0.6 s, the cold start alone; ``--gap 0`` is back to
+   back) until the writer is done, a rewind of ``target`` (dropping what the
    writer added), a trim of ``target``, a rewind of ``neighbour`` (a session
    of ``--segments`` runs in the same file nobody appends to) then its undo,
    and every fourth round a bulk delete of ``--checkpoints`` completed
@@ -21,7 +23,7 @@ the write lock busy.
 Budget: p99 beside ≤ p99 alone + 50 ms. Also reported: how long each action
 held the write lock, and how many were refused because the writer had moved
 the rows on since the preview (refused, nothing changed: the right answer).
-Results go to ``benchmarks/results/actions.json``.
+Results go to ``benchmarks/results/actions-<segments>-gap<gap>.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from probe import percentile  # noqa: E402
-from run_all import PYTHON, WRITER_APPENDS, WRITER_INTERVAL  # noqa: E402
+from run_all import append_latencies, run_writer  # noqa: E402
 
 
 async def seed(path: Path, segments: int, checkpoints: int) -> None:
@@ -80,18 +81,9 @@ async def seed_checkpoints(path: Path, count: int) -> None:
         )
 
 
-def run_writer(path: Path) -> list[float]:
-    done = subprocess.run(
-        [PYTHON, str(HERE / "writer.py"), str(path), "target",
-         str(WRITER_APPENDS), str(WRITER_INTERVAL)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"writer failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-async def act_until(path: Path, stop: threading.Event, checkpoints: int) -> dict:
+async def act_until(
+    path: Path, stop: threading.Event, checkpoints: int, gap: float
+) -> dict:
     """Rewind, trim and bulk-delete beside the writer until ``stop``; what happened."""
     from lovia_tui.core.actions import load_lovia, perform, undo
     from lovia_tui.core.errors import ActionError
@@ -119,6 +111,8 @@ async def act_until(path: Path, stop: threading.Event, checkpoints: int) -> dict
                     ("bulk delete", lambda: preview_delete_runs(ws, status="completed"))
                 )
             for name, make in plans:
+                if stop.wait(gap):  # bounded: the pace of the actions
+                    break
                 try:
                     result = await perform(ws, await make())
                 except ActionError as exc:
@@ -132,6 +126,8 @@ async def act_until(path: Path, stop: threading.Event, checkpoints: int) -> dict
                 if name == "bulk delete":
                     await seed_checkpoints(path, checkpoints)
                 elif name == "rewind neighbour":
+                    if stop.wait(gap):  # bounded: the pace of the actions
+                        break
                     await undo(ws, result.journal_id)
                     undone += 1
     finally:
@@ -155,40 +151,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segments", type=int, default=2_000)
     parser.add_argument("--checkpoints", type=int, default=200)
+    parser.add_argument("--gap", type=float, default=0.25)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lovia-tui-actions-") as directory:
         os.environ["LOVIA_TUI_JOURNAL"] = str(Path(directory) / "journal.db")
         path = Path(directory) / "bench.db"
         asyncio.run(seed(path, args.segments, args.checkpoints))
-        alone = run_writer(path)
+        alone = run_writer(str(path), "target")
         stop = threading.Event()
         outcome: dict = {}
 
         def actions() -> None:
-            outcome.update(asyncio.run(act_until(path, stop, args.checkpoints)))
+            outcome.update(
+                asyncio.run(act_until(path, stop, args.checkpoints, args.gap))
+            )
 
         actor = threading.Thread(target=actions)
         actor.start()
         try:
-            beside = run_writer(path)
+            beside = run_writer(str(path), "target")
         finally:
             stop.set()
             actor.join()
-    p99_alone, p99_beside = (percentile(x, 99) * 1000 for x in (alone, beside))
+    latencies = append_latencies(alone, beside)
     result = {
         "segments": args.segments,
         "bulk_delete_checkpoints": args.checkpoints,
-        "appends": WRITER_APPENDS,
-        "alone_p50_ms": round(percentile(alone, 50) * 1000, 2),
-        "alone_p99_ms": round(p99_alone, 2),
-        "beside_p50_ms": round(percentile(beside, 50) * 1000, 2),
-        "beside_p99_ms": round(p99_beside, 2),
-        "beside_max_ms": round(max(beside) * 1000, 2),
-        "budget_ok": p99_beside <= p99_alone + 50,
+        "gap_s": args.gap,
+        **latencies,
+        "budget_ok": latencies["beside_p99_ms"] <= latencies["alone_p99_ms"] + 50,
         "actions": outcome,
     }
     (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "actions.json").write_text(json.dumps(result, indent=2) + "\n")
+    out = HERE / "results" / f"actions-{args.segments}-gap{args.gap:g}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

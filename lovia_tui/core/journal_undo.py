@@ -3,7 +3,8 @@
 Row by row (:mod:`lovia_tui.core.row_undo`): each group's journaled rows that
 are missing or altered are put back, the rows the action added taken out,
 everything else left as it is. All files are checked before any is written,
-and all commit together; a failure rolls every one back.
+and all commit together; a failure rolls every one back. An undo killed
+before it commits leaves its own entry pending: the rows are as they were.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pathlib import Path
 import orjson
 
 from lovia_tui.core.database import BUSY_TIMEOUT_MS, sqlite_uri
+from lovia_tui.core.errors import ActionError
 from lovia_tui.core.row_undo import apply_group, plan_group
-from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_all
+from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_all, combined
 
 Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
 """A group's journaled rows, the digest of what the action left, the rows it added."""
@@ -77,11 +79,14 @@ def undo_rows(
 ) -> UndoResult:
     """Undo the groups in one transaction per file; ``begin``/``finish`` journal the undo.
 
-    ``unfinished``: the entry never recorded what the action left, so there
-    is nothing to check against (its rows are as journaled, as the action
-    left them, or between).
+    As for an action, everything is read, planned and journaled first; the
+    write lock is then held only to see the rows are still as read, and to
+    change them. ``unfinished``: the entry never recorded what the action
+    left, so there is nothing to check against (its rows are as journaled,
+    as the action left them, or between).
     """
     what = f"journal entry {entry_id} ({action})"
+    targets = [rows.group for rows, _, _ in groups]
     connections: dict[str, sqlite3.Connection] = {}
     undo_id: int | None = None
     try:
@@ -91,15 +96,20 @@ def undo_rows(
             )
             connections[database] = conn
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("BEGIN IMMEDIATE")
-        current = capture_all(
-            lambda file: connections[str(file)], [rows.group for rows, _, _ in groups]
-        )
+        current = capture_all(lambda file: connections[str(file)], targets)
         plans = [
             plan_group(rows, now, None if unfinished else after, added, what)
             for (rows, after, added), now in zip(groups, current, strict=True)
         ]
         undo_id = begin(current)
+        for conn in connections.values():
+            conn.execute("BEGIN IMMEDIATE")
+        held = capture_all(lambda file: connections[str(file)], targets)
+        if combined(held) != combined(current):
+            raise ActionError(
+                f"the rows of {what} changed while its undo was prepared; "
+                "nothing changed: undo it again"
+            )
         changes = [
             (now, apply_group(connections[str(plan.journaled.group.file)], plan, what))
             for plan, now in zip(plans, current, strict=True)
