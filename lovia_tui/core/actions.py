@@ -44,10 +44,11 @@ if TYPE_CHECKING:
 class ActionResult:
     """What an action did; ``journal_id`` undoes it (None when nothing was done).
 
-    ``warnings`` are sentences to show beside the result: lovia's counts
-    differing from the preview's (a bug to report: the change is committed,
-    and the journal holds every row it removed), or a journal that could not
-    record the outcome. ``held_ms`` is how long the files were locked.
+        ``warnings`` are sentences to show beside the result: lovia's counts
+        differing from the preview's (a bug to report: the change is committed,
+        and the journal holds every row it removed), or a journal that could not
+        record the outcome. ``held_ms`` is how long the files were locked (from
+    the last lock taken to the commit).
     """
 
     action: str
@@ -96,7 +97,7 @@ async def perform(
         subject=subject(preview), adds=_adds(preview),
     )  # fmt: skip
     try:
-        counts, after, held_ms = await asyncio.to_thread(_act_locked, preview)
+        counts, after, held_ms = await asyncio.to_thread(_act_locked, preview, before)
     except _Changed:
         await journal.finish(
             entry_id, "rolled back", {}, "rows changed since the preview"
@@ -147,21 +148,26 @@ def load_lovia() -> Any:
     return locked_stores
 
 
-def _act_locked(preview: Preview) -> tuple[dict[str, int], list[Captured], float]:
-    """Check, act and read back under one write lock per file (on a worker thread)."""
+def _act_locked(
+    preview: Preview, journaled: list[Captured]
+) -> tuple[dict[str, int], list[Captured], float]:
+    """Check, act and read back under one write lock per file (on a worker thread).
+
+    The check: every row exactly as journaled (which matched the preview).
+    """
     from lovia_tui.core.locked_stores import Stores, held_write
 
     groups = preview.plan.groups
-    started = time.perf_counter()
     with held_write(g.file for g in groups) as held:
+        started = time.perf_counter()  # every lock taken: writers wait from here
         stores = Stores(held)
         now = capture_all(stores.connection, groups)
-        if combined(now) != preview.plan.fingerprint:
+        if [c.rows for c in now] != [c.rows for c in journaled]:
             raise _Changed
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores))
         after = capture_all(stores.connection, groups)
-        if isinstance(preview, ClearPreview):
+        if isinstance(preview, ClearPreview):  # its session's rows come first
             counts["segments_removed"] = len(now[0].rows) - len(after[0].rows)
     return counts, after, (time.perf_counter() - started) * 1000
 

@@ -9,6 +9,7 @@ even for text lovia never wrote. Rows go back under their old ``rowid`` too
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -54,7 +55,14 @@ class Captured:
     rows: tuple[tuple[Cell, ...], ...]
     # Where each row sits; not part of the digest, which is about content.
     rowids: tuple[int, ...]
-    digest: str
+    journaled_digest: str | None = None
+    """The digest stored with journaled rows; None for rows just read."""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The rows' :func:`digest`, computed on first use (a check under the
+        write lock compares rows, and spends no time hashing them)."""
+        return self.journaled_digest or digest(self.rows)
 
     def column(self, name: str) -> list[Any]:
         """One column's values as Python sees them (text decoded leniently)."""
@@ -130,7 +138,7 @@ def _captured(group: RowGroup, columns: tuple[str, ...], raw: list[Any]) -> Capt
         tuple((row[1 + 2 * i], row[2 + 2 * i]) for i in range(len(columns)))
         for row in raw
     )
-    return Captured(group, columns, rows, tuple(row[0] for row in raw), digest(rows))
+    return Captured(group, columns, rows, tuple(row[0] for row in raw))
 
 
 async def capture(db: Database, group: RowGroup) -> Captured:
@@ -139,7 +147,7 @@ async def capture(db: Database, group: RowGroup) -> Captured:
         row[1] for row in await db.fetchall(f"PRAGMA table_info({group.table})")
     )
     if not columns:
-        return Captured(group, (), (), (), digest(()))
+        return Captured(group, (), (), ())
     raw = await db.fetchall(_select(group, columns), (group.key,))
     return _captured(group, columns, [(row[0], *row[2:]) for row in raw])
 
