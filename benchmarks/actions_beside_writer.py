@@ -10,8 +10,9 @@
    back) until the writer is done, a rewind of ``target`` (dropping what the
    writer added), a trim of ``target``, a rewind of ``neighbour`` (a session
    of ``--segments`` runs in the same file nobody appends to) then its undo,
-   and every fourth round a bulk delete of ``--checkpoints`` completed
-   checkpoints (re-seeded after each) — each one previewed, then performed
+   and every other round first a bulk delete of ``--checkpoints`` completed
+   checkpoints (one of ``BATCHES`` seeded beforehand, chosen by age, so no
+   re-seeding competes with the writer) — each one previewed, then performed
    through :func:`lovia_tui.core.actions.perform` (check, journal and lovia's
    change under one write lock on the file).
 
@@ -42,6 +43,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from probe import percentile  # noqa: E402
+
+BATCHES = 4
+"""Batches of ``--checkpoints`` checkpoints seeded, one per bulk delete."""
 from run_all import append_latencies, run_writer  # noqa: E402
 
 
@@ -68,22 +72,25 @@ async def seed(path: Path, segments: int, checkpoints: int) -> None:
     await seed_checkpoints(path, checkpoints)
 
 
+def batch_age(batch: int) -> float:
+    """Days since batch ``batch``'s checkpoints were saved: batch 0 is the oldest."""
+    return 10.0 + BATCHES - batch
+
+
 async def seed_checkpoints(path: Path, count: int) -> None:
     from lovia import RunHead, SQLiteCheckpointer, Usage
     from lovia.transcript import InputEntry
 
     checkpointer = SQLiteCheckpointer(path, wal=True)
-    old = time.time() - 4 * 86400
-    for n in range(count):
-        head = RunHead("worker", Usage(), 1, status="completed", updated_at=old)
-        await checkpointer.append(
-            f"done-{n}", [InputEntry(role="user", content=f"q{n}")], head
-        )
+    for batch in range(BATCHES):
+        saved = time.time() - batch_age(batch) * 86400
+        for n in range(count):
+            head = RunHead("worker", Usage(), 1, status="completed", updated_at=saved)
+            entries = [InputEntry(role="user", content=f"q{n}")]
+            await checkpointer.append(f"done-{batch}-{n}", entries, head)
 
 
-async def act_until(
-    path: Path, stop: threading.Event, checkpoints: int, gap: float
-) -> dict:
+async def act_until(path: Path, stop: threading.Event, gap: float) -> dict:
     """Rewind, trim and bulk-delete beside the writer until ``stop``; what happened."""
     from lovia_tui.core.actions import load_lovia, perform, undo
     from lovia_tui.core.errors import ActionError
@@ -101,15 +108,22 @@ async def act_until(
         half = (await preview_rewind(ws, "neighbour", 0)).total_entries // 2
         while not stop.is_set():  # bounded by the writer's run
             rounds += 1
-            plans = [
+            plans = []
+            if rounds % 2 == 1 and rounds // 2 < BATCHES:
+                days = batch_age(rounds // 2) - 0.5  # the oldest batch left
+                plans.append(
+                    (
+                        "bulk delete",
+                        lambda days=days: preview_delete_runs(
+                            ws, status="completed", older_than_days=days
+                        ),
+                    )
+                )
+            plans += [
                 ("rewind target", lambda: preview_rewind(ws, "target", keep)),
                 ("trim target", lambda: preview_trim(ws, "target", keep_chars=100)),
                 ("rewind neighbour", lambda: preview_rewind(ws, "neighbour", half)),
             ]
-            if rounds % 4 == 0:
-                plans.append(
-                    ("bulk delete", lambda: preview_delete_runs(ws, status="completed"))
-                )
             for name, make in plans:
                 if stop.wait(gap):  # bounded: the pace of the actions
                     break
@@ -123,9 +137,7 @@ async def act_until(
                 if result.journal_id is None:
                     continue
                 held.setdefault(name, []).append(result.held_ms)
-                if name == "bulk delete":
-                    await seed_checkpoints(path, checkpoints)
-                elif name == "rewind neighbour":
+                if name == "rewind neighbour":
                     if stop.wait(gap):  # bounded: the pace of the actions
                         break
                     await undo(ws, result.journal_id)
@@ -162,9 +174,7 @@ def main() -> None:
         outcome: dict = {}
 
         def actions() -> None:
-            outcome.update(
-                asyncio.run(act_until(path, stop, args.checkpoints, args.gap))
-            )
+            outcome.update(asyncio.run(act_until(path, stop, args.gap)))
 
         actor = threading.Thread(target=actions)
         actor.start()

@@ -253,3 +253,35 @@ async def test_lovia_failing_rolls_everything_back(
     finally:
         await ws.close()
     assert [rows(sessions), rows(runs)] == before
+
+
+async def test_a_commit_failing_after_another_files_is_undone(
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runs.db committed, sessions.db's commit failed: the entry says so, undo mends it."""
+    from lovia_tui.core.locked_stores import HeldConnection
+
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    execute, failing = HeldConnection.execute, [True]
+
+    def failing_commit(self, sql, *params):
+        if failing and sql == "COMMIT" and self.path == sessions.resolve():
+            raise sqlite3.OperationalError("disk I/O error")
+        return execute(self, sql, *params)
+
+    monkeypatch.setattr(HeldConnection, "execute", failing_commit)
+    ws = await Workspace.open([sessions, runs])
+    try:
+        preview = await preview_rewind(ws, "s", 4)
+        with pytest.raises(ActionError, match="interrupted half way") as raised:
+            await perform(ws, preview)
+        failing.clear()
+        assert "undo PATH... 1 --yes" in str(raised.value)
+        assert rows(sessions) == before[0] and rows(runs) != before[1]
+        [entry] = await Journal().entries([runs])
+        assert (entry.status, entry.unfinished) == ("failed", True)
+        await undo(ws, entry.id)
+    finally:
+        await ws.close()
+    assert (rows(sessions), rows(runs)) == before

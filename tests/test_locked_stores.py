@@ -48,13 +48,14 @@ def test_a_changed_shape_refuses_to_act(monkeypatch: pytest.MonkeyPatch) -> None
     def _connect(self, readonly):  # a lovia that grew a parameter
         raise AssertionError("never called")
 
+    original = SQLiteStore._connect
     check_lovia_shape.cache_clear()
     monkeypatch.setattr(SQLiteStore, "_connect", _connect)
     try:
         with pytest.raises(ActionError, match="SQLiteStore._connect is not what"):
             check_lovia_shape()
     finally:
-        monkeypatch.undo()
+        monkeypatch.setattr(SQLiteStore, "_connect", original)
         check_lovia_shape.cache_clear()
 
 
