@@ -14,7 +14,6 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from lovia_tui.cli.command import (
     EXIT_OK,
@@ -45,7 +44,7 @@ def _print_lines(lines: list[str]) -> None:
         style = (
             "bold" if number == 0 else "yellow" if line.startswith("WARNING") else ""
         )
-        out.print(Text(line, style=style))
+        out.print(line, style=style)
 
 
 def _configure_action(
@@ -304,22 +303,18 @@ async def _undo(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = console()
     out.print(
-        Text(
-            f"undo journal entry {entry.id}: {entry.action} of {_subject(entry)} "
-            f"at {timestamp(entry.created_at)} by {entry.user}"
-            + (f" ({entry.reason})" if entry.reason else ""),
-            style="bold",
-        )
+        f"undo journal entry {entry.id}: {entry.action} of {_subject(entry)} "
+        f"at {timestamp(entry.created_at)} by {entry.user}"
+        + (f" ({entry.reason})" if entry.reason else ""),
+        style="bold",
     )
     if entry.unfinished:
         out.print(
-            Text(
-                f"it never finished (interrupted, {entry.status}): the journaled rows "
-                "now missing or altered are put back, the others left as they are",
-                style="yellow",
-            )
+            f"it never finished (interrupted, {entry.status}): the journaled rows "
+            "now missing or altered are put back, the others left as they are",
+            style="yellow",
         )
-    out.print(Text(f"restores its rows in {', '.join(entry.databases)}"))
+    out.print(f"restores its rows in {', '.join(entry.databases)}")
     if result is None:
         out.print("nothing changed: add --yes to do it", style="dim")
         return EXIT_OK
@@ -334,12 +329,10 @@ async def _undo(args: argparse.Namespace) -> int:
         shown = ", ".join(result.in_place)
         more = result.rows_in_place - len(result.in_place)
         out.print(
-            Text(
-                f"{result.rows_in_place} journaled rows were already in place (never "
-                f"removed, or back already): {shown}"
-                + (f" and {more} more" if more else ""),
-                style="dim",
-            )
+            f"{result.rows_in_place} journaled rows were already in place (never "
+            f"removed, or back already): {shown}"
+            + (f" and {more} more" if more else ""),
+            style="dim",
         )
     return EXIT_OK
 

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Label
 
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import age, printable
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
@@ -28,7 +28,7 @@ class RunsPane(Vertical):
         self.related_session: tuple[str, str] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("Runs", classes="pane-title", id="runs-title")
+        yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
         yield RowList(self._render_row, empty="no checkpoints", id="runs")
         yield RunDetail(id="run-detail")
 
@@ -114,13 +114,14 @@ class RunsPane(Vertical):
         link = self.links.get(run.run_id)
         text = Text()
         id_width = max(12, min(24, width - 40))
-        text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
-        text.append(f"{run.run_id[:id_width]:<{id_width}} ", style="bold")
-        text.append(f"{run.agent_name[:10]:<10} ")
+        text.append(f"{printable(status):<11} ", style=STATUS_STYLES.get(status, ""))
+        text.append(f"{printable(run.run_id)[:id_width]:<{id_width}} ", style="bold")
+        text.append(f"{printable(run.agent_name)[:10]:<10} ")
         text.append(
             f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim"
         )
         text.append(
-            link.session_id if link else "unlinked", style="" if link else "italic dim"
+            printable(link.session_id) if link else "unlinked",
+            style="" if link else "italic dim",
         )
         return text
