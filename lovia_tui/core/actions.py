@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lovia_tui.core.errors import ActionError
+from lovia_tui.core.errors import ActionError, RowsChangedError
 from lovia_tui.core.journal import Journal, UndoResult
 from lovia_tui.core.plans import capture_groups, refuse_readonly
 from lovia_tui.core.previews import (
@@ -62,8 +62,8 @@ class _Changed(Exception):
     """The rows differ from the preview's, seen under the lock."""
 
 
-def _changed(action: str) -> ActionError:
-    return ActionError(
+def _changed(action: str) -> RowsChangedError:
+    return RowsChangedError(
         f"the rows this {action} touches changed since the preview; "
         "nothing was done: preview it again"
     )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from lovia_tui.core.errors import ActionError, LiveRunError
+from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
 
 if TYPE_CHECKING:
     from lovia_tui.core.previews import Preview
@@ -204,7 +204,11 @@ class ActionFlows:
     async def action_flow(
         self, title: str, build: Build, fields: list[FormField] = ()
     ) -> None:
-        """Preview, confirm (or preview again with new options), perform, refresh."""
+        """Preview, confirm (or preview again with new options), perform, refresh.
+
+        Rows that moved on between the preview and Confirm (an agent appended
+        meanwhile) refuse the action; the new preview is shown to confirm again.
+        """
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
         from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
@@ -254,12 +258,19 @@ class ActionFlows:
             if not answer.confirm or answer.values != values:
                 values = answer.values
                 continue
+            try:
+                result = await perform(self.workspace, preview, reason=answer.reason)
+            except RowsChangedError:
+                self.notify(
+                    "the rows moved on since the preview, nothing was done: "
+                    f"here is the {preview.action} as it would be now",
+                    severity="warning",
+                )
+                continue
+            except ActionError as exc:
+                self.notify(str(exc), severity="error")
+                return
             break
-        try:
-            result = await perform(self.workspace, preview, reason=answer.reason)
-        except ActionError as exc:
-            self.notify(str(exc), severity="error")
-            return
         self.notify(
             f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
         )

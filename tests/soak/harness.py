@@ -37,12 +37,14 @@ from textual.widgets import Input
 from lovia_tui.app import make_app
 from lovia_tui.core.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen
-from soak.live_actions import REFUSED, act_live, is_live, undo_live
+from soak.live_actions import act_live, is_live, undo_live
 
 WRITER = Path(__file__).with_name("writer.py")
 DEBUG = bool(__import__("os").environ.get("SOAK_DEBUG"))
 WAIT = 20.0
 KEY_PACE = 0.05
+RESHOWN = 6
+"""Confirms of a dialog the app shows again (rows moved on) before giving up."""
 """Seconds between two keys the soak types."""
 """Longest wait for any one thing the app should do (seconds)."""
 
@@ -236,9 +238,7 @@ async def drive_app(
         report.app_errors += [
             f"worker {group}: {error!r}" for group, error in watch.worker_errors
         ]
-        report.app_errors += [
-            f"notified: {text}" for text in watch.errors() if REFUSED not in text
-        ]
+        report.app_errors += [f"notified: {text}" for text in watch.errors()]
         running = app.is_running
         if DEBUG:
             print(
@@ -350,10 +350,21 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
     await tap(pilot, key)
     if not await within(pilot, lambda: isinstance(app.screen, ActionScreen)):
         return False
-    await tap(pilot, "enter")  # Confirm has the focus
-    return await within(
-        pilot, lambda: _idle(app, "action") and not isinstance(app.screen, ActionScreen)
-    )
+    for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
+        dialog = app.screen
+        await tap(pilot, "enter")  # Confirm has the focus
+
+        def ended(dialog=dialog) -> bool:
+            if isinstance(app.screen, ActionScreen):
+                return app.screen is not dialog  # previewed again: rows moved on
+            return _idle(app, "action")
+
+        if not await within(pilot, ended):
+            return False
+        if not isinstance(app.screen, ActionScreen):
+            return True
+    await tap(pilot, "escape")
+    return await within(pilot, lambda: _idle(app, "action"))
 
 
 # ------------------------------------------------------------ verification

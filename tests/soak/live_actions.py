@@ -2,8 +2,9 @@
 
 The app rewinds, trims and clears a writer's own session through its dialogs
 while the writer keeps appending to it. Each is either refused (the rows moved
-on between the preview and Confirm: nothing changed) or done under one write
-lock, removing nothing outside its preview. When the writers have stopped,
+on between the preview and Confirm: nothing changed, and the app shows the
+new preview to confirm again) or done under one write lock, removing nothing
+outside its preview. When the writers have stopped,
 every such action is undone, newest first — keeping what the writers appended
 since — so every row a writer ever committed must read back byte for byte.
 """
@@ -18,11 +19,11 @@ from lovia_tui.core.errors import ActionError
 from lovia_tui.core.journal import Journal
 from lovia_tui.core.workspace import Workspace
 
-REFUSED = "changed since the preview"
-"""What the app says when the rows moved on: the one error a live action may end in."""
+REFUSED = "rows moved on since the preview"
+"""What the app says when it shows the preview again (a warning, not an error)."""
+DONE = "u undoes it"
+"""The end of the app's note for an action done."""
 PLAN = ("rewind", "trim", "clear")
-TRIES = 6
-"""Previews again after a refusal, as a user would, up to this many times."""
 
 
 def is_live(session_id: object) -> bool:
@@ -41,15 +42,15 @@ async def act_live(
 ) -> None:  # fmt: skip
     action, session_id = live_target(number, writers)
     report.app_steps[f"live {action}"] += 1
-    for _ in range(TRIES):  # bounded
-        seen = len(watch.notes)
-        if not await act(pilot, screen, db, action, session_id):
-            report.app_errors.append(f"live {action} on {session_id} did not complete")
-            return
-        if not any(REFUSED in text for _, text in watch.notes[seen:]):
-            report.live_done[action] += 1
-            return
-        report.live_refused += 1
+    seen = len(watch.notes)
+    # The app previews again each time the rows moved on; act confirms again.
+    if not await act(pilot, screen, db, action, session_id):
+        report.app_errors.append(f"live {action} on {session_id} did not complete")
+        return
+    notes = [text for _, text in watch.notes[seen:]]
+    report.live_refused += sum(REFUSED in text for text in notes)
+    if any(text.endswith(DONE + ")") for text in notes):
+        report.live_done[action] += 1
 
 
 async def undo_live(db: Path, report) -> None:
