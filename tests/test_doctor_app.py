@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 from app_helpers import settle, snapshot_app
 from textual.widgets import Select
 
@@ -162,31 +161,20 @@ async def test_an_unfinished_action_is_found_and_undone_from_the_doctor(
 ):
     """A clear whose process died once lovia had committed: the doctor lists the
     pending journal entry, and its fix (the undo, previewed) puts the rows back."""
+    from journal_faults import perform_then_die
     from lovia_factory import rows
 
-    from lovia_tui.core.actions import perform
-    from lovia_tui.core.journal import Journal
     from lovia_tui.core.session_plans import preview_clear
     from lovia_tui.core.workspace import Workspace
 
     db = snap_dir / "snap.db"
     before = rows(db)
-    finish, dying = Journal._finish, [True]
-
-    def dies_before_finishing(self, entry_id, status, *args, **kwargs):
-        if dying and status == "done":
-            raise KeyboardInterrupt  # as good as a SIGKILL for the journal
-        return finish(self, entry_id, status, *args, **kwargs)
-
-    monkeypatch.setattr(Journal, "_finish", dies_before_finishing)
     ws = await Workspace.open([db])
     try:
         preview = await preview_clear(ws, "chat-kyoto", force=True)
-        with pytest.raises(KeyboardInterrupt):
-            await perform(ws, preview)
+        await perform_then_die(ws, preview, monkeypatch)
     finally:
         await ws.close()
-    dying.clear()
     assert rows(db) != before
     app = snapshot_app(snap_dir, monkeypatch)
     async with app.run_test(size=(160, 45)) as pilot:

@@ -292,22 +292,14 @@ async def test_an_unfinished_finalize_is_undone_with_its_segment(
 ) -> None:
     """Finalize committed, its journal entry never finished: undo takes out the
     segment it appended (named in the entry beforehand) and puts the checkpoint back."""
+    from journal_faults import perform_then_die
+
     sessions, runs = two_files
     before = rows(sessions), rows(runs)
-    finish, dying = Journal._finish, [True]
-
-    def dies(self, entry_id, status, *args, **kwargs):
-        if dying and status == "done":
-            raise KeyboardInterrupt  # the process ends before the journal hears back
-        return finish(self, entry_id, status, *args, **kwargs)
-
-    monkeypatch.setattr(Journal, "_finish", dies)
     ws = await Workspace.open([sessions, runs])
     try:
         preview = await preview_finalize(ws, "crashed", "s", stale_after=0)
-        with pytest.raises(KeyboardInterrupt):
-            await perform(ws, preview)
-        dying.clear()
+        await perform_then_die(ws, preview, monkeypatch)
         assert any(r[2] == "'crashed'" for r in rows(sessions)["session_runs"])
         [entry] = await Journal().entries([sessions])
         assert entry.unfinished and entry.subject == "run crashed into session s"
