@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lovia_tui.core.errors import ActionError
+from lovia_tui.core.errors import ActionError, RowsChangedError
 from lovia_tui.core.journal import Journal
 from lovia_tui.core.plans import (
     refuse_readonly,
@@ -27,7 +27,7 @@ from lovia_tui.core.plans import (
     session_database,
 )
 from lovia_tui.core.previews import Truncation
-from lovia_tui.core.rows import Captured, RowGroup, capture, digest
+from lovia_tui.core.rows import Captured, RowGroup, capture, identity
 from lovia_tui.core.session_plans import _rewind_split, cut_session, user_turn_start
 from lovia_tui.core.web_settle import chat_store
 from lovia_tui.core.workspace import Workspace
@@ -196,12 +196,14 @@ def describe_fork(p: ForkPreview) -> list[str]:
 
 @dataclass(frozen=True)
 class ForkResult:
-    """What a fork did: the new session's id; ``journal_id`` undoes it."""
+    """What a fork did: the new session's id; ``journal_id`` undoes it.
+    ``warnings`` as :class:`~lovia_tui.core.actions.ActionResult`'s (none yet)."""
 
     action: str
     journal_id: int | None
     counts: dict[str, int]
     new_session_id: str | None
+    warnings: tuple[str, ...] = ()
 
 
 async def perform_fork(
@@ -211,52 +213,59 @@ async def perform_fork(
     reason: str | None = None,
     journal: Journal | None = None,
 ) -> ForkResult:
-    """Make the fork through lovia and journal its rows, or raise ActionError
-    without changing anything (the source changed since the preview)."""
+    """Make the fork through lovia and journal its rows, or raise
+    RowsChangedError without changing anything (the source moved on since
+    the preview: preview again)."""
     refuse_readonly(ws)
     if preview.noop:
         return ForkResult(preview.action, None, {}, None)
     db = ws.database(preview.file)
     now = await capture(db, RowGroup(db.path, "session_runs", preview.session_id))
     if now.digest != preview.source_digest:
-        raise ActionError(
+        raise RowsChangedError(
             f"session {preview.session_id!r} changed since the preview; nothing was done: "
             "preview it again"
         )
     journal = journal or Journal()
+    subject = f"session {preview.session_id} into a new session"
+    counts = {"runs_copied": len(preview.runs_copied)}
     if preview.web:
         new_id = await _fork_web(preview)
         groups = [RowGroup(db.path, table, new_id) for table in FORK_TABLES]
         after = [await capture(db, g) for g in groups]
+        before = [_absent(c) for c in after]
         entry_id = await journal.begin(
-            preview.action,
-            _params(preview, new_id),
-            reason,
-            [_absent(c) for c in after],
-        )
+            preview.action, _params(preview, new_id), reason, before,
+            subject=subject, adds=[c.identities() for c in after],
+        )  # fmt: skip
     else:
         new_id = preview.new_session_id or ""
-        groups = [RowGroup(db.path, "session_runs", new_id)]
-        before = [await capture(db, g) for g in groups]
+        group = RowGroup(db.path, "session_runs", new_id)
+        before = [await capture(db, group)]
         if before[0].rows:
-            raise ActionError(f"session {new_id!r} exists now; nothing was done")
+            raise RowsChangedError(f"session {new_id!r} exists now; nothing was done")
+        adds = [tuple(identity("text", r.encode()) for r in preview.runs_copied)]
         entry_id = await journal.begin(
-            preview.action, _params(preview, new_id), reason, before
-        )
+            preview.action, _params(preview, new_id), reason, before,
+            subject=subject, adds=adds,
+        )  # fmt: skip
         try:
             await _fork_segments(preview, new_id)
         except Exception as exc:
-            after = [await capture(db, g) for g in groups]
+            after = [await capture(db, group)]
+            error = str(exc) or type(exc).__name__
             await journal.finish(
-                entry_id, after, {}, error=str(exc) or type(exc).__name__
+                entry_id, "failed", {}, error, list(zip(before, after, strict=True))
             )
             raise ActionError(
-                f"fork failed ({exc}); journal entry {entry_id} can remove what it copied"
+                f"fork failed ({error}); `lovia-tui undo PATH... {entry_id} --yes` "
+                "removes what it copied"
             ) from exc
-        after = [await capture(db, g) for g in groups]
-    copied = len(preview.runs_copied)
-    await journal.finish(entry_id, after, {"runs_copied": copied})
-    return ForkResult(preview.action, entry_id, {"runs_copied": copied}, new_id)
+        after = [await capture(db, group)]
+    await journal.finish(
+        entry_id, "done", counts, None, list(zip(before, after, strict=True))
+    )
+    return ForkResult(preview.action, entry_id, counts, new_id)
 
 
 def _params(preview: ForkPreview, new_id: str) -> dict[str, Any]:
@@ -265,7 +274,7 @@ def _params(preview: ForkPreview, new_id: str) -> dict[str, Any]:
 
 def _absent(captured: Captured) -> Captured:
     """The rows a fork's fresh id had before it: none."""
-    return replace(captured, rows=(), rowids=(), digest=digest(()))
+    return replace(captured, rows=(), rowids=())
 
 
 async def _fork_web(preview: ForkPreview) -> str:
