@@ -227,7 +227,6 @@ async def perform_fork(
             "preview it again"
         )
     journal = journal or Journal()
-    subject = f"session {preview.session_id} into a new session"
     counts = {"runs_copied": len(preview.runs_copied)}
     if preview.web:
         new_id = await _fork_web(preview)
@@ -236,7 +235,7 @@ async def perform_fork(
         before = [_absent(c) for c in after]
         entry_id = await journal.begin(
             preview.action, _params(preview, new_id), reason, before,
-            subject=subject, adds=[c.identities() for c in after],
+            subject=_subject(preview, new_id), adds=[c.identities() for c in after],
         )  # fmt: skip
     else:
         new_id = preview.new_session_id or ""
@@ -247,7 +246,7 @@ async def perform_fork(
         adds = [tuple(identity("text", r.encode()) for r in preview.runs_copied)]
         entry_id = await journal.begin(
             preview.action, _params(preview, new_id), reason, before,
-            subject=subject, adds=adds,
+            subject=_subject(preview, new_id), adds=adds,
         )  # fmt: skip
         try:
             await _fork_segments(preview, new_id)
@@ -266,6 +265,11 @@ async def perform_fork(
         entry_id, "done", counts, None, list(zip(before, after, strict=True))
     )
     return ForkResult(preview.action, entry_id, counts, new_id)
+
+
+def _subject(preview: ForkPreview, new_id: str) -> str:
+    """The journal's one line: which session, copied into which."""
+    return f"session {preview.session_id} into {new_id}"
 
 
 def _params(preview: ForkPreview, new_id: str) -> dict[str, Any]:
