@@ -51,3 +51,13 @@ def isolated_journal(
     path = tmp_path_factory.mktemp("journal") / "journal.db"
     monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
+    """Every test caches (lovia's chat schema version) in its own directory."""
+    path = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(path))
+    return path

@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
@@ -78,6 +76,8 @@ async def _sessions(args: argparse.Namespace) -> int:
             ]
         )
         return EXIT_OK
+    from rich.table import Table
+
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
@@ -209,6 +209,8 @@ async def _runs(args: argparse.Namespace) -> int:
     if args.json:
         print_json(records)
         return EXIT_OK
+    from rich.table import Table
+
     table = Table(
         "run", "status", "agent", "turns", "age", "dangling", "session", "file"
     )

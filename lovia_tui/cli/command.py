@@ -17,12 +17,13 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -131,6 +132,9 @@ def print_json(data: Any) -> None:
 
 
 def console() -> Console:
+    """Rich, for human output only: ``--json`` never imports it."""
+    from rich.console import Console
+
     return Console(highlight=False)
 
 
