@@ -73,7 +73,9 @@ async def test_unfinished_first_newest_first_then_each_completed_position(fleet)
             for count in (1, 3, 10):
                 rowids = await order.completed_rowids(start, count)
                 runs = await run_index.runs_at(order.db, rowids)
-                assert [r.run_id for r in runs] == completed[start : start + count]
+                assert [r.run_id for r in runs.values()] == completed[
+                    start : start + count
+                ]
         counts = order.counts(now, stale_after=300)
         assert counts["stale"] == sum(w[1] == "running" for w in written)
         assert counts["running"] == 0

@@ -158,9 +158,9 @@ class RunOrder:
         return found
 
 
-async def runs_at(db: Database, rowids: list[int]) -> list[RunInfo]:
-    """The checkpoints stored at ``rowids``, in that order (a row saved again
-    since, or deleted, is missing: its new row is elsewhere in the list)."""
+async def runs_at(db: Database, rowids: list[int]) -> dict[int, RunInfo]:
+    """The checkpoints stored at ``rowids``, by rowid in that order (a row saved
+    again since, or deleted, is missing: its new row is elsewhere in the list)."""
     found: dict[int, RunInfo] = {}
     for start in range(0, len(rowids), DETAIL_CHUNK):
         chunk = rowids[start : start + DETAIL_CHUNK]
@@ -170,7 +170,7 @@ async def runs_at(db: Database, rowids: list[int]) -> list[RunInfo]:
             tuple(chunk),
         )
         found.update((row[0], run_info(db, row[1:])) for row in rows)
-    return [found[rowid] for rowid in rowids if rowid in found]
+    return {rowid: found[rowid] for rowid in rowids if rowid in found}
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ async def stream_runs(
         )
         if rows:
             left -= len(rows)
-            yield await runs_at(db, [row[0] for row in rows])
+            yield list((await runs_at(db, [row[0] for row in rows])).values())
 
 
 async def dangling_by_run(

@@ -260,20 +260,15 @@ class InspectorScreen(
 
     # ----- runs -----
 
-    @work(exclusive=True, group="runs")
-    async def load_runs(self) -> None:
-        runs = await self.workspace.all_runs()
-        links = await self.workspace.links(run.run_id for run in runs)
-        self.post_message(messages.RunsLoaded(runs, links))
+    def load_runs(self) -> None:
+        """The runs pane walks the files; RunsLoaded comes once its links are known."""
+        self.runs.load(self.workspace)
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         first = not self.runs_loaded
         self.runs_loaded = True
-        before = _run_keys_state(self.runs.selected)
-        self.runs.set_runs(message.runs, message.links)
-        if before != _run_keys_state(self.runs.selected):
-            # Resume, replay, delete... depend on the selected run: the footer too.
-            self.refresh_bindings()
+        # Resume, replay, delete... depend on the selected run: the footer too.
+        self.refresh_bindings()
         if first and self.session_key:
             self.load_transcript(self.session_key)
         self.sessions.badges = self._session_badges(message.runs, message.links)
@@ -483,11 +478,6 @@ class InspectorScreen(
         if action == "jump_to_session":
             return None if run is None else True
         return True
-
-
-def _run_keys_state(run: RunInfo | None) -> tuple[bool, bool]:
-    """What check_action reads from the selected run (so the footer knows when to update)."""
-    return run is None, run is not None and run.status == "completed"
 
 
 def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
