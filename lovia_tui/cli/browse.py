@@ -19,6 +19,7 @@ from lovia_tui.cli.command import (
     console,
     open_workspace,
     print_json,
+    print_json_lazy,
     print_json_stream,
     since_time,
     split_paths_and_id,
@@ -26,6 +27,7 @@ from lovia_tui.cli.command import (
 from lovia_tui.core import queries, run_index
 from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
+from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session
 from lovia_tui.core.formatting import age, timestamp
@@ -111,42 +113,49 @@ async def _show(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        out = []
-        for segment in await queries.segments(db, session_id):
-            item: dict[str, Any] = {
-                "run_id": segment.run_id,
-                "created_at": segment.created_at,
-                "started_at": segment.started_at,
-                "finished_at": segment.finished_at,
-                "entry_count": segment.entry_count,
-                "first_index": segment.first_index,
-            }
-            try:
-                entries = await queries.segment_entries(db, segment)
-                item["entries"] = [{"index": e.index, **e.data} for e in entries]
-            except UnreadableError as exc:
-                item["unreadable"] = str(exc)
-            out.append(item)
+        out = _segment_items(db, session_id)
+        if args.json:
+            await print_json_lazy(
+                {"session_id": session_id, "file": str(db.path), "segments": out}
+            )
+            return EXIT_OK
+        out_console = console()
+        async for item in out:
+            out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
+            if "unreadable" in item:
+                out_console.print(f"[red]unreadable: {item['unreadable']}[/]")
+                continue
+            for entry in item["entries"]:
+                label = entry.get("role") if entry["type"] == "input" else entry["type"]
+                index = (
+                    "?" if entry["index"] is None else entry["index"]
+                )  # after an unreadable segment
+                out_console.print(
+                    f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
+                )
     finally:
         await ws.close()
-    if args.json:
-        print_json({"session_id": session_id, "file": str(db.path), "segments": out})
-        return EXIT_OK
-    out_console = console()
-    for item in out:
-        out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
-        if "unreadable" in item:
-            out_console.print(f"[red]unreadable: {item['unreadable']}[/]")
-            continue
-        for entry in item["entries"]:
-            label = entry.get("role") if entry["type"] == "input" else entry["type"]
-            index = (
-                "?" if entry["index"] is None else entry["index"]
-            )  # after an unreadable segment
-            out_console.print(
-                f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
-            )
     return EXIT_OK
+
+
+async def _segment_items(db: Database, session_id: str) -> AsyncIterator[dict]:
+    """Each segment as ``show`` prints it, its entries an iterator: one
+    segment's entries are read at a time, a large one entry by entry."""
+    for segment in await queries.segments(db, session_id):
+        item: dict[str, Any] = {
+            "run_id": segment.run_id,
+            "created_at": segment.created_at,
+            "started_at": segment.started_at,
+            "finished_at": segment.finished_at,
+            "entry_count": segment.entry_count,
+            "first_index": segment.first_index,
+        }
+        try:
+            entries = await segment_entries_stream(db, segment)
+            item["entries"] = ({"index": e.index, **e.data} for e in entries)
+        except UnreadableError as exc:
+            item["unreadable"] = str(exc)
+        yield item
 
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -135,31 +135,103 @@ def print_json(data: Any) -> None:
     )
 
 
-def _dumper(*, indent: bool) -> Callable[[Any], str]:
-    """JSON text of one item: orjson (~5x faster), or json's ``\\u`` escapes
-    where stdout cannot encode a character."""
+def _dumper(*, indent: bool) -> Callable[[Any], bytes]:
+    """UTF-8 JSON of one item: orjson (~5x faster, no str copy of a huge
+    output), or json's ``\\u`` escapes where stdout cannot encode a character."""
     if _encodes_everything(sys.stdout):
         option = orjson.OPT_INDENT_2 if indent else 0
-        return lambda item: orjson.dumps(item, default=str, option=option).decode()
+        return lambda item: orjson.dumps(item, default=str, option=option)
     return lambda item: json.dumps(
         item, ensure_ascii=True, indent=2 if indent else None, default=str
-    )
+    ).encode()
+
+
+class _Bytes:
+    """stdout as bytes (its buffer, after what was written as text), or as
+    text where it has no buffer (a StringIO)."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        self._buffer = getattr(sys.stdout, "buffer", None)
+
+    def write(self, data: bytes | memoryview | str) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        if self._buffer is None:
+            sys.stdout.write(bytes(raw).decode())
+        else:
+            self._buffer.write(raw)
+
+    def close(self) -> None:
+        if self._buffer is not None:
+            self._buffer.flush()
 
 
 async def print_json_stream(items: AsyncIterator[Any], *, lines: bool) -> None:
     """Print items as they come: a JSON array written incrementally (the same
     text :func:`print_json` would print), or one compact object per line."""
-    dump = _dumper(indent=not lines)
-    out = sys.stdout
-    first = True
-    async for item in items:
-        if lines:
-            out.write(dump(item) + "\n")
-            continue
-        out.write(("[\n  " if first else ",\n  ") + dump(item).replace("\n", "\n  "))
-        first = False
     if not lines:
-        out.write("[]\n" if first else "\n]\n")
+        await print_json_lazy(items)
+        return
+    dump, out = _dumper(indent=False), _Bytes()
+    async for item in items:
+        out.write(dump(item) + b"\n")
+    out.close()
+
+
+async def print_json_lazy(value: Any) -> None:
+    """:func:`print_json`'s text, where any list may be an iterator (sync or
+    async) written as it is consumed: the whole value never sits in memory."""
+    out = _Bytes()
+    await _write_lazy(value, 0, _dumper(indent=True), out)
+    out.write(b"\n")
+    out.close()
+
+
+def _lazy(value: Any) -> bool:
+    return isinstance(value, Iterator | AsyncIterator) or (
+        isinstance(value, dict) and any(_lazy(item) for item in value.values())
+    )
+
+
+async def _write_lazy(value: Any, level: int, dump, out: _Bytes) -> None:
+    pad, inner = "  " * level, "  " * (level + 1)
+    if not _lazy(value):
+        _write_indented(dump(value), pad.encode(), out)
+        return
+    if isinstance(value, dict):
+        out.write("{")
+        for number, (key, item) in enumerate(value.items()):
+            out.write(("," if number else "") + f"\n{inner}")
+            out.write(dump(key) + b": ")
+            await _write_lazy(item, level + 1, dump, out)
+        out.write(f"\n{pad}}}" if value else "}")
+        return
+    first = True
+    async for item in _aiter(value):
+        out.write(("[" if first else ",") + f"\n{inner}")
+        await _write_lazy(item, level + 1, dump, out)
+        first = False
+    out.write("[]" if first else f"\n{pad}]")
+
+
+def _write_indented(text: bytes, pad: bytes, out: _Bytes) -> None:
+    """``text`` with ``pad`` after each newline, written in slices: a dumped
+    50 MB output is not copied again to indent it."""
+    view, start = memoryview(text), 0
+    while (end := text.find(b"\n", start)) >= 0:
+        out.write(view[start : end + 1])
+        out.write(pad)
+        start = end + 1
+    out.write(view[start:])
+
+
+async def _aiter(items: Iterator[Any] | AsyncIterator[Any]) -> AsyncIterator[Any]:
+    if isinstance(items, AsyncIterator):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
 
 
 AGE_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}

@@ -13,6 +13,7 @@ from typing import IO
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text
+from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.formatting import timestamp
 
 FORMATS = ("md", "json")
@@ -27,7 +28,6 @@ async def export_session(
     if isinstance(target, Path):
         with target.open("w", encoding="utf-8") as handle:
             return await export_session(db, session_id, fmt, handle)
-    written = 0
     segments = await queries.segments(db, session_id)
     if fmt == "md":
         target.write(
@@ -40,56 +40,54 @@ async def export_session(
             )[:-1]
             + ', "segments": [\n'
         )
+    written = 0
     for number, segment in enumerate(segments):
         try:
-            entries = [
-                {"index": e.index, **e.data}
-                for e in await queries.segment_entries(db, segment)
-            ]
+            entries = await segment_entries_stream(db, segment)
             problem = None
         except UnreadableError as exc:
-            entries, problem = [], str(exc)
-        written += len(entries)
+            entries, problem = iter(()), str(exc)
         if fmt == "md":
             target.write(
-                _markdown_segment(
-                    segment.run_id, timestamp(segment.created_at), entries, problem
-                )
+                _markdown_header(segment.run_id, timestamp(segment.created_at), problem)
             )
-        else:
-            record = {
-                "run_id": segment.run_id,
-                "created_at": segment.created_at,
-                "entries": entries,
-            }
-            if problem:
-                record["unreadable"] = problem
+            for entry in entries:
+                target.write(_markdown_entry({"index": entry.index, **entry.data}))
+                written += 1
+            continue
+        head = {"run_id": segment.run_id, "created_at": segment.created_at}
+        if problem:
+            head["unreadable"] = problem
+        target.write(
+            ("," if number else "")
+            + json.dumps(head, ensure_ascii=False)[:-1]
+            + ', "entries": ['
+        )
+        # One entry at a time: a segment of a million is never whole in memory.
+        for count, entry in enumerate(entries):
             target.write(
-                ("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n"
+                ("," if count else "")
+                + json.dumps({"index": entry.index, **entry.data}, ensure_ascii=False)
             )
+            written += 1
+        target.write("]}\n")
     if fmt == "json":
         target.write("]}\n")
     return written
 
 
-def _markdown_segment(
-    run_id: str, when: str, entries: list[dict], problem: str | None
-) -> str:
-    lines = [f"\n## Run `{run_id}` · {when}\n"]
-    if problem:
-        lines.append(f"> unreadable: {problem}\n")
-    for entry in entries:
-        kind = entry.get("type")
-        label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
-        if kind == "tool_call":
-            lines.append(
-                f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n"
-            )
-        elif kind == "tool_result":
-            error = " (error)" if entry.get("is_error") else ""
-            lines.append(
-                f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n"
-            )
-        else:
-            lines.append(f"**#{entry['index']} {label}**\n\n{entry_text(entry)}\n")
-    return "\n".join(lines)
+def _markdown_header(run_id: str, when: str, problem: str | None) -> str:
+    return f"\n## Run `{run_id}` · {when}\n\n" + (
+        f"> unreadable: {problem}\n\n" if problem else ""
+    )
+
+
+def _markdown_entry(entry: dict) -> str:
+    kind = entry.get("type")
+    label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
+    if kind == "tool_call":
+        return f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n\n"
+    if kind == "tool_result":
+        error = " (error)" if entry.get("is_error") else ""
+        return f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n\n"
+    return f"**#{entry['index']} {label}**\n\n{entry_text(entry)}\n\n"
