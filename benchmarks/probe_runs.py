@@ -3,8 +3,8 @@
 - ``runs-first``: process start → the first frame whose runs list shows rows;
   then until every worker has settled (the whole walk, counts and links), and
   key → frame in the runs list (100 presses of ↓ and PgDn); peak RSS at the end.
-- ``giant-first``: start → the first frame whose transcript shows rows of the
-  session ``info["session_id"]``, then settled; peak RSS.
+- ``giant-open``: the app settled, a jump to the session ``info["session_id"]``
+  → the first frame with its rows; peak RSS once settled.
 
 Prints one JSON object (wall times are ``time.time()``, to compare with the spawn).
 """
@@ -74,10 +74,44 @@ def runs_first(info: dict) -> None:
     asyncio.run(drive())
 
 
+def giant_open(info: dict) -> None:
+    """Open the session ``info["session_id"]``: jump → its rows on screen, peak RSS."""
+    from lovia_tui.app import make_app
+
+    app = make_app([info["path"]])
+    frames = Frames(app)
+
+    async def drive() -> None:
+        async with app.run_test(size=SIZE):
+            await settle(app)
+            settled = perf_counter()
+            screen = app.screen
+            key = next(k for k in screen.sessions.keys if k[1] == info["session_id"])
+            pressed = perf_counter()
+            screen.go_to_session(key)
+            while not (screen.session_key == key and screen.transcript.rows):
+                await asyncio.sleep(0.002)
+            shown = await frames.wait_after(perf_counter(), timeout=600)
+            await settle(app)
+            rows = len(screen.transcript.rows)
+            result = {
+                "settled": _wall(settled),
+                "open_s": round(shown - pressed, 3),
+                "rows": rows,
+                **rss_mb(),
+            }
+        print(json.dumps(result), flush=True)
+        os._exit(0)
+
+    asyncio.run(drive())
+
+
 def main() -> None:
     mode, info = sys.argv[1], json.loads(sys.argv[2])
     if mode == "runs-first":
         runs_first(info)
+    elif mode == "giant-open":
+        giant_open(info)
     else:
         raise SystemExit(f"unknown mode {mode}")
 

@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import cache_dir  # noqa: E402
+from generate import cache_dir, write_checkpoint_rows  # noqa: E402
 
 SEED = 16
 UNFINISHED_EVERY = 50
@@ -128,16 +128,7 @@ def fleet(path: Path, count: int) -> dict:
 
 
 def _flush(conn: sqlite3.Connection, heads: list, turns: list) -> None:
-    conn.execute("BEGIN")
-    conn.executemany(
-        "INSERT OR REPLACE INTO snapshot_heads (run_id, head_json, updated_at) VALUES (?, ?, ?)",
-        heads,
-    )
-    conn.executemany(
-        "INSERT OR REPLACE INTO snapshot_turns (run_id, seq, entries_json) VALUES (?, ?, ?)",
-        turns,
-    )
-    conn.execute("COMMIT")
+    write_checkpoint_rows(conn, heads, turns)
     heads.clear()
     turns.clear()
 
