@@ -181,6 +181,16 @@ def segment_measures(info: dict, largest_mb: float, label: str) -> list[Measure]
     return found
 
 
+def built(shape: str, count: int) -> dict:
+    """``shapes.build`` in a child: this process must stay small, or every child
+    forked from it starts with its RSS (``ru_maxrss`` counts it)."""
+    done = subprocess.run(
+        [PYTHON, str(HERE / "shapes.py"), shape, "--count", str(count)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heads", type=int, default=shapes.DEFAULTS["fleet"])
@@ -196,11 +206,11 @@ def main() -> None:
         measures.append(web_measure(demo))
     for line in (m.line() for m in measures):
         print(line, flush=True)
-    more = fleet_measures(shapes.build("fleet", args.heads))
+    more = fleet_measures(built("fleet", args.heads))
     more += segment_measures(
-        shapes.build("giant", args.entries), 0.0, f"{args.entries:,} entries"
+        built("giant", args.entries), 0.0, f"{args.entries:,} entries"
     )
-    output = shapes.build("output", args.output_mb)
+    output = built("output", args.output_mb)
     more += segment_measures(
         output, output["output_bytes"] / 2**20, f"a {args.output_mb} MB output"
     )

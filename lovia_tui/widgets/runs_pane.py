@@ -53,6 +53,7 @@ class RunsPane(Vertical):
         self.source = RunList([], _no_links, stale_after)
         self.related_session: tuple[str, str] | None = None
         self._wanted_filter = "all"
+        self._counts = ""
 
     def compose(self) -> ComposeResult:
         yield Label("Runs", classes="pane-title", id="runs-title")
@@ -177,23 +178,25 @@ class RunsPane(Vertical):
         index = self.source.index_of(current) if current else None
         self.row_list.set_count(len(self.source), cursor=index or 0)
         self.row_list.set_marked(self._is_related)
+        self.count_statuses()
         self.show_title()
         self._read_visible()
 
-    def show_title(self) -> None:
-        label = (
-            "Runs" if self._wanted_filter == "all" else f"Runs: {self._wanted_filter}"
-        )
+    def count_statuses(self) -> None:
+        """The title's counts per status: on each walk step and tick, not per key."""
         counts = self.source.counts()
         known = " · ".join(
             f"{count:,} {status}" for status, count in counts.items() if count
         )
         walking = "" if self.source.done else " · counting…"
+        self._counts = (f" · {known}" if known else "") + walking
+
+    def show_title(self) -> None:
+        label = (
+            "Runs" if self._wanted_filter == "all" else f"Runs: {self._wanted_filter}"
+        )
         self.query_one("#runs-title", Label).update(
-            f"{label} {self.row_list.position}"
-            + (f" · {known}" if known else "")
-            + walking,
-            layout=False,
+            f"{label} {self.row_list.position}{self._counts}", layout=False
         )
 
     def on_row_list_highlighted(self) -> None:
@@ -205,6 +208,7 @@ class RunsPane(Vertical):
         if self._wanted_filter in ("running", "stale"):
             self.apply_filter()
         else:
+            self.count_statuses()
             self.show_title()
 
     def select_run(self, run_id: str) -> bool:
