@@ -55,6 +55,15 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def _parse_whole(raw: bytes) -> list[dict[str, Any]]:
+    """:func:`parse_entries` on the bytes (no decoded copy of a 50 MB output),
+    decoded as the text factory does only if they are not valid UTF-8."""
+    try:
+        return parse_entries(raw)
+    except UnreadableError:
+        return parse_entries(_text(raw))
+
+
 def _opens_a_list(raw: bytes) -> bool:
     for byte in raw[:4096]:
         if byte not in b" \t\r\n":
@@ -75,7 +84,7 @@ def iter_entries(raw: bytes, entries: int | None = None) -> Iterator[dict[str, A
     must not show half a segment runs :func:`check_stream` first.
     """
     if not streamed(raw, entries):
-        yield from parse_entries(_text(raw))
+        yield from _parse_whole(raw)
         return
     if not _opens_a_list(raw):
         parse_entries(_text(raw[:4096]))  # raises, saying what the value is instead
@@ -114,7 +123,7 @@ async def segment_entries_stream(db: Database, segment: SegmentInfo) -> Iterator
         check_stream(raw, count)
         entries: Iterator[dict[str, Any]] = iter_entries(raw, count)
     else:
-        entries = iter(parse_entries(_text(raw)))
+        entries = iter(_parse_whole(raw))
         del raw  # parsed: the stored bytes need not stay beside the entries
     first = segment.first_index
     return (
