@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from types import AsyncGeneratorType, GeneratorType
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -179,7 +180,7 @@ async def print_json_stream(items: AsyncIterator[Any], *, lines: bool) -> None:
 
 
 async def print_json_lazy(value: Any) -> None:
-    """:func:`print_json`'s text, where any list may be an iterator (sync or
+    """:func:`print_json`'s text, where any list may be a generator (sync or
     async) written as it is consumed: the whole value never sits in memory."""
     out = _Bytes()
     await _write_lazy(value, 0, _dumper(indent=True), out)
@@ -187,9 +188,13 @@ async def print_json_lazy(value: Any) -> None:
     out.close()
 
 
+LAZY = (GeneratorType, AsyncGeneratorType)
+
+
 def _lazy(value: Any) -> bool:
-    return isinstance(value, Iterator | AsyncIterator) or (
-        isinstance(value, dict) and any(_lazy(item) for item in value.values())
+    """A generator, or a dict holding one directly: written as it is consumed."""
+    return isinstance(value, LAZY) or (
+        isinstance(value, dict) and any(isinstance(v, LAZY) for v in value.values())
     )
 
 
@@ -215,8 +220,11 @@ async def _write_lazy(value: Any, level: int, dump, out: _Bytes) -> None:
 
 
 def _write_indented(text: bytes, pad: bytes, out: _Bytes) -> None:
-    """``text`` with ``pad`` after each newline, written in slices: a dumped
-    50 MB output is not copied again to indent it."""
+    """``text`` with ``pad`` after each newline; a large one (a dumped 50 MB
+    output) in slices, so that it is not copied again to indent it."""
+    if len(text) < SLICE_ABOVE:
+        out.write(text.replace(b"\n", b"\n" + pad) if pad else text)
+        return
     view, start = memoryview(text), 0
     while (end := text.find(b"\n", start)) >= 0:
         out.write(view[start : end + 1])
@@ -225,8 +233,11 @@ def _write_indented(text: bytes, pad: bytes, out: _Bytes) -> None:
     out.write(view[start:])
 
 
+SLICE_ABOVE = 1 << 20
+
+
 async def _aiter(items: Iterator[Any] | AsyncIterator[Any]) -> AsyncIterator[Any]:
-    if isinstance(items, AsyncIterator):
+    if isinstance(items, AsyncGeneratorType):
         async for item in items:
             yield item
     else:
