@@ -99,3 +99,14 @@ def test_the_stream_checks_as_the_parser_does(streamed_small):
     finally:
         entry_stream.READ_SIZE = monkey
     assert entry["content"] == "caf\ufffd é"
+
+
+def test_json_bytes_are_escaped_as_json_text_is():
+    """The streamed writer escapes orjson's bytes exactly as ``printable_json``
+    escapes text, for every character around the ranges it acts on."""
+    from lovia_tui.core.formatting import printable_json, printable_json_bytes
+
+    ranges = [range(0x20, 0x3000), range(0xFE00, 0x10000), range(0xDFFFF, 0xE0100)]
+    for code in (c for r in ranges for c in r if not 0xD800 <= c <= 0xDFFF):
+        dumped = json.dumps(f"a{chr(code)}b", ensure_ascii=False)
+        assert printable_json_bytes(dumped.encode()) == printable_json(dumped).encode()

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.errors import LoviaTuiError, os_error_text
+from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
 from lovia_tui.core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -124,27 +125,33 @@ def tolerate_narrow_output() -> None:
             stream.reconfigure(errors="replace")
 
 
-def print_json(data: Any) -> None:
-    # \u escapes where stdout cannot encode a character: still exact JSON.
-    print(
+def json_text(data: Any, *, indent: int | None = 2) -> str:
+    """``data`` as JSON to print: exact, with what a terminal would act on
+    escaped (\\u escapes also where stdout cannot encode a character)."""
+    return printable_json(
         json.dumps(
             data,
             ensure_ascii=not _encodes_everything(sys.stdout),
-            indent=2,
+            indent=indent,
             default=str,
         )
     )
 
 
+def print_json(data: Any) -> None:
+    print(json_text(data))
+
+
 def _dumper(*, indent: bool) -> Callable[[Any], bytes]:
-    """UTF-8 JSON of one item: orjson (~5x faster, no str copy of a huge
-    output), or json's ``\\u`` escapes where stdout cannot encode a character."""
+    """UTF-8 JSON of one item, escaped as :func:`json_text` escapes it: orjson
+    (~5x faster, no str copy of a huge output), or :func:`json_text` itself
+    where stdout cannot encode a character."""
     if _encodes_everything(sys.stdout):
         option = orjson.OPT_INDENT_2 if indent else 0
-        return lambda item: orjson.dumps(item, default=str, option=option)
-    return lambda item: json.dumps(
-        item, ensure_ascii=True, indent=2 if indent else None, default=str
-    ).encode()
+        return lambda item: printable_json_bytes(
+            orjson.dumps(item, default=str, option=option)
+        )
+    return lambda item: json_text(item, indent=2 if indent else None).encode()
 
 
 class _Bytes:
@@ -266,15 +273,15 @@ def since_time(text: str) -> float:
         ) from None
 
 
-def console() -> Console:
-    """Rich, for human output only: ``--json`` never imports it."""
-    from rich.console import Console
+def console(*, stderr: bool = False) -> Console:
+    """Rich, for human output only (``--json`` never imports it)."""
+    from lovia_tui.cli.data_console import DataConsole
 
-    return Console(highlight=False)
+    return DataConsole(highlight=False, markup=False, emoji=False, stderr=stderr)
 
 
 def fail(message: str) -> int:
-    print(f"lovia-tui: {message}", file=sys.stderr)
+    print(f"lovia-tui: {printable(message)}", file=sys.stderr)
     return EXIT_ERROR
 
 
@@ -294,3 +301,7 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         # The reader went away (`| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:
+        # A file the command writes (export -o): a missing directory, no
+        # permission, a full disk.
+        return fail(os_error_text(exc))

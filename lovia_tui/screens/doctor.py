@@ -27,6 +27,7 @@ from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Finding, Report, diag
 from lovia_tui.core.doctor_findings import SEVERITY_STYLES, FixAction, summary
 from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.previews import Preview
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.worker_errors import WorkerErrors
@@ -96,7 +97,7 @@ class DoctorScreen(WorkerErrors, Screen):
         self.audits = 0
 
     def compose(self) -> ComposeResult:
-        yield Label("Doctor · reading…", id="doctor-title")
+        yield Label("Doctor · reading…", id="doctor-title", markup=False)
         yield ProgressBar(total=1.0, show_eta=False, id="doctor-progress")
         table = DataTable(id="doctor-table", cursor_type="row", zebra_stripes=True)
         table.add_columns("severity", "kind", "run", "session", "finding")
@@ -141,7 +142,7 @@ class DoctorScreen(WorkerErrors, Screen):
     def on_doctor_screen_scanning(self, message: Scanning) -> None:
         self.query_one(ProgressBar).update(progress=message.fraction)
         self.query_one("#doctor-title", Label).update(
-            f"Doctor · reading {message.what}…"
+            printable(f"Doctor · reading {message.what}…")
         )
 
     def on_doctor_screen_diagnosed(self, message: Diagnosed) -> None:
@@ -155,9 +156,9 @@ class DoctorScreen(WorkerErrors, Screen):
             table.add_row(
                 Text(finding.severity, style=SEVERITY_STYLES[finding.severity]),
                 finding.kind,
-                finding.run_id or "",
-                finding.session_id or "",
-                finding.message,
+                Text(printable(finding.run_id or "")),
+                Text(printable(finding.session_id or "")),
+                Text(printable(finding.message)),
             )
         if self.findings:
             table.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
@@ -168,7 +169,9 @@ class DoctorScreen(WorkerErrors, Screen):
     def _title(self) -> None:
         found = summary(self.findings) or "no findings: the stores are consistent"
         busy = f" · {self.busy}" if self.busy else ""
-        self.query_one("#doctor-title", Label).update(f"Doctor · {found}{busy}")
+        self.query_one("#doctor-title", Label).update(
+            printable(f"Doctor · {found}{busy}")
+        )
 
     @on(DataTable.RowHighlighted)
     def _show_detail(self) -> None:
@@ -179,12 +182,16 @@ class DoctorScreen(WorkerErrors, Screen):
             return
         text = Text()
         text.append(
-            f"{finding.severity} · {finding.kind} · {finding.file.name}\n",
+            printable(f"{finding.severity} · {finding.kind} · {finding.file.name}")
+            + "\n",
             style=SEVERITY_STYLES[finding.severity],
         )
-        text.append(finding.message + "\n")
+        text.append(printable(finding.message, multiline=True) + "\n")
         if finding.fix is not None:
-            text.append(f"fix (enter): {finding.fix.text}", style="cyan")
+            text.append(
+                printable(f"fix (enter): {finding.fix.text}", multiline=True),
+                style="cyan",
+            )
         else:
             text.append("no one-key fix for this finding", style="dim")
         detail.update(text)

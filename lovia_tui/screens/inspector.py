@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
-from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,6 +20,7 @@ from lovia_tui import messages
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
 from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo, SessionSummary
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
@@ -110,11 +110,16 @@ class InspectorScreen(
     # ----- layout -----
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status-line")
+        yield Static(id="status-line", markup=False)
         with Horizontal(id="panes"):
             yield SessionsPane(id="sessions-pane", classes="pane")
             with Vertical(id="transcript-pane", classes="pane"):
-                yield Label("Transcript", classes="pane-title", id="transcript-title")
+                yield Label(
+                    "Transcript",
+                    classes="pane-title",
+                    id="transcript-title",
+                    markup=False,
+                )
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
         yield KeyBar()
@@ -162,7 +167,7 @@ class InspectorScreen(
             parts.append(f"{db.name} [{stores}, {mode}, {live}]")
             if db.notice and not self.described:
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
-        self.query_one("#status-line", Static).update(" · ".join(parts))
+        self.query_one("#status-line", Static).update(printable(" · ".join(parts)))
         self.described = True
 
     def _tick(self) -> None:
@@ -252,7 +257,7 @@ class InspectorScreen(
             self.refresh_bindings()
         self.runs.highlight_session(key)
         self.query_one("#transcript-title", Label).update(
-            f"Transcript · {key[1]} · loading…", layout=False
+            printable(f"Transcript · {key[1]} · loading…"), layout=False
         )
         if self.runs_loaded:
             # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
@@ -424,16 +429,13 @@ class InspectorScreen(
         if self.session_key is None:
             self.notify("select a session first", severity="warning")
             return
-        self.export(self.session_key, fmt)
+        from lovia_tui.screens.export_dialog import export_flow
 
-    @work(exclusive=True, group="export")
-    async def export(self, key: SessionKey, fmt: str) -> None:
-        from lovia_tui.core.export import export_session
-
-        target = Path.cwd() / f"{_safe_name(key[1])}.{fmt}"
-        db = self.workspace.database(Path(key[0]))
-        await export_session(db, key[1], fmt, target)
-        self.notify(f"exported {key[1]} to {target}")
+        self.run_worker(
+            export_flow(self, self.session_key, fmt),
+            group="action-export",
+            exclusive=True,
+        )
 
     def action_refresh(self) -> None:
         self.load_sessions()
@@ -485,13 +487,6 @@ def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
         return keys.index(key)
     except ValueError:
         return None
-
-
-def _safe_name(text: str) -> str:
-    return (
-        "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
-        or "session"
-    )
 
 
 __all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]

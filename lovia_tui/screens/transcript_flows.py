@@ -17,6 +17,7 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core import queries
+from lovia_tui.core.formatting import printable
 from lovia_tui.transcript_loader import (
     Inflight,
     newer_rows,
@@ -94,6 +95,7 @@ class TranscriptFlows:
         if self.transcript.new_below:
             title += f" · {self.transcript.new_below} new entries ↓"
         label = self.query_one("#transcript-title", Label)
+        title = printable(title)
         if title != label.content:
             label.update(title, layout=False)
 

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import age, printable
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_list import RunList
 from lovia_tui.core.workspace import Workspace
@@ -56,7 +56,7 @@ class RunsPane(Vertical):
         self._counts = ""
 
     def compose(self) -> ComposeResult:
-        yield Label("Runs", classes="pane-title", id="runs-title")
+        yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
         yield RowList(self._render_row, empty="no checkpoints", id="runs")
         yield RunDetail(id="run-detail")
 
@@ -251,19 +251,22 @@ class RunsPane(Vertical):
         if run is None:
             mark = self.source.mark(index)
             status = mark.label(time.time(), self.stale_after) if mark else "completed"
-            text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
+            text.append(
+                f"{printable(status):<11} ", style=STATUS_STYLES.get(status, "")
+            )
             text.append("…", style="dim")
             return text
         status = self.status_of(run)
         link = self.links.get(run.run_id)
-        text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
-        text.append(f"{run.run_id[:id_width]:<{id_width}} ", style="bold")
-        text.append(f"{run.agent_name[:10]:<10} ")
+        text.append(f"{printable(status):<11} ", style=STATUS_STYLES.get(status, ""))
+        text.append(f"{printable(run.run_id)[:id_width]:<{id_width}} ", style="bold")
+        text.append(f"{printable(run.agent_name)[:10]:<10} ")
         text.append(
             f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim"
         )
         text.append(
-            link.session_id if link else "unlinked", style="" if link else "italic dim"
+            printable(link.session_id) if link else "unlinked",
+            style="" if link else "italic dim",
         )
         return text
 

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Label
 
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import age, printable
 from lovia_tui.core.models import SessionSummary
 from lovia_tui.widgets.row_list import RowList
 
@@ -42,7 +42,7 @@ class SessionsPane(Vertical):
         """What a running content search says in the title (its progress)."""
 
     def compose(self) -> ComposeResult:
-        yield Label("Sessions", classes="pane-title", id="sessions-title")
+        yield Label("Sessions", classes="pane-title", id="sessions-title", markup=False)
         yield RowList(self._render_row, empty="no sessions", id="sessions")
 
     async def filter_box(self) -> Input:
@@ -120,7 +120,7 @@ class SessionsPane(Vertical):
             title += f" (of {len(self.keys):,})"
         if self.progress:
             title += f" · {self.progress}"
-        self.query_one("#sessions-title", Label).update(title, layout=False)
+        self.query_one("#sessions-title", Label).update(printable(title), layout=False)
 
     def on_row_list_highlighted(self) -> None:
         self.show_title()
@@ -155,7 +155,7 @@ class SessionsPane(Vertical):
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
         id_width = max(10, min(28, (width - 12) // 2))
-        text.append(f"{key[1][:id_width]:<{id_width}} ", style="bold")
+        text.append(f"{printable(key[1])[:id_width]:<{id_width}} ", style="bold")
         if summary is None:
             text.append("…", style="dim")
             return text
@@ -164,7 +164,7 @@ class SessionsPane(Vertical):
         )
         meta = f" {summary.runs:>3}r {when:>4}"
         room = max(0, width - len(text) - len(meta))
-        title = summary.title[:room]
+        title = printable(summary.title)[:room]
         text.append(f"{title:<{room}}")
         text.append(meta, style="dim")
         return text
