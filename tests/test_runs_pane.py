@@ -67,3 +67,18 @@ async def test_status_filters_and_going_to_a_run(fleet):
         assert screen.runs.select_run(failed[-1])
         assert screen.runs.status_filter == "all"
         assert screen.runs.selected.run_id == failed[-1]
+
+
+async def test_going_to_a_run_not_read_yet_finds_it(fleet):
+    path, written = fleet
+    oldest_completed = next(w[0] for w in written if w[1] == "completed")
+    app = make_app([path], readonly=True)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        pane = app.screen.runs
+        assert pane.find(oldest_completed) is None  # far below the first pages
+        assert not pane.select_run(oldest_completed)  # looked for in the background
+        await settle(pilot)
+        assert pane.selected.run_id == oldest_completed
+        assert pane.row_list.cursor == len(written) - 1
+        assert pane.select_run(oldest_completed)

@@ -76,7 +76,7 @@ async def head_ranges(
         high = row[0]
 
 
-async def _status_rows(db: Database, sql: str, params: tuple[Any, ...]) -> list[Any]:
+async def status_rows(db: Database, sql: str, params: tuple[Any, ...]) -> list[Any]:
     """Run ``sql`` with the head status in place of ``{status}``; a head that is not
     JSON makes the fast form fail, and then that range is read with the safe one."""
     try:
@@ -110,7 +110,7 @@ class RunOrder:
             yield self
             return
         async for low, high in head_ranges(self.db):
-            rows = await _status_rows(
+            rows = await status_rows(
                 self.db,
                 "SELECT rowid, s, updated_at FROM (SELECT rowid, {status} AS s, "
                 "updated_at FROM snapshot_heads WHERE rowid >= ? AND rowid < ?) "
@@ -148,7 +148,7 @@ class RunOrder:
         while len(found) < count and where < len(self.ranges):
             low, high = self.ranges[where]
             skip = max(0, start + len(found) - self.starts[where])
-            rows = await _status_rows(
+            rows = await status_rows(
                 self.db,
                 "SELECT rowid FROM snapshot_heads WHERE rowid >= ? AND rowid < ? "
                 "AND {status} IS 'completed' ORDER BY rowid DESC LIMIT ? OFFSET ?",
@@ -214,7 +214,7 @@ async def stream_runs(
     async for low, high in head_ranges(db):
         if left <= 0:
             return
-        rows = await _status_rows(
+        rows = await status_rows(
             db,
             "SELECT rowid FROM snapshot_heads WHERE rowid >= ? AND rowid < ?"
             f"{where} ORDER BY rowid DESC LIMIT ?",

@@ -17,7 +17,14 @@ from typing import Any
 
 from lovia_tui.core.database import Database
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_index import SAFE_STATUS, UNFINISHED, Mark, RunOrder, runs_at
+from lovia_tui.core.run_index import (
+    SAFE_STATUS,
+    UNFINISHED,
+    Mark,
+    RunOrder,
+    runs_at,
+    status_rows,
+)
 
 PAGE_CACHE = 5_000
 """Completed runs kept read (a few hundred screens); beyond it the cache is emptied."""
@@ -191,6 +198,50 @@ class RunList:
             if run is not None and run.run_id == run_id:
                 before = sum(o.completed for o in self.orders[:number])
                 return len(self._rows) + before + position
+        return None
+
+    async def locate(self, run_id: str) -> int | None:
+        """The row of any run under the filter (read or not), found from its
+        rowid: a primary-key lookup, then one count inside its range."""
+        for number, order in enumerate(self.orders):
+            found = await status_rows(
+                order.db,
+                "SELECT rowid, {status} FROM snapshot_heads WHERE run_id = ?",
+                (run_id,),
+            )
+            if not found:
+                continue
+            rowid, status = found[0]
+            if status != "completed":
+                return next(
+                    (
+                        index
+                        for index, (mark, o) in enumerate(self._rows)
+                        if o is order and mark.rowid == rowid
+                    ),
+                    None,
+                )
+            if self.status not in ("all", "completed"):
+                return None
+            where = next(
+                (
+                    i
+                    for i, (low, high) in enumerate(order.ranges)
+                    if low <= rowid < high
+                ),
+                None,
+            )
+            if where is None:
+                return None  # saved since the walk: the next walk places it
+            low, high = order.ranges[where]
+            newer = await status_rows(
+                order.db,
+                "SELECT COUNT(*) FROM snapshot_heads WHERE rowid > ? AND rowid < ? "
+                "AND {status} IS 'completed'",
+                (rowid, high),
+            )
+            before = sum(o.completed for o in self.orders[:number])
+            return len(self._rows) + before + order.starts[where] + newer[0][0]
         return None
 
     def linked_to(self, file: str, session_id: str) -> list[RunInfo]:

@@ -212,16 +212,25 @@ class RunsPane(Vertical):
             self.show_title()
 
     def select_run(self, run_id: str) -> bool:
-        """Put the cursor on a run read so far (the filter cleared if it hides it)."""
+        """Put the cursor on a run (the filter cleared if it hides it). A run
+        not read yet is looked for in the background: False until it is."""
         index = self.source.index_of(run_id)
         if index is None and self._wanted_filter != "all":
             self._wanted_filter = "all"
             self.apply_filter()
             index = self.source.index_of(run_id)
         if index is None:
+            self._run("runs-locate", self._locate, self.source, run_id)
             return False
         self.row_list.cursor = index
         return True
+
+    async def _locate(self, source: RunList, run_id: str) -> None:
+        index = await source.locate(run_id)
+        if index is None or source is not self.source:
+            return
+        await source.read(index, 1)
+        self.row_list.cursor = index
 
     def highlight_session(self, key: tuple[str, str] | None) -> None:
         """Mark the runs that belong to the selected session."""
