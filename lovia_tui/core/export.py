@@ -136,17 +136,27 @@ async def export_session(
     pending: list[str] = []
     held = 0
 
-    async def write(text: str, *, flush: bool = True) -> None:
-        """Write through a thread, in pieces of about ``WRITE_BYTES``: one
-        thread hop per entry of a 100,000-entry segment cost seconds."""
+    async def drain() -> None:
         nonlocal held
-        pending.append(text)
-        held += len(text)
-        if flush or held >= WRITE_BYTES:
+        if pending:
             joined = "".join(pending)
             pending.clear()
             held = 0
             await asyncio.to_thread(target.write, neutral(joined))
+
+    async def write(text: str, *, flush: bool = True) -> None:
+        """Write through a thread, in pieces of about ``WRITE_BYTES``: one
+        thread hop per entry of a 100,000-entry segment cost seconds. A large
+        text goes alone: joined to others it would be copied."""
+        nonlocal held
+        if len(text) >= WRITE_BYTES:
+            await drain()
+            await asyncio.to_thread(target.write, neutral(text))
+            return
+        pending.append(text)
+        held += len(text)
+        if flush or held >= WRITE_BYTES:
+            await drain()
 
     segments = await queries.segments(db, session_id)
     if fmt == "md":
@@ -191,9 +201,10 @@ async def export_session(
         )
         # One entry at a time: a segment of a million is never whole in memory.
         for count, entry in enumerate(entries):
+            if count:
+                await write(",", flush=False)
             await write(
-                ("," if count else "")
-                + json.dumps({"index": entry.index, **entry.data}, ensure_ascii=False),
+                json.dumps({"index": entry.index, **entry.data}, ensure_ascii=False),
                 flush=False,
             )
             written += 1
