@@ -54,6 +54,8 @@ class RunsPane(Vertical):
         self.related_session: tuple[str, str] | None = None
         self._wanted_filter = "all"
         self._counts = ""
+        self._walking = False
+        self._again: Workspace | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
@@ -108,7 +110,14 @@ class RunsPane(Vertical):
     # ----- loading -----
 
     def load(self, workspace: Workspace) -> None:
-        """Walk the open files afresh; the current rows stay until the new walk is done."""
+        """Walk the open files afresh; the current rows stay until the new walk
+        is done. Asked again while walking, it walks once more afterwards:
+        cancelling would starve the list of a file saved more often than
+        one walk takes."""
+        if self._walking:
+            self._again = workspace
+            return
+        self._walking = True
         source = RunList(workspace.checkpoint_dbs, workspace.links, self.stale_after)
         source.status = self._wanted_filter
         self._run("runs", self._walk, source, not len(self.source))
@@ -120,14 +129,20 @@ class RunsPane(Vertical):
     async def _walk(self, source: RunList, progressive: bool) -> None:
         """Walk ``source``; each time it is shown, the rows on screen are read
         first, so that a row never shows empty where it showed a run."""
-        shown_at = 0.0
-        async for _ in source.walk():
-            if progressive and time.monotonic() - shown_at >= PROGRESS_EVERY:
-                await source.read(*self._window())
-                shown_at = time.monotonic()
-                self.post_message(self.Walked(source, done=False))
-        await source.read(*self._window())
-        self.post_message(self.Walked(source, done=True))
+        try:
+            shown_at = 0.0
+            async for _ in source.walk():
+                if progressive and time.monotonic() - shown_at >= PROGRESS_EVERY:
+                    await source.read(*self._window())
+                    shown_at = time.monotonic()
+                    self.post_message(self.Walked(source, done=False))
+            await source.read(*self._window())
+            self.post_message(self.Walked(source, done=True))
+        finally:
+            self._walking = False
+            again, self._again = self._again, None
+            if again is not None and self.is_mounted:
+                self.call_later(self.load, again)
 
     def _window(self) -> tuple[int, int]:
         """The rows on screen and a screenful either way: (first, count)."""
