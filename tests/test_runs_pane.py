@@ -82,3 +82,36 @@ async def test_going_to_a_run_not_read_yet_finds_it(fleet):
         assert pane.selected.run_id == oldest_completed
         assert pane.row_list.cursor == len(written) - 1
         assert pane.select_run(oldest_completed)
+
+
+async def test_a_reload_asked_for_while_walking_is_walked_after(fleet):
+    """Reloads never cancel a walk (a busy file would never finish one): the
+    last one asked for is walked once the current walk is done."""
+    from lovia import RunHead, SQLiteCheckpointer
+    from lovia.transcript import InputEntry, Usage
+
+    path, _ = fleet
+    app = make_app([path])
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.load_runs()  # walking...
+        screen.load_runs()
+        assert screen.runs._again is not None  # queued behind the walk
+        head = RunHead(
+            agent_name="worker", usage=Usage(1, 1), turns=1, status="failed",
+            output=None, error={"type": "E", "message": "boom"},
+            last_input_tokens=1, updated_at=time.time(), started_at=time.time(),
+        )  # fmt: skip
+        await SQLiteCheckpointer(path).append(
+            "run-new", [InputEntry("user", "x")], head
+        )
+        screen.load_runs()  # ...asked again meanwhile: queued, not cancelling
+        assert screen.runs._walking or screen.runs._again is None
+        await settle(pilot)
+        assert not screen.runs._walking and screen.runs._again is None
+        found = screen.runs.find("run-new")
+        assert found is not None and found.status == "failed"
+        assert screen.runs.source.counts()["failed"] == 1 + sum(
+            w[1] == "failed" for w in fleet[1]
+        )
