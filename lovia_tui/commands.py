@@ -59,6 +59,20 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
         "Search message text across all sessions (Esc cancels)",
     ),
     CommandDef(
+        "next_hit(1)",
+        "n",
+        "Next hit",
+        "Move the transcript cursor to the search's next hit in this session",
+        show=False,
+    ),
+    CommandDef(
+        "next_hit(-1)",
+        "N",
+        "Previous hit",
+        "Move the transcript cursor to the search's previous hit in this session",
+        show=False,
+    ),
+    CommandDef(
         "back",
         "escape",
         "Back",

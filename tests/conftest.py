@@ -76,7 +76,8 @@ def isolated_journal(
 def isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ):
-    """Every test caches (lovia's chat schema version) in its own directory."""
+    """Every test caches in its own directory, never ~/.cache (search indexes,
+    lovia's chat schema version)."""
     path = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(path))
     return path

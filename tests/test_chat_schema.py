@@ -77,3 +77,21 @@ def test_reading_a_web_ui_file_imports_neither_lovia_nor_rich(
         for name in loaded
         if name.split(".")[0] in {"lovia", "rich", "textual", "fastapi"}
     }
+
+
+def test_every_subcommand_is_in_the_lazy_map() -> None:
+    """A command module's subcommands are reachable by name (the CLI imports
+    only the module ``SUBCOMMANDS`` names for it)."""
+    import importlib
+    import pkgutil
+
+    import lovia_tui.cli
+    from lovia_tui.cli import SUBCOMMANDS, all_commands
+
+    found = {}
+    for info in pkgutil.iter_modules(lovia_tui.cli.__path__):
+        module = importlib.import_module(f"lovia_tui.cli.{info.name}")
+        for command in getattr(module, "COMMANDS", []):
+            found[command.name] = info.name
+    assert found == SUBCOMMANDS
+    assert [c.name for c in all_commands()] == list(SUBCOMMANDS)

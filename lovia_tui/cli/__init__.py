@@ -31,6 +31,8 @@ SUBCOMMANDS: dict[str, str] = {
     "journal": "actions",
     "undo": "actions",
     "doctor": "doctor",
+    "search": "search",
+    "index": "search",
 }
 """Each subcommand's module under ``lovia_tui.cli``, in ``--help`` order."""
 

@@ -239,6 +239,8 @@ class DoctorScreen(WorkerErrors, Screen):
                 if w.group == "console" and not w.is_finished
             ]:
                 await _finished(worker)
+        elif action == "undo" and finding.fix is not None:
+            await _finished(inspector.action_undo(finding.fix.journal_entry))
         else:
             fields = self._fields(finding, action, instead)
 
