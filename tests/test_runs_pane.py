@@ -48,6 +48,15 @@ async def test_unfinished_first_then_every_completed_run_reachable(fleet):
         await settle(pilot)
         index = pane.row_list.cursor
         assert pane.selected.run_id == completed[index - len(unfinished)]
+        # Paged from the top to the end: what is kept read stays bounded.
+        await pilot.press("home")
+        for _ in range(len(written) // 10):
+            await pilot.press("pagedown")
+            await settle(pilot)
+        window = 3 * pane.row_list.size.height
+        source = pane.source
+        assert len(source._pages) <= run_list.PAGE_CACHE + window
+        assert len(source._rowid_at) <= run_list.PAGE_CACHE + window
 
 
 async def test_status_filters_and_going_to_a_run(fleet):

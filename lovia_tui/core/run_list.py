@@ -27,7 +27,8 @@ from lovia_tui.core.run_index import (
 )
 
 PAGE_CACHE = 5_000
-"""Completed runs kept read (a few hundred screens); beyond it the cache is emptied."""
+"""Completed runs (and their positions) kept read, a few hundred screens;
+beyond it the cache is emptied: memory stays bounded however far one scrolls."""
 WEB_CHUNK = 5_000
 """``chat_runs`` rows per statement when looking for web-linked checkpoints."""
 FILTERS = ("all", *UNFINISHED[:-1], "completed")
@@ -145,6 +146,10 @@ class RunList:
     async def read(self, start: int, count: int) -> bool:
         """Read the runs of rows ``start`` .. ``start + count`` not read yet, with
         their session links; whether any row changed."""
+        if max(len(self._pages), len(self._rowid_at)) >= PAGE_CACHE:
+            # Only the rows near the screen matter: the rest is read again if shown.
+            self._pages.clear()
+            self._rowid_at.clear()
         end = min(len(self), start + count)
         missing: dict[int, list[int]] = {}
         completed: dict[int, list[int]] = {}
@@ -162,8 +167,6 @@ class RunList:
             for offset, rowid in enumerate(rowids):
                 self._rowid_at[(number, first + offset)] = rowid
             missing.setdefault(number, []).extend(rowids)
-        if len(self._pages) + sum(map(len, missing.values())) > PAGE_CACHE:
-            self._pages.clear()
         found: dict[tuple[Path, int], RunInfo] = {}
         for number, rowids in missing.items():
             runs = await runs_at(self.orders[number].db, rowids)
