@@ -74,6 +74,13 @@ class RunList:
         await self._read_pinned()
         yield
 
+    async def first_rows(self, count: int) -> None:
+        """Walk only the newest range and read its first ``count`` rows: what a
+        first frame can show before the whole walk (which starts afresh)."""
+        async for _ in self.walk():
+            break
+        await self.read(0, count)
+
     async def _read_pinned(self) -> None:
         pinned: dict[tuple[Path, int], RunInfo] = {}
         for order in self.orders:

@@ -8,7 +8,7 @@ user has already left is dropped.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -22,6 +22,8 @@ from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo, SessionSummary
+from lovia_tui.core.previews import DEFAULT_STALE_AFTER
+from lovia_tui.core.run_list import RunList
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
@@ -66,14 +68,22 @@ class FirstPage:
 
     keys: list[SessionKey]
     summaries: dict[SessionKey, SessionSummary]
+    runs: RunList | None = None
+    """The newest checkpoints' first rows (``RunList.first_rows``)."""
 
     @classmethod
     async def read(cls, workspace: Workspace, rows: int) -> FirstPage | None:
         try:
             keys = await workspace.recent_sessions(FIRST_PAGE)
-            return cls(keys, await workspace.summaries(keys[:rows]))
+            page = cls(keys, await workspace.summaries(keys[:rows]))
         except EXPECTED:
             return None  # the screen's own worker reads again and says why
+        runs = RunList(workspace.checkpoint_dbs, workspace.links, DEFAULT_STALE_AFTER)
+        try:
+            await runs.first_rows(rows)
+        except EXPECTED:
+            return page  # the runs pane's own walk reads again and says why
+        return replace(page, runs=runs)
 
 
 class InspectorScreen(
@@ -142,6 +152,8 @@ class InspectorScreen(
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)
+            if self.first_page.runs is not None:
+                self.runs.adopt(self.first_page.runs)
         self.load_sessions()
         self.load_runs()
         self.set_interval(1.0, self._tick)

@@ -109,6 +109,15 @@ class RunsPane(Vertical):
 
     # ----- loading -----
 
+    def adopt(self, source: RunList) -> None:
+        """Show rows read before the screen was composed (its first frame has
+        them); :meth:`load` then walks the files whole and replaces them."""
+        source.stale_after = self.stale_after
+        source.status = self._wanted_filter
+        source.refilter()
+        self.source = source
+        self.apply_filter()
+
     def load(self, workspace: Workspace) -> None:
         """Walk the open files afresh; the current rows stay until the new walk
         is done. Asked again while walking, it walks once more afterwards:
