@@ -35,6 +35,9 @@ SAFE_STATUS = (
     f"CASE WHEN typeof(head_json) = 'text' AND json_valid(head_json) THEN {STATUS} END"
 )
 """The head's status, NULL for a head that is not JSON (shown as unreadable)."""
+NEWEST = "updated_at DESC, rowid DESC"
+"""Order inside a range: saves by processes racing each other can commit out of
+their timestamps' order; within a range the stored time decides."""
 UNFINISHED = ("running", "stale", "interrupted", "failed", "unreadable")
 """The list's first group, in the order the counts are shown."""
 
@@ -151,7 +154,7 @@ class RunOrder:
             rows = await status_rows(
                 self.db,
                 "SELECT rowid FROM snapshot_heads WHERE rowid >= ? AND rowid < ? "
-                "AND {status} IS 'completed' ORDER BY rowid DESC LIMIT ? OFFSET ?",
+                f"AND {{status}} IS 'completed' ORDER BY {NEWEST} LIMIT ? OFFSET ?",
                 (low, high, count - len(found), skip),
             )
             found.extend(row[0] for row in rows)
@@ -217,7 +220,7 @@ async def stream_runs(
         rows = await status_rows(
             db,
             "SELECT rowid FROM snapshot_heads WHERE rowid >= ? AND rowid < ?"
-            f"{where} ORDER BY rowid DESC LIMIT ?",
+            f"{where} ORDER BY {NEWEST} LIMIT ?",
             (low, high, *params, left),
         )
         if rows:

@@ -216,12 +216,12 @@ class RunList:
         for number, order in enumerate(self.orders):
             found = await status_rows(
                 order.db,
-                "SELECT rowid, {status} FROM snapshot_heads WHERE run_id = ?",
+                "SELECT rowid, {status}, updated_at FROM snapshot_heads WHERE run_id = ?",
                 (run_id,),
             )
             if not found:
                 continue
-            rowid, status = found[0]
+            rowid, status, saved = found[0]
             if status != "completed":
                 return next(
                     (
@@ -246,9 +246,10 @@ class RunList:
             low, high = order.ranges[where]
             newer = await status_rows(
                 order.db,
-                "SELECT COUNT(*) FROM snapshot_heads WHERE rowid > ? AND rowid < ? "
-                "AND {status} IS 'completed'",
-                (rowid, high),
+                "SELECT COUNT(*) FROM snapshot_heads WHERE rowid >= ? AND rowid < ? "
+                "AND {status} IS 'completed' "
+                "AND (updated_at > ? OR (updated_at = ? AND rowid > ?))",
+                (low, high, saved, saved, rowid),
             )
             before = sum(o.completed for o in self.orders[:number])
             return len(self._rows) + before + order.starts[where] + newer[0][0]
