@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -35,6 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 import generate  # noqa: E402
 import machine  # noqa: E402
 import statements  # noqa: E402
+import user_db  # noqa: E402
 from probe import percentile  # noqa: E402
 
 PYTHON = sys.executable
@@ -449,6 +451,57 @@ def _group(record: dict) -> str:
     return record["details"].get("group") or by_number.get(record["number"], "browse")
 
 
+STEPS = ("frame", "browse", "writer", "statements")
+
+
+def run_groups(info: dict, groups: set[str]) -> tuple[dict, list[Measure]]:
+    """The trivial app's floors, then every measure of ``groups`` on ``info``'s file."""
+    trivial = probe("trivial")
+    steps = {
+        "frame": lambda: measure_first_frame(info),
+        "browse": lambda: measure_browsing(info, trivial),
+        "writer": lambda: measure_writer(info),
+        "statements": lambda: measure_statements(info),
+    }
+    measures: list[Measure] = []
+    for name in STEPS:
+        if name not in groups:
+            continue
+        for measure in steps[name]():
+            measure.details = {"group": name, **measure.details}
+            measures.append(measure)
+            if measure.number != "-":
+                print(measure.line(), flush=True)
+    return trivial, measures
+
+
+def run_user_files(args: argparse.Namespace, groups: set[str]) -> None:
+    """``--db``: the measures that only read, on files this suite did not build."""
+    if "writer" in groups:
+        raise SystemExit("--db: the writer measure appends to the file; not run")
+    out: list[dict] = []
+    for path in args.db:
+        started = time.perf_counter()
+        info = user_db.describe(Path(path), args.giant, args.needle)
+        print(
+            f"database: {info['path']} ({info['segments']:,} segments, "
+            f"{info['sessions']:,} sessions, {info['checkpoints']:,} checkpoints, "
+            f"{info['bytes'] / 1e9:.2f} GB, journal {info['journal_mode']}); giant "
+            f"{info['giant_session']!r} ({info['giant_runs']:,} segments), "
+            f"needle {info['needle']!r}; found in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        print(f"load: {os.getloadavg()}", flush=True)
+        _, measures = run_groups(info, groups)
+        print(f"load: {os.getloadavg()}", flush=True)
+        out.extend(user_db.records(measures, info))
+    missed = sum(not r["ok"] for r in out)
+    print(f"\n{len(out)} measures, {missed} missed")
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False))
+        print(f"results in {args.out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description="lovia-tui benchmarks against measured floors"
@@ -457,8 +510,27 @@ def main() -> None:
     parser.add_argument(
         "--only", help="comma-separated measure groups: frame,browse,writer,statements"
     )
+    parser.add_argument(
+        "--db",
+        action="append",
+        metavar="PATH",
+        help="measure this lovia file instead of a generated one (repeatable; "
+        "read-only: frame, browse, statements)",
+    )
+    parser.add_argument(
+        "--giant", help="--db: the long session to open (default: the most segments)"
+    )
+    parser.add_argument(
+        "--needle", help="--db: the text to search for (default: a rare sampled word)"
+    )
+    parser.add_argument("--out", help="--db: write the measures here as JSON")
     args = parser.parse_args()
-    groups = set((args.only or "frame,browse,writer,statements").split(","))
+    if args.db:
+        run_user_files(args, set((args.only or "frame,browse,statements").split(",")))
+        return
+    if args.giant or args.needle or args.out:
+        parser.error("--giant, --needle and --out go with --db")
+    groups = set((args.only or ",".join(STEPS)).split(","))
 
     started = time.perf_counter()
     cached = generate.db_path(args.size).exists()
@@ -474,22 +546,7 @@ def main() -> None:
     about = machine.describe(Path(bench_db.path))
     print("machine: " + ", ".join(f"{k} {v}" for k, v in about.items()), flush=True)
 
-    trivial = probe("trivial")
-    measures: list[Measure] = []
-    steps = [
-        ("frame", lambda: measure_first_frame(info)),
-        ("browse", lambda: measure_browsing(info, trivial)),
-        ("writer", lambda: measure_writer(info)),
-        ("statements", lambda: measure_statements(info)),
-    ]
-    for name, step in steps:
-        if name not in groups:
-            continue
-        for measure in step():
-            measure.details = {"group": name, **measure.details}
-            measures.append(measure)
-            if measure.number != "-":
-                print(measure.line(), flush=True)
+    trivial, measures = run_groups(info, groups)
 
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
@@ -502,8 +559,7 @@ def main() -> None:
             for m in json.loads(target.read_text())["measures"]
             if _group(m) not in groups
         ]
-        order = [name for name, _ in steps]
-        records = sorted(kept + records, key=lambda m: order.index(_group(m)))
+        records = sorted(kept + records, key=lambda m: STEPS.index(_group(m)))
     target.write_text(
         json.dumps(
             {
