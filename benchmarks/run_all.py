@@ -507,6 +507,7 @@ def main() -> None:
         description="lovia-tui benchmarks against measured floors"
     )
     parser.add_argument("--size", choices=generate.SIZES, default="10k")
+    parser.add_argument("--profile", choices=generate.PROFILES, default="skewed")
     parser.add_argument(
         "--only", help="comma-separated measure groups: frame,browse,writer,statements"
     )
@@ -533,8 +534,8 @@ def main() -> None:
     groups = set((args.only or ",".join(STEPS)).split(","))
 
     started = time.perf_counter()
-    cached = generate.db_path(args.size).exists()
-    bench_db = generate.generate(args.size)
+    cached = generate.db_path(args.size, args.profile).exists()
+    bench_db = generate.generate(args.size, profile=args.profile)
     how = "cached" if cached else f"generated in {bench_db.generated_in_s:.1f} s"
     print(
         f"database: {bench_db.path} ({bench_db.segments:,} segments, {bench_db.sessions:,} sessions, "
@@ -550,7 +551,8 @@ def main() -> None:
 
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
-    target = results_dir / f"{args.size}.json"
+    name = args.size if args.profile == "skewed" else f"{args.profile}-{args.size}"
+    target = results_dir / f"{name}.json"
     records = [{**asdict(m), "ratio": m.ratio} for m in measures]
     if args.only and target.exists():
         # A partial run replaces its groups' measures and keeps the others.
@@ -564,6 +566,7 @@ def main() -> None:
         json.dumps(
             {
                 "size": args.size,
+                "profile": args.profile,
                 "command": " ".join(
                     [Path(PYTHON).name, "benchmarks/run_all.py", *sys.argv[1:]]
                 ),
