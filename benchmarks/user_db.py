@@ -11,15 +11,18 @@ measure looks for something rare without scanning the file to choose it.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
-SAMPLE = 300
-"""Segments read to choose a needle: a few MB whatever the file's size."""
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{5,23}")
+SAMPLE = 1_000
+"""Segments read to choose a needle: ~8 MB whatever the file's size."""
+WORD = re.compile(r"\b[^\W\d_]+(?:-\w+)+\b|\b[^\W\d_]{5,24}\b")
+"""A whole word of letters, or words joined by hyphens (``zebra-quartz-7``):
+what a user types and the app's index holds; ids and hashes are not words."""
 SEED = 20
 
 
@@ -50,12 +53,8 @@ def largest_session(conn: sqlite3.Connection) -> tuple[str, int, int, int]:
 
 
 def rare_word(conn: sqlite3.Connection, sample: int = SAMPLE) -> str:
-    """A word in exactly one (else the fewest) of ``sample`` segments picked by id,
-    and inside no other word seen.
-
-    Words without digits are preferred (ids and signatures are rare by
-    construction, a rare English word is what a user types).
-    """
+    """A word of the stored text in exactly one (else the fewest) of ``sample``
+    segments picked by id, and inside no other word seen."""
     low, high = conn.execute(
         "SELECT (SELECT MIN(id) FROM session_runs), (SELECT MAX(id) FROM session_runs)"
     ).fetchone()
@@ -69,16 +68,25 @@ def rare_word(conn: sqlite3.Connection, sample: int = SAMPLE) -> str:
             (rng.randint(low, high),),
         ).fetchone()
         if row:
-            seen.update(set(WORD.findall(row[0])))
+            seen.update(set(_words(json.loads(row[0]))))
     if not seen:
         raise SystemExit("no word to search for in the sampled segments")
-    ranked = sorted(
-        seen, key=lambda w: (seen[w], any(c.isdigit() for c in w), -len(w), w)
-    )
+    ranked = sorted(seen, key=lambda w: (seen[w], -len(w), w))
     # The search matches substrings: a word cut short ("custome") is not rare.
     return next(
         (w for w in ranked if not any(w in other != w for other in seen)), ranked[0]
     )
+
+
+def _words(value: object) -> list[str]:
+    """The words of every string in a decoded ``entries_json`` (not its keys)."""
+    if isinstance(value, str):
+        return WORD.findall(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [word for item in value for word in _words(item)]
+    return []
 
 
 def describe(path: Path, giant: str | None = None, needle: str | None = None) -> dict:
