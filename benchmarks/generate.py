@@ -450,7 +450,9 @@ def _insert_checkpoints(
 
 
 def refresh_live_runs(info: BenchDb) -> None:
-    """Make the "running fresh" heads fresh again, as their agent saving would."""
+    """Make the "running fresh" heads fresh again, as their agent saving would,
+    and put a uniform file back in rollback-journal mode (the app switched it
+    to WAL when it last opened it)."""
     now = time.time()
     with sqlite3.connect(info.path, isolation_level=None, timeout=10) as conn:
         conn.executemany(
@@ -458,6 +460,8 @@ def refresh_live_runs(info: BenchDb) -> None:
             "WHERE run_id = ?2",
             [(now, run_id) for run_id in info.live_runs],
         )
+        if info.profile == "uniform":
+            conn.execute("PRAGMA journal_mode=DELETE")
     conn.close()
 
 
