@@ -499,6 +499,14 @@ def run_user_files(args: argparse.Namespace, groups: set[str]) -> None:
         print(f"load: {os.getloadavg()}", flush=True)
         _, measures = run_groups(info, groups)
         print(f"load: {os.getloadavg()}", flush=True)
+        search = next((m for m in measures if m.number == "4"), None)
+        if search and not search.details.get("sessions_found"):
+            print(
+                f"note: the app's search found no session for {info['needle']!r} "
+                f"({search.details.get('raw_matching_segments')} segments hold it "
+                "raw): measure 4 timed a search for nothing; try --needle",
+                flush=True,
+            )
         out.extend(user_db.records(measures, info))
     scratch.cleanup()
     missed = sum(not r["ok"] for r in out)
