@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, parse_entries
-from lovia_tui.core.search_build import ChunkReader, rows_above
+from lovia_tui.core.search_build import KEYS, ChunkReader, rows_above
 from lovia_tui.core.search_index import BATCH, SEGMENT, TOKENIZER, IndexState
 from lovia_tui.core.search_query import Query
 from lovia_tui.core.search_text import entry_fields
@@ -60,9 +60,8 @@ class RestScan:
             # A checkpoint is not known to belong to any session.
             if table in tables and (kind == SEGMENT or self.query.session_id is None):
                 where, params = self._filters(segment=kind == SEGMENT)
-                yield from self._scan(
-                    rows_above(table, where + narrow), high, (*params, *likes), kind
-                )
+                sql = rows_above(table, where + narrow, ranged=True)
+                yield from self._scan(table, sql, high, (*params, *likes), kind)
 
     def _filters(self, *, segment: bool) -> tuple[str, tuple[Any, ...]]:
         where, params = "", ()
@@ -74,12 +73,21 @@ class RestScan:
         return where, params
 
     def _scan(
-        self, sql: str, after: int, params: tuple[Any, ...], kind: int
+        self, table: str, sql: str, after: int, params: tuple[Any, ...], kind: int
     ) -> Iterator[RawHit]:
-        # The LIKEs come after the id in the statement, the limit last.
-        while rows := self.chunks.read(sql, (after, *params)):
-            after = rows[-1][0]
+        # Up to the newest row, then on while rows keep being appended.
+        top = self._top(table)
+        while after < top:
+            rows, after = self.chunks.read_range(sql, after, params)
             yield from self._matches(rows, kind)
+            if after >= top:
+                top = self._top(table)
+
+    def _top(self, table: str) -> int:
+        (top,) = self.chunks.conn.execute(
+            f"SELECT max({KEYS[table]}) FROM {table}"
+        ).fetchone()
+        return top or 0
 
     def _matches(self, rows: list[Any], kind: int) -> Iterator[RawHit]:
         """The entries of ``rows`` that match, through the in-memory index."""
