@@ -33,8 +33,8 @@ def test_a_rare_word_is_found_in_bounded_statements(scratch: Path, monkeypatch):
     ranges: list[tuple[int, int]] = []
     read_range = ChunkReader.read_range
 
-    def recorded(self, sql, after, params):
-        rows, ceiling = read_range(self, sql, after, params)
+    def recorded(self, sql, after, params, most):
+        rows, ceiling = read_range(self, sql, after, params, most)
         ranges.append((after, ceiling))
         return rows, ceiling
 

@@ -105,12 +105,12 @@ class ChunkReader:
         return self._timed(sql, (*params, self.rows), ranged=False)
 
     def read_range(
-        self, sql: str, after: int, params: tuple[Any, ...]
+        self, sql: str, after: int, params: tuple[Any, ...], most: int
     ) -> tuple[list[Any], int]:
         """Run a ``rows_above(..., ranged=True)`` statement over the ids
-        (after, after + rows], whatever share of them its filter keeps; the
-        rows and the ceiling read up to."""
-        ceiling = after + self.rows
+        (after, after + rows], at most ``most`` of them, whatever share its
+        filter keeps; the rows and the ceiling read up to."""
+        ceiling = after + min(self.rows, most)
         return self._timed(
             sql, (after, ceiling, *params, self.rows), ranged=True
         ), ceiling

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, parse_entries
-from lovia_tui.core.search_build import KEYS, ChunkReader, rows_above
+from lovia_tui.core.search_build import KEYS, READ_BYTES, ChunkReader, rows_above
 from lovia_tui.core.search_index import BATCH, SEGMENT, TOKENIZER, IndexState
 from lovia_tui.core.search_query import Query
 from lovia_tui.core.search_text import entry_fields
@@ -77,17 +77,25 @@ class RestScan:
     ) -> Iterator[RawHit]:
         # Up to the newest row, then on while rows keep being appended.
         top = self._top(table)
+        most = self._ids_per_read(top)
         while after < top:
-            rows, after = self.chunks.read_range(sql, after, params)
+            rows, after = self.chunks.read_range(sql, after, params, most)
             yield from self._matches(rows, kind)
             if after >= top:
                 top = self._top(table)
 
     def _top(self, table: str) -> int:
-        (top,) = self.chunks.conn.execute(
-            f"SELECT max({KEYS[table]}) FROM {table}"
-        ).fetchone()
+        sql = f"SELECT max({KEYS[table]}) FROM {table}"
+        (top,) = self.chunks.conn.execute(sql).fetchone()
         return top or 0
+
+    def _ids_per_read(self, top: int) -> int:
+        """Ids per statement so that one reads about ``READ_BYTES`` even cold
+        (the filter keeps few rows: the time of a warm read says little of a
+        cold one), taking every page of the file as this table's."""
+        (pages,) = self.chunks.conn.execute("PRAGMA page_count").fetchone()
+        (size,) = self.chunks.conn.execute("PRAGMA page_size").fetchone()
+        return max(1, READ_BYTES * top // max(1, pages * size))
 
     def _matches(self, rows: list[Any], kind: int) -> Iterator[RawHit]:
         """The entries of ``rows`` that match, through the in-memory index."""
