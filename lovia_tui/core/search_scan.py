@@ -11,7 +11,7 @@ would have found it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +40,17 @@ def _like(word: str) -> str | None:
 class RestScan:
     """Scans the rows above ``state``'s marks for ``query`` (see module doc)."""
 
-    def __init__(self, reader: sqlite3.Connection, query: Query) -> None:
+    def __init__(
+        self,
+        reader: sqlite3.Connection,
+        query: Query,
+        marks: Callable[[], IndexState] | None = None,
+    ) -> None:
         self.chunks = ChunkReader(reader)
         self.query = query
+        self.marks = marks
+        """The index's current marks: rows a build indexes while the scan runs
+        are left to the lookup that follows it, not read twice."""
         self.memory = sqlite3.connect(":memory:")
         self.memory.execute(
             f"CREATE VIRTUAL TABLE fts USING fts5(body, tool, tag, tokenize='{TOKENIZER}')"
@@ -54,14 +62,17 @@ class RestScan:
         likes = [like for like in map(_like, self.query.words) if like]
         narrow = "".join(" AND entries_json LIKE ?" for _ in likes)
         for table, high, kind in (
-            ("session_runs", state.seg_high, SEGMENT),
-            ("snapshot_turns", state.turn_high, BATCH),
+            ("session_runs", "seg_high", SEGMENT),
+            ("snapshot_turns", "turn_high", BATCH),
         ):
             # A checkpoint is not known to belong to any session.
             if table in tables and (kind == SEGMENT or self.query.session_id is None):
                 where, params = self._filters(segment=kind == SEGMENT)
                 sql = rows_above(table, where + narrow, ranged=True)
-                yield from self._scan(table, sql, high, (*params, *likes), kind)
+                after = getattr(state, high)
+                yield from self._scan(
+                    table, sql, (after, high), (*params, *likes), kind
+                )
 
     def _filters(self, *, segment: bool) -> tuple[str, tuple[Any, ...]]:
         where, params = "", ()
@@ -73,14 +84,22 @@ class RestScan:
         return where, params
 
     def _scan(
-        self, table: str, sql: str, after: int, params: tuple[Any, ...], kind: int
+        self,
+        table: str,
+        sql: str,
+        mark: tuple[int, str],
+        params: tuple[Any, ...],
+        kind: int,
     ) -> Iterator[RawHit]:
+        after, high = mark
         # Up to the newest row, then on while rows keep being appended.
         top = self._top(table)
         most = self._ids_per_read(top)
         while after < top:
             rows, after = self.chunks.read_range(sql, after, params, most)
             yield from self._matches(rows, kind)
+            if self.marks is not None:
+                after = max(after, getattr(self.marks(), high))
             if after >= top:
                 top = self._top(table)
 
