@@ -35,6 +35,7 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_shapes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

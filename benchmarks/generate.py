@@ -436,6 +436,12 @@ def _insert_checkpoints(
             started_at=updated - rng.uniform(5, 600),
         )
         heads.append((run_id, head.to_json(), updated))
+    write_checkpoint_rows(conn, heads, turns)
+    return live
+
+
+def write_checkpoint_rows(conn: sqlite3.Connection, heads: list, turns: list) -> None:
+    """Heads and turn batches in one transaction, with lovia's own statements."""
     conn.execute("BEGIN")
     conn.executemany(
         "INSERT OR REPLACE INTO snapshot_heads (run_id, head_json, updated_at) VALUES (?, ?, ?)",
@@ -446,7 +452,6 @@ def _insert_checkpoints(
         turns,
     )
     conn.execute("COMMIT")
-    return live
 
 
 def refresh_live_runs(info: BenchDb) -> None:

@@ -8,7 +8,7 @@ user has already left is dropped.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -22,6 +22,8 @@ from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo, SessionSummary
+from lovia_tui.core.previews import DEFAULT_STALE_AFTER
+from lovia_tui.core.run_list import RunList
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
@@ -66,14 +68,22 @@ class FirstPage:
 
     keys: list[SessionKey]
     summaries: dict[SessionKey, SessionSummary]
+    runs: RunList | None = None
+    """The newest checkpoints' first rows (``RunList.first_rows``)."""
 
     @classmethod
     async def read(cls, workspace: Workspace, rows: int) -> FirstPage | None:
         try:
             keys = await workspace.recent_sessions(FIRST_PAGE)
-            return cls(keys, await workspace.summaries(keys[:rows]))
+            page = cls(keys, await workspace.summaries(keys[:rows]))
         except EXPECTED:
             return None  # the screen's own worker reads again and says why
+        runs = RunList(workspace.checkpoint_dbs, workspace.links, DEFAULT_STALE_AFTER)
+        try:
+            await runs.first_rows(rows)
+        except EXPECTED:
+            return page  # the runs pane's own walk reads again and says why
+        return replace(page, runs=runs)
 
 
 class InspectorScreen(
@@ -142,6 +152,8 @@ class InspectorScreen(
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)
+            if self.first_page.runs is not None:
+                self.runs.adopt(self.first_page.runs)
         self.load_sessions()
         self.load_runs()
         self.set_interval(1.0, self._tick)
@@ -265,20 +277,15 @@ class InspectorScreen(
 
     # ----- runs -----
 
-    @work(exclusive=True, group="runs")
-    async def load_runs(self) -> None:
-        runs = await self.workspace.all_runs()
-        links = await self.workspace.links(run.run_id for run in runs)
-        self.post_message(messages.RunsLoaded(runs, links))
+    def load_runs(self) -> None:
+        """The runs pane walks the files; RunsLoaded comes once its links are known."""
+        self.runs.load(self.workspace)
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         first = not self.runs_loaded
         self.runs_loaded = True
-        before = _run_keys_state(self.runs.selected)
-        self.runs.set_runs(message.runs, message.links)
-        if before != _run_keys_state(self.runs.selected):
-            # Resume, replay, delete... depend on the selected run: the footer too.
-            self.refresh_bindings()
+        # Resume, replay, delete... depend on the selected run: the footer too.
+        self.refresh_bindings()
         if first and self.session_key:
             self.load_transcript(self.session_key)
         self.sessions.badges = self._session_badges(message.runs, message.links)
@@ -485,11 +492,6 @@ class InspectorScreen(
         if action == "jump_to_session":
             return None if run is None else True
         return True
-
-
-def _run_keys_state(run: RunInfo | None) -> tuple[bool, bool]:
-    """What check_action reads from the selected run (so the footer knows when to update)."""
-    return run is None, run is not None and run.status == "completed"
 
 
 def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
