@@ -134,19 +134,30 @@ class FileSearch:
         self, query: Query, limit: int, cap: int | None
     ) -> tuple[SearchResult, set]:
         state = self.index.state()
-        scan = RestScan(self.reader, query)
+        scan = RestScan(self.reader, query, self.index.state)
         try:
             rest = list(scan.hits(state, self.builder.tables()))
         finally:
             scan.close()
+        # The marks and the lookup in one read of the index: a row a build
+        # indexed while it was scanned is counted once, from the index.
+        self.index.conn.execute("BEGIN")
+        try:
+            marks = self.index.state()
+            groups, capped = self._indexed_groups(query, cap)
+        finally:
+            self.index.conn.execute("COMMIT")
         # Rows not indexed yet are the newest: their groups come first.
         counts: dict[tuple[int, Any], int] = {}
         newest: dict[tuple[int, Any], RawHit | int] = {}
         for hit in sorted(rest, key=_newest_first):
+            if hit.source <= (
+                marks.seg_high if hit.kind == SEGMENT else marks.turn_high
+            ):
+                continue
             name = hit.session_id if hit.kind == SEGMENT else hit.run_id
             counts[(hit.kind, name)] = counts.get((hit.kind, name), 0) + 1
             newest.setdefault((hit.kind, name), hit)
-        groups, capped = self._indexed_groups(query, cap)
         for kind, name, count, top in groups:
             counts[(kind, name)] = counts.get((kind, name), 0) + count
             newest.setdefault((kind, name), top)

@@ -60,17 +60,21 @@ class BuildProgress:
         return 1.0 if not self.total else min(1.0, self.indexed / self.total)
 
 
-def rows_above(table: str, where: str = "") -> str:
+KEYS = {"session_runs": "id", "snapshot_turns": "rowid"}
+
+
+def rows_above(table: str, where: str = "", *, ranged: bool = False) -> str:
     """The statement reading a chunk of rows above an id (?1), ``where`` narrowing
     them, at most the last parameter: (id, session_id, run_id, entries_json) of
-    segments, (rowid, run_id, seq, entries_json) of checkpoint batches."""
-    if table == "session_runs":
-        columns, key = "id, session_id, run_id", "id"
-    else:
-        columns, key = "rowid, run_id, seq", "rowid"
+    segments, (rowid, run_id, seq, entries_json) of checkpoint batches.
+    ``ranged`` adds a ceiling (?2): with a filter that keeps few rows, the limit
+    alone would let one statement read on to the end of the file."""
+    key = KEYS[table]
+    columns = "id, session_id, run_id" if key == "id" else "rowid, run_id, seq"
+    ceiling = f" AND {key} <= ?" if ranged else ""
     return (
         f"SELECT {columns}, entries_json FROM {table} "
-        f"WHERE {key} > ?{where} ORDER BY {key} LIMIT ?"
+        f"WHERE {key} > ?{ceiling}{where} ORDER BY {key} LIMIT ?"
     )
 
 
@@ -98,15 +102,29 @@ class ChunkReader:
     def read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """Run ``sql`` with ``params`` and the row limit as its last parameter
         (rows end with their stored JSON, whose size bounds the next read too)."""
+        return self._timed(sql, (*params, self.rows), ranged=False)
+
+    def read_range(
+        self, sql: str, after: int, params: tuple[Any, ...], most: int
+    ) -> tuple[list[Any], int]:
+        """Run a ``rows_above(..., ranged=True)`` statement over the ids
+        (after, after + rows], at most ``most`` of them, whatever share its
+        filter keeps; the rows and the ceiling read up to."""
+        ceiling = after + min(self.rows, most)
+        return self._timed(
+            sql, (after, ceiling, *params, self.rows), ranged=True
+        ), ceiling
+
+    def _timed(self, sql: str, params: tuple[Any, ...], *, ranged: bool) -> list[Any]:
         started = time.perf_counter()
-        rows = self.conn.execute(sql, (*params, self.rows)).fetchall()
+        rows = self.conn.execute(sql, params).fetchall()
         took = time.perf_counter() - started
         size = sum(len(row[-1]) for row in rows if isinstance(row[-1], str | bytes))
         if took > TARGET_SECONDS * 1.5 or size > READ_BYTES:
             self.rows = max(1, self.rows // 2)
         elif (
             took < TARGET_SECONDS / 2
-            and len(rows) == self.rows
+            and (ranged or len(rows) == self.rows)
             and size < READ_BYTES / 2
         ):
             self.rows = min(MAX_ROWS, self.rows * 2)

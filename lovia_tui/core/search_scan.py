@@ -11,12 +11,12 @@ would have found it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, parse_entries
-from lovia_tui.core.search_build import ChunkReader, rows_above
+from lovia_tui.core.search_build import KEYS, READ_BYTES, ChunkReader, rows_above
 from lovia_tui.core.search_index import BATCH, SEGMENT, TOKENIZER, IndexState
 from lovia_tui.core.search_query import Query
 from lovia_tui.core.search_text import entry_fields
@@ -40,9 +40,17 @@ def _like(word: str) -> str | None:
 class RestScan:
     """Scans the rows above ``state``'s marks for ``query`` (see module doc)."""
 
-    def __init__(self, reader: sqlite3.Connection, query: Query) -> None:
+    def __init__(
+        self,
+        reader: sqlite3.Connection,
+        query: Query,
+        marks: Callable[[], IndexState] | None = None,
+    ) -> None:
         self.chunks = ChunkReader(reader)
         self.query = query
+        self.marks = marks
+        """The index's current marks: rows a build indexes while the scan runs
+        are left to the lookup that follows it, not read twice."""
         self.memory = sqlite3.connect(":memory:")
         self.memory.execute(
             f"CREATE VIRTUAL TABLE fts USING fts5(body, tool, tag, tokenize='{TOKENIZER}')"
@@ -54,14 +62,16 @@ class RestScan:
         likes = [like for like in map(_like, self.query.words) if like]
         narrow = "".join(" AND entries_json LIKE ?" for _ in likes)
         for table, high, kind in (
-            ("session_runs", state.seg_high, SEGMENT),
-            ("snapshot_turns", state.turn_high, BATCH),
+            ("session_runs", "seg_high", SEGMENT),
+            ("snapshot_turns", "turn_high", BATCH),
         ):
             # A checkpoint is not known to belong to any session.
             if table in tables and (kind == SEGMENT or self.query.session_id is None):
                 where, params = self._filters(segment=kind == SEGMENT)
+                sql = rows_above(table, where + narrow, ranged=True)
+                after = getattr(state, high)
                 yield from self._scan(
-                    rows_above(table, where + narrow), high, (*params, *likes), kind
+                    table, sql, (after, high), (*params, *likes), kind
                 )
 
     def _filters(self, *, segment: bool) -> tuple[str, tuple[Any, ...]]:
@@ -74,12 +84,37 @@ class RestScan:
         return where, params
 
     def _scan(
-        self, sql: str, after: int, params: tuple[Any, ...], kind: int
+        self,
+        table: str,
+        sql: str,
+        mark: tuple[int, str],
+        params: tuple[Any, ...],
+        kind: int,
     ) -> Iterator[RawHit]:
-        # The LIKEs come after the id in the statement, the limit last.
-        while rows := self.chunks.read(sql, (after, *params)):
-            after = rows[-1][0]
+        after, high = mark
+        # Up to the newest row, then on while rows keep being appended.
+        top = self._top(table)
+        most = self._ids_per_read(top)
+        while after < top:
+            rows, after = self.chunks.read_range(sql, after, params, most)
             yield from self._matches(rows, kind)
+            if self.marks is not None:
+                after = max(after, getattr(self.marks(), high))
+            if after >= top:
+                top = self._top(table)
+
+    def _top(self, table: str) -> int:
+        sql = f"SELECT max({KEYS[table]}) FROM {table}"
+        (top,) = self.chunks.conn.execute(sql).fetchone()
+        return top or 0
+
+    def _ids_per_read(self, top: int) -> int:
+        """Ids per statement so that one reads about ``READ_BYTES`` even cold
+        (the filter keeps few rows: the time of a warm read says little of a
+        cold one), taking every page of the file as this table's."""
+        (pages,) = self.chunks.conn.execute("PRAGMA page_count").fetchone()
+        (size,) = self.chunks.conn.execute("PRAGMA page_size").fetchone()
+        return max(1, READ_BYTES * top // max(1, pages * size))
 
     def _matches(self, rows: list[Any], kind: int) -> Iterator[RawHit]:
         """The entries of ``rows`` that match, through the in-memory index."""
