@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from lovia_tui.core.doctor import diagnose
 from lovia_tui.core.formatting import PIN
 from lovia_tui.core.preflight import preflight
 from lovia_tui.core.resume import RunControl, resume
+from lovia_tui.core.run_index import RunOrder
 from lovia_tui.core.run_plans import preview_finalize
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.demo.crash import crash_run
@@ -66,9 +68,19 @@ async def test_a_run_lovia_web_swept_is_not_live(
     assert record["status"] == "running" and record["stale"] is True
     assert record["web_record"] == "interrupted"
     assert record["stale_reason"] == "lovia web marked it interrupted at restart"
+    # The filter in SQL and the runs list's walk agree with the record.
+    stale = await cli_json(
+        capsys, "runs", path, "--json", "--status", "stale", "--stale-after", "3600"
+    )
+    assert [r["run_id"] for r in stale] == ["inflight"]
 
     ws = await Workspace.open([path])
     try:
+        [order] = [RunOrder(db) for db in ws.databases]
+        async for _ in order.walk():
+            pass
+        counts = order.counts(time.time(), 3600)
+        assert (counts["stale"], counts["running"]) == (1, 0)
         preview = await preview_finalize(ws, "inflight", stale_after=3600)
         assert preview.checkpoint.live is False
         assert preview.web_record == "interrupted"

@@ -21,7 +21,7 @@ from typing import Any
 
 from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, dangling_calls, parse_entries
-from lovia_tui.core.models import DanglingCall, RunInfo
+from lovia_tui.core.models import WEB_SETTLED, DanglingCall, RunInfo
 from lovia_tui.core.queries import RUN_COLUMNS, run_info
 from lovia_tui.core.web_queries import with_web_records
 
@@ -41,6 +41,16 @@ NEWEST = "updated_at DESC, rowid DESC"
 their timestamps' order; within a range the stored time decides."""
 UNFINISHED = ("running", "stale", "interrupted", "failed", "unreadable")
 """The list's first group, in the order the counts are shown."""
+WEB_SETTLED_SQL = "run_id IN (SELECT id FROM chat_runs WHERE status IN ({}))".format(
+    ",".join(f"'{status}'" for status in sorted(WEB_SETTLED))
+)
+"""True for a head whose lovia web record says its run is over (issue 18): a
+running head then is dead, however recent its last save."""
+
+
+def web_settled_sql(db: Database) -> str:
+    """``WEB_SETTLED_SQL`` where the file has lovia web's tables, else false."""
+    return WEB_SETTLED_SQL if db.stores.chat else "0"
 
 
 @dataclass(frozen=True)
@@ -50,9 +60,13 @@ class Mark:
     rowid: int
     status: str
     updated_at: float
+    web_settled: bool = False
+    """lovia web recorded the run as over (see ``WEB_SETTLED_SQL``)."""
 
     def label(self, now: float, stale_after: float) -> str:
-        if self.status == "running" and now - self.updated_at >= stale_after:
+        if self.status == "running" and (
+            self.web_settled or now - self.updated_at >= stale_after
+        ):
             return "stale"
         return self.status
 
@@ -116,8 +130,9 @@ class RunOrder:
         async for low, high in head_ranges(self.db):
             rows = await status_rows(
                 self.db,
-                "SELECT rowid, s, updated_at FROM (SELECT rowid, {status} AS s, "
-                "updated_at FROM snapshot_heads WHERE rowid >= ? AND rowid < ?) "
+                "SELECT rowid, s, updated_at, w FROM (SELECT rowid, {status} AS s, "
+                f"updated_at, {web_settled_sql(self.db)} AS w FROM snapshot_heads "
+                "WHERE rowid >= ? AND rowid < ?) "
                 "WHERE s IS NOT 'completed' ORDER BY rowid DESC",
                 (low, high),
             )
@@ -126,8 +141,13 @@ class RunOrder:
                 (low, high),
             )
             self.unfinished.extend(
-                Mark(rowid, status if isinstance(status, str) else "unreadable", when)
-                for rowid, status, when in rows
+                Mark(
+                    rowid,
+                    status if isinstance(status, str) else "unreadable",
+                    when,
+                    bool(settled),
+                )
+                for rowid, status, when, settled in rows
             )
             self.ranges.append((low, high))
             self.starts.append(self.completed)
@@ -194,10 +214,12 @@ class RunFilter:
     now: float = 0.0
     stale_after: float = 0.0
 
-    def sql(self) -> tuple[str, tuple[Any, ...]]:
+    def sql(self, db: Database) -> tuple[str, tuple[Any, ...]]:
         where, params = [], []
         if self.status == "stale":
-            where.append("{status} IS 'running' AND updated_at <= ?")
+            where.append(
+                f"{{status}} IS 'running' AND (updated_at <= ? OR {web_settled_sql(db)})"
+            )
             params.append(self.now - self.stale_after)
         elif self.status is not None:
             where.append("{status} IS ?")
@@ -216,7 +238,7 @@ async def stream_runs(
     any file size."""
     if not db.stores.checkpoint:
         return
-    where, params = wanted.sql()
+    where, params = wanted.sql(db)
     left = NO_ROWID_ABOVE if limit is None else limit
     async for low, high in head_ranges(db):
         if left <= 0:
