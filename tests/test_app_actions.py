@@ -99,16 +99,16 @@ async def test_deleting_a_live_checkpoint_needs_its_id_typed(snap_dir, monkeypat
     assert heads == [("run-crashed",)]
 
 
-async def test_actions_are_hidden_when_read_only(snap_dir, monkeypatch):
+async def test_actions_are_shown_disabled_when_read_only(snap_dir, monkeypatch):
+    """Every mutation is shown dimmed in its own pane (None), never enabled."""
     app = snapshot_app(snap_dir, monkeypatch, readonly=True)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
-        for action in (
-            "rewind_here",
-            "trim",
-            "clear_session",
-            "delete_run",
-            "finalize",
-            "undo",
+        for pane, actions in (
+            ("1", ("trim", "clear_session", "undo")),
+            ("2", ("rewind_here", "rewind_turn", "trim", "undo")),
+            ("3", ("delete_run", "delete_runs_by_filter", "finalize", "undo")),
         ):
-            assert app.screen.check_action(action, ()) is None
+            await pilot.press(pane)
+            for action in actions:
+                assert app.screen.check_action(action, ()) is None, (pane, action)

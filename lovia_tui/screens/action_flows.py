@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from lovia_tui.core.errors import ActionError, LiveRunError
+from lovia_tui.kinds import Group
 
 if TYPE_CHECKING:
     from lovia_tui.core.previews import Preview
@@ -40,33 +41,13 @@ def _counts(counts: dict[str, int]) -> str:
 class ActionFlows:
     """The destructive actions; all of them hidden in read-only mode."""
 
-    def _entry_index(self) -> int | None:
-        row = self.transcript.current_row
-        if row is not None and row.segment is not None and row.segment.counting:
-            self.notify(
-                "the session's entries are still being counted; try again in a moment",
-                severity="warning",
-            )
-            return None
-        if (
-            self.session_key is None
-            or row is None
-            or row.entry is None
-            or row.entry.index is None
-        ):
-            self.notify(
-                "put the cursor on an entry of the session (not of an in-flight run)",
-                severity="warning",
-            )
-            return None
-        return row.entry.index
-
     def action_rewind_here(self) -> None:
         from lovia_tui.core.session_plans import preview_rewind
 
-        index = self._entry_index()
-        if index is not None:
-            sid = self.session_key[1]
+        selection = self.selection
+        index, key = selection.entry_index, selection.session
+        if index is not None and key is not None:
+            sid = key[1]
             self.action_flow(
                 f"Rewind {sid} to before entry {index}",
                 lambda values, force: preview_rewind(
@@ -81,9 +62,10 @@ class ActionFlows:
     def action_rewind_turn(self) -> None:
         from lovia_tui.core.session_plans import preview_rewind, user_turn_start
 
-        index = self._entry_index()
-        if index is not None:
-            sid = self.session_key[1]
+        selection = self.selection
+        index, key = selection.entry_index, selection.session
+        if index is not None and key is not None:
+            sid = key[1]
 
             async def build(values: dict[str, str], force: bool) -> Preview:
                 keep = await user_turn_start(self.workspace, sid, index)
@@ -99,9 +81,10 @@ class ActionFlows:
         from lovia_tui.core.session_plans import preview_trim
         from lovia_tui.screens.action_dialog import FormField
 
-        if self.session_key is None:
+        key = self.selection.session
+        if key is None:
             return
-        sid = self.session_key[1]
+        sid = key[1]
         fields = [
             FormField("keep_chars", "Keep characters of each old output", "400"),
             FormField("keep_runs", "Keep the last N runs untouched", "1"),
@@ -120,9 +103,10 @@ class ActionFlows:
     def action_clear_session(self) -> None:
         from lovia_tui.core.session_plans import preview_clear
 
-        if self.session_key is None:
+        key = self.selection.session
+        if key is None:
             return
-        sid = self.session_key[1]
+        sid = key[1]
         self.action_flow(
             f"Clear session {sid}",
             lambda values, force: preview_clear(
@@ -133,7 +117,7 @@ class ActionFlows:
     def action_delete_run(self) -> None:
         from lovia_tui.core.run_plans import preview_delete_runs
 
-        run = self.runs.selected
+        run = self.selection.run
         if run is not None:
             self.action_flow(
                 f"Delete the checkpoint of run {run.run_id}",
@@ -172,7 +156,7 @@ class ActionFlows:
         from lovia_tui.core.run_plans import preview_finalize
         from lovia_tui.screens.action_dialog import FormField
 
-        run = self.runs.selected
+        run = self.selection.run
         if run is None:
             return
         linked = self.runs.links.get(run.run_id)
@@ -200,7 +184,7 @@ class ActionFlows:
 
         self.action_flow(f"Finalize run {run.run_id} into its session", build, fields)
 
-    @work(exclusive=True, group="action")
+    @work(exclusive=True, group=Group.ACTION)
     async def action_flow(
         self, title: str, build: Build, fields: list[FormField] = ()
     ) -> None:
@@ -265,7 +249,7 @@ class ActionFlows:
         )
         self.action_refresh()
 
-    @work(exclusive=True, group="action")
+    @work(exclusive=True, group=Group.ACTION)
     async def action_undo(self) -> None:
         """Undo the newest action on the open files, after saying what it was."""
         from lovia_tui.core.actions import undo

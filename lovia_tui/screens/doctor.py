@@ -28,6 +28,7 @@ from lovia_tui.core.doctor_findings import SEVERITY_STYLES, FixAction, summary
 from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.previews import Preview
+from lovia_tui.kinds import Group
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.widgets.key_bar import KeyBar
@@ -120,7 +121,7 @@ class DoctorScreen(WorkerErrors, Screen):
 
     # ----- the audit -----
 
-    @work(exclusive=True, group="doctor")
+    @work(exclusive=True, group=Group.DOCTOR)
     async def run_doctor(self) -> None:
         shown = 0.0
 
@@ -215,7 +216,7 @@ class DoctorScreen(WorkerErrors, Screen):
     def action_fix_instead(self, action: FixAction) -> None:
         self.action_fix(action)
 
-    @work(exclusive=True, group="action-doctor")
+    @work(exclusive=True, group=Group.DOCTOR_FIX)
     async def apply_fix(
         self, finding: Finding, action: FixAction, instead: FixAction | None
     ) -> None:
@@ -229,7 +230,7 @@ class DoctorScreen(WorkerErrors, Screen):
             for worker in [
                 w
                 for w in self.app.workers
-                if w.group == "console" and not w.is_finished
+                if w.group == Group.CONSOLE and not w.is_finished
             ]:
                 await _finished(worker)
         else:

@@ -11,29 +11,37 @@ import gc
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from lovia_tui import messages
-from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
+from lovia_tui.commands import (
+    COMMANDS,
+    INSPECTOR_COMMANDS,
+    PINNED,
+    RUN_STATUS_FILTERS,
+    bindings,
+)
 from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.models import RunInfo, SessionSummary
 from lovia_tui.core.workspace import Workspace
+from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
 from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
+from lovia_tui.selection import Selection, SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
-from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
+from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 FIRST_PAGE = 200
@@ -42,21 +50,8 @@ FOCUS_AT_THE_LATEST = 0.3
 """Seconds after a jump to a session when its transcript takes the focus even
 if its rows have not arrived (they normally arrive first, with the focus)."""
 NARROW_WIDTH = 100
-PANES = ("sessions", "transcript", "runs")
-SESSION_ACTIONS = {"rewind_here", "rewind_turn", "trim", "clear_session", "export"}
-RUN_ACTIONS = {"delete_run", "finalize"}
-MUTATIONS = {
-    "rewind_here",
-    "rewind_turn",
-    "trim",
-    "clear_session",
-    "delete_run",
-    "delete_runs_by_filter",
-    "finalize",
-    "undo",
-    "resume",
-    "replay",
-}
+PANES = tuple(pane.value for pane in Pane)
+KEYS = {command.key: command for command in INSPECTOR_COMMANDS}
 
 
 @dataclass(frozen=True)
@@ -117,7 +112,7 @@ class InspectorScreen(
                 yield Label("Transcript", classes="pane-title", id="transcript-title")
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
-        yield KeyBar()
+        yield KeyBar(pinned=PINNED)
 
     @property
     def sessions(self) -> SessionsPane:
@@ -173,7 +168,7 @@ class InspectorScreen(
 
     # ----- sessions -----
 
-    @work(exclusive=True, group="sessions")
+    @work(exclusive=True, group=Group.SESSIONS)
     async def load_sessions(self) -> None:
         """First the newest page (a short walk), then the full index in the background."""
         if self.first_page is None:
@@ -211,7 +206,7 @@ class InspectorScreen(
         if not all(key in pane.summaries for key in pane.visible_keys()):
             self._read_summaries()
 
-    @work(exclusive=True, group="summaries")
+    @work(exclusive=True, group=Group.SUMMARIES)
     async def _read_summaries(self) -> None:
         pane = self.sessions
         # A screenful ahead each way: scrolling row by row then reads once a
@@ -260,7 +255,7 @@ class InspectorScreen(
 
     # ----- runs -----
 
-    @work(exclusive=True, group="runs")
+    @work(exclusive=True, group=Group.RUNS)
     async def load_runs(self) -> None:
         runs = await self.workspace.all_runs()
         links = await self.workspace.links(run.run_id for run in runs)
@@ -269,11 +264,8 @@ class InspectorScreen(
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         first = not self.runs_loaded
         self.runs_loaded = True
-        before = _run_keys_state(self.runs.selected)
         self.runs.set_runs(message.runs, message.links)
-        if before != _run_keys_state(self.runs.selected):
-            # Resume, replay, delete... depend on the selected run: the footer too.
-            self.refresh_bindings()
+        self.refresh_bindings()  # resume, replay... depend on the selected run
         if first and self.session_key:
             self.load_transcript(self.session_key)
         self.sessions.badges = self._session_badges(message.runs, message.links)
@@ -287,9 +279,9 @@ class InspectorScreen(
         for run in runs:
             link = links.get(run.run_id)
             status = self.runs.status_of(run)
-            if link and status != "completed":
+            if link and status != RunStatus.COMPLETED:
                 badges[(str(link.file), link.session_id)] = (
-                    "live" if status == "running" else status
+                    "live" if status == RunStatus.RUNNING else status
                 )
         return badges
 
@@ -309,7 +301,7 @@ class InspectorScreen(
         if run:
             self.load_run_detail(run)
 
-    @work(exclusive=True, group="run-detail")
+    @work(exclusive=True, group=Group.RUN_DETAIL)
     async def load_run_detail(self, run: RunInfo) -> None:
         entries, problems = await queries.snapshot_entries(
             self.workspace.database(run.file), run.run_id
@@ -342,15 +334,25 @@ class InspectorScreen(
         self._show_focused_pane()
 
     def action_cycle_pane(self, step: int) -> None:
-        current = next(
-            (
-                name
-                for name in PANES
-                if self.query_one(f"#{name}-pane").has_class("focused")
-            ),
-            PANES[0],
-        )
-        self.action_focus_pane(PANES[(PANES.index(current) + step) % len(PANES)])
+        panes = list(Pane)
+        current = panes.index(self.focused_pane or Pane.SESSIONS)
+        self.action_focus_pane(panes[(current + step) % len(panes)])
+
+    def back_a_pane(self) -> None:
+        """Esc with nothing to close: the pane before this one (at 80 columns,
+        where one pane shows at a time, the way back)."""
+        panes = list(Pane)
+        current = panes.index(self.focused_pane or Pane.SESSIONS)
+        if current:
+            self.action_focus_pane(panes[current - 1])
+
+    def action_copy_id(self) -> None:
+        """``y``: the id under the cursor to the clipboard (OSC 52)."""
+        selection = self.selection
+        text = _id_under_cursor(selection)
+        if text:
+            self.app.copy_to_clipboard(text)
+            self.notify(f"copied {text}")
 
     def on_descendant_focus(self) -> None:
         self._show_focused_pane()
@@ -365,7 +367,7 @@ class InspectorScreen(
             )
 
     def action_toggle_raw(self) -> None:
-        if self.focused is self.transcript:
+        if self.focused_pane is Pane.TRANSCRIPT:
             self.transcript.action_raw()
             return
         self.run_raw = not self.run_raw
@@ -387,8 +389,8 @@ class InspectorScreen(
             return
         key = (str(link.file), link.session_id)
         row = (
-            f"seam:{run.run_id}"
-            if run.status != "completed" or link.kind == "web"
+            seam_key(run.run_id)
+            if run.status != RunStatus.COMPLETED or link.kind == "web"
             else None
         )
         self.go_to_session(key, focus_row=row)
@@ -426,12 +428,11 @@ class InspectorScreen(
         open_in_pager(self.app, row)
 
     def action_export(self, fmt: str) -> None:
-        if self.session_key is None:
-            self.notify("select a session first", severity="warning")
-            return
-        self.export(self.session_key, fmt)
+        key = self.selection.session
+        if key is not None:
+            self.export(key, fmt)
 
-    @work(exclusive=True, group="export")
+    @work(exclusive=True, group=Group.EXPORT)
     async def export(self, key: SessionKey, fmt: str) -> None:
         from lovia_tui.core.export import export_session
 
@@ -458,36 +459,65 @@ class InspectorScreen(
     def action_quit(self) -> None:
         self.app.exit()
 
+    # ----- the selection every command acts on -----
+
+    @property
+    def focused_pane(self) -> Pane | None:
+        focused = self.focused
+        if focused is None:
+            return None
+        for node in focused.ancestors_with_self:
+            if node.id and node.id.endswith("-pane") and node.has_class("pane"):
+                return Pane(node.id.removesuffix("-pane"))
+        return None
+
+    @property
+    def selection(self) -> Selection:
+        """What the user looks at, read from the panes now."""
+        run = self.runs.selected
+        return Selection(
+            pane=self.focused_pane,
+            session=self.session_key,
+            row=self.transcript.current_row,
+            run=run,
+            run_status=self.runs.status_of(run) if run else None,
+            readonly=self.workspace.readonly,
+            run_going=self.run_going,
+        )
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        run = self.runs.selected if self.is_mounted else None
-        if action in MUTATIONS and self.workspace.readonly:
-            return None  # hidden: the files are open read-only
-        if action in SESSION_ACTIONS:
-            return None if self.session_key is None else True
-        if action in RUN_ACTIONS:
-            return None if run is None else True
-        if action == "resume":
-            return (
-                None
-                if run is None or run.status == "completed" or self.workspace.readonly
-                else True
-            )
-        if action == "replay":
-            return (
-                None
-                if run is None or run.status != "completed" or self.workspace.readonly
-                else True
-            )
-        if action == "cancel_run":
-            return True if self.run_going else None
-        if action == "jump_to_session":
-            return None if run is None else True
-        return True
+        command = COMMANDS.get(action)
+        if command is None or not self.is_mounted:
+            return True
+        return command.state(self.selection)
+
+    def on_key(self, event: events.Key) -> None:
+        """A command's key that does not apply here says why, in one line."""
+        command = KEYS.get(event.key)
+        if command is None or not self.is_mounted:
+            return
+        reason = command.why_not(self.selection)
+        if reason:
+            event.stop()
+            event.prevent_default()
+            self.notify(reason, severity="warning", timeout=4)
 
 
-def _run_keys_state(run: RunInfo | None) -> tuple[bool, bool]:
-    """What check_action reads from the selected run (so the footer knows when to update)."""
-    return run is None, run is not None and run.status == "completed"
+def _id_under_cursor(selection: Selection) -> str | None:
+    """A session's id, a run's, or in the transcript the tool call's id
+    (on a call or its result), else the id of the row's run."""
+    if selection.pane is Pane.SESSIONS:
+        return selection.session[1] if selection.session else None
+    if selection.pane is Pane.RUNS:
+        return selection.run.run_id if selection.run else None
+    row = selection.row
+    if row is None:
+        return None
+    if row.entry is not None and row.entry.data.get("call_id"):
+        return str(row.entry.data["call_id"])
+    if row.segment is not None:
+        return row.segment.run_id
+    return row.run.run_id if row.run else None
 
 
 def _position(keys: list[SessionKey], key: SessionKey) -> int | None:

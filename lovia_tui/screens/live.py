@@ -18,6 +18,7 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
+from lovia_tui.kinds import Group, Pane, RowKind
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
@@ -54,7 +55,7 @@ class LiveTail:
                 continue
             self.run_worker(
                 self._live(db),
-                group=f"live:{db.path}",
+                group=Group.LIVE.of(db.path),
                 exclusive=True,
                 exit_on_error=False,
             )
@@ -115,7 +116,7 @@ class LiveTail:
                 offset = sum(
                     1
                     for row in self.transcript.rows
-                    if row.kind == "entry"
+                    if row.kind == RowKind.ENTRY
                     and row.run is not None
                     and row.run.run_id == run.run_id
                 )
@@ -126,16 +127,20 @@ class LiveTail:
         statuses = {head.run_id: head.status for head in changes.heads}
         for row in self.transcript.rows:
             if (
-                row.kind == "seam"
+                row.kind == RowKind.SEAM
                 and row.run is not None
                 and row.run.run_id in statuses
             ):
-                row.extra["status"] = statuses[row.run.run_id]
+                row.status = statuses[row.run.run_id]
         self.transcript.refresh()
 
     def _seam_run(self, run_id: str) -> RunInfo | None:
         for row in self.transcript.rows:
-            if row.kind == "seam" and row.run is not None and row.run.run_id == run_id:
+            if (
+                row.kind == RowKind.SEAM
+                and row.run is not None
+                and row.run.run_id == run_id
+            ):
                 return row.run
         return None
 
@@ -182,7 +187,7 @@ class LiveTail:
         self.runs.highlight_session(None)
         self.load_run_view(run)
 
-    @work(exclusive=True, group="transcript")
+    @work(exclusive=True, group=Group.TRANSCRIPT)
     async def load_run_view(self, run: RunInfo) -> None:
         rows, seq = await inflight_rows(
             self.workspace.database(run.file), run, self.runs.status_of(run)
@@ -198,7 +203,8 @@ class LiveTail:
 
     def action_follow(self) -> None:
         """Follow the run selected in the runs pane, or toggle following."""
-        run = self.runs.selected if self.focused is self.runs.row_list else None
+        selection = self.selection
+        run = selection.run if selection.pane is Pane.RUNS else None
         if run is not None and (
             self.followed is None or self.followed[1] != run.run_id
         ):

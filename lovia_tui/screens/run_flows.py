@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 
@@ -57,12 +58,14 @@ class RunFlows:
         return self._agent
 
     def action_resume(self) -> None:
-        if self.runs.selected is not None:
-            self._preflight_flow("resume", self.runs.selected.run_id)
+        run = self.selection.run
+        if run is not None:
+            self._preflight_flow("resume", run.run_id)
 
     def action_replay(self) -> None:
-        if self.runs.selected is not None:
-            self._preflight_flow("replay", self.runs.selected.run_id)
+        run = self.selection.run
+        if run is not None:
+            self._preflight_flow("replay", run.run_id)
 
     async def _preflight(
         self, mode: str, run_id: str, choice: PreflightChoice | None
@@ -92,7 +95,7 @@ class RunFlows:
             **options,
         )
 
-    @work(exclusive=True, group="preflight")
+    @work(exclusive=True, group=Group.PREFLIGHT)
     async def _preflight_flow(self, mode: str, run_id: str) -> None:
         """Check, show, re-check with the user's options, and start only when clear."""
         from lovia_tui.core.resume import replay, resume

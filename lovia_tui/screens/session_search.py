@@ -16,7 +16,8 @@ from textual.widgets import Input
 
 from lovia_tui import messages
 from lovia_tui.core import queries
-from lovia_tui.widgets.sessions_pane import SessionKey
+from lovia_tui.kinds import Group
+from lovia_tui.selection import SessionKey
 
 SEARCH_PROGRESS_EVERY = 0.25
 
@@ -63,7 +64,7 @@ class SessionSearch:
             self.search(event.value)
         self.sessions.row_list.focus()
 
-    @work(exclusive=True, group="search")
+    @work(exclusive=True, group=Group.SEARCH)
     async def search(self, needle: str) -> None:
         found: dict[SessionKey, None] = {}
         posted = 0.0
@@ -102,9 +103,9 @@ class SessionSearch:
 
     def action_back(self) -> None:
         if self.workers and any(
-            w.group == "search" and w.is_running for w in self.workers
+            w.group == Group.SEARCH and w.is_running for w in self.workers
         ):
-            self.workers.cancel_group(self, "search")
+            self.workers.cancel_group(self, Group.SEARCH)
             self._search_progress("")
             self.notify("search cancelled")
             return
@@ -123,4 +124,4 @@ class SessionSearch:
             self.sessions.apply_filter()
             self.sessions.row_list.focus()
             return
-        self.focus_previous()
+        self.back_a_pane()

@@ -17,6 +17,8 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core import queries
+from lovia_tui.kinds import Group, RowKind
+from lovia_tui.selection import SessionKey
 from lovia_tui.transcript_loader import (
     Inflight,
     newer_rows,
@@ -25,7 +27,6 @@ from lovia_tui.transcript_loader import (
     session_rows,
     set_indices,
 )
-from lovia_tui.widgets.sessions_pane import SessionKey
 
 
 class TranscriptFlows:
@@ -34,7 +35,7 @@ class TranscriptFlows:
     flat_starts: dict[int, int | None] | None = None
     focus_when_loaded: bool = False
 
-    @work(exclusive=True, group="transcript")
+    @work(exclusive=True, group=Group.TRANSCRIPT)
     async def load_transcript(self, key: SessionKey, settle: float = 0.0) -> None:
         if settle:
             # Moving through the list: load once the cursor rests, not for
@@ -104,10 +105,10 @@ class TranscriptFlows:
 
     def on_transcript_load_older(self) -> None:
         rows = self.transcript.rows
-        if self.session_key and rows and rows[0].kind == "older":
-            self.load_older(self.session_key, rows[0].extra["before"])
+        if self.session_key and rows and rows[0].kind == RowKind.OLDER:
+            self.load_older(self.session_key, rows[0].boundary)
 
-    @work(exclusive=True, group="older")
+    @work(exclusive=True, group=Group.OLDER)
     async def load_older(self, key: SessionKey, before_id: int) -> None:
         db = self.workspace.database(Path(key[0]))
         await self.watch_older(db.path)
@@ -123,10 +124,10 @@ class TranscriptFlows:
 
     def on_transcript_load_newer(self) -> None:
         rows = self.transcript.rows
-        if self.session_key and rows and rows[-1].kind == "newer":
-            self.load_newer(self.session_key, rows[-1].extra["after"])
+        if self.session_key and rows and rows[-1].kind == RowKind.NEWER:
+            self.load_newer(self.session_key, rows[-1].boundary)
 
-    @work(exclusive=True, group="newer")
+    @work(exclusive=True, group=Group.NEWER)
     async def load_newer(self, key: SessionKey, after_id: int) -> None:
         db = self.workspace.database(Path(key[0]))
         await self.watch_newer(db.path)
@@ -148,13 +149,17 @@ class TranscriptFlows:
         """The live tail watches the segments the transcript still holds."""
         rows = self.transcript.rows
         ids = [
-            row.segment.row_id for row in rows if row.kind == "segment" and row.segment
+            row.segment.row_id
+            for row in rows
+            if row.kind == RowKind.SEGMENT and row.segment
         ]
         if self.session_key and ids:
-            to_id = ids[-1] if rows[-1].kind == "newer" else None
+            to_id = ids[-1] if rows[-1].kind == RowKind.NEWER else None
             file = Path(self.session_key[0])
             self.run_worker(
-                self.watch_window(file, ids[0], to_id), group="watch", exclusive=True
+                self.watch_window(file, ids[0], to_id),
+                group=Group.WATCH,
+                exclusive=True,
             )
 
     def _focus_loaded(self) -> None:

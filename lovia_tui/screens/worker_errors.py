@@ -13,6 +13,7 @@ import sqlite3
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.kinds import Group
 
 EXPECTED = (LoviaTuiError, sqlite3.Error)
 """Failures caused by the files or other processes, not by the app."""
@@ -38,7 +39,7 @@ class WorkerErrors:
             )
             self.notify(" ".join(text.split()), severity="error", timeout=10)
             return
-        if str(event.worker.group).startswith("live:"):
+        if str(event.worker.group).startswith(Group.LIVE.of("")):
             # The live tail never ended the app; it stops and says why.
             self.notify(
                 f"live updates stopped: {type(error).__name__}: {error}",

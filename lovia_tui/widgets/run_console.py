@@ -17,6 +17,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, RichLog, Static
 
+from lovia_tui.kinds import Group
+
 if TYPE_CHECKING:
     from lovia_tui.core.console import ConsoleEvent
     from lovia_tui.core.preflight import Preflight
@@ -78,7 +80,7 @@ class RunConsole(Vertical):
             self.control.cancel("cancelled from lovia-tui")
             self._line(Text("cancelling at lovia's next safe point…", style="yellow"))
 
-    @work(exclusive=True, group="console")
+    @work(exclusive=True, group=Group.CONSOLE)
     async def _run(self, pf: Preflight, starter: Starter, control: RunControl) -> None:
         status = "unknown"
         try:

@@ -11,9 +11,9 @@ from textual.widgets import Input, Label
 
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import SessionSummary
+from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.row_list import RowList
 
-SessionKey = tuple[str, str]
 BADGE_STYLES = {
     "live": "bold green",
     "stale": "bold red",

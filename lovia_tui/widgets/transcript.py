@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from lovia_tui.kinds import RowKind
 from lovia_tui.widgets.line_view import LineCache, LineView
 from lovia_tui.widgets.transcript_rows import (
     Row,
@@ -52,12 +53,6 @@ class Transcript(LineView, ScrollView, can_focus=True):
             "toggle",
             "Fold/unfold",
             tooltip="Expand or fold the entry or run under the cursor",
-        ),
-        Binding(
-            "r",
-            "raw",
-            "Raw JSON",
-            tooltip="Show the entry under the cursor as stored (raw JSON)",
         ),
     ]
     COMPONENT_CLASSES = {
@@ -134,17 +129,18 @@ class Transcript(LineView, ScrollView, can_focus=True):
         before = len(self._lines)
         current = self.current_row
         self.rows = keep_oldest(
-            rows + [row for row in self.rows if row.kind != "older"], WINDOW
+            rows + [row for row in self.rows if row.kind != RowKind.OLDER], WINDOW
         )
         self.loading_older = False
         self._forget_dropped()
         self._relayout()
         added = len(self._lines) - before
-        if current is not None and current.kind == "older":
+        if current is not None and current.kind == RowKind.OLDER:
             # The cursor was on the "older" row (Home, or up at the top), which
             # this batch replaces: stay at the top, on the batch's first row.
             self.cursor = min(
-                1 if rows and rows[0].kind == "older" else 0, len(self._visible) - 1
+                1 if rows and rows[0].kind == RowKind.OLDER else 0,
+                len(self._visible) - 1,
             )
             self._scroll_to_cursor()
             return
@@ -160,12 +156,12 @@ class Transcript(LineView, ScrollView, can_focus=True):
         top_line = self._first_line_of(self.cursor)
         offset_in_view = top_line - self.scroll_offset.y
         self.rows = keep_newest(
-            [row for row in self.rows if row.kind != "newer"] + rows, WINDOW
+            [row for row in self.rows if row.kind != RowKind.NEWER] + rows, WINDOW
         )
         self.loading_newer = False
         self._forget_dropped()
         self._relayout()
-        if current is not None and current.kind == "newer":
+        if current is not None and current.kind == RowKind.NEWER:
             # As prepend: the batch replaces the row the cursor was on.
             first = next(
                 (n for n, row in enumerate(self.rows) if row in rows),
@@ -184,7 +180,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
     def _forget_dropped(self) -> None:
         """Fold, unfold and raw states of rows no longer loaded."""
         keys = {row.key for row in self.rows}
-        segments = {row.extra.get("segment") for row in self.rows}
+        segments = {row.fold for row in self.rows}
         self._expanded = {
             key: value for key, value in self._expanded.items() if key in keys
         }
@@ -208,7 +204,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
                 self.cursor = len(self._visible) - 1
             self.scroll_end(animate=False, immediate=True)
         else:
-            self.new_below += sum(1 for row in rows if row.kind == "entry")
+            self.new_below += sum(1 for row in rows if row.kind == RowKind.ENTRY)
         self.refresh()
 
     def set_needle(self, needle: str) -> None:
@@ -233,7 +229,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
         """Put the cursor on the row with ``key`` (unfolding its segment)."""
         for position, row in enumerate(self.rows):
             if row.key == key:
-                segment = row.extra.get("segment")
+                segment = row.fold
                 self._collapsed.discard(segment)
                 self._relayout()
                 self.cursor = self._visible.index(position)
@@ -249,20 +245,20 @@ class Transcript(LineView, ScrollView, can_focus=True):
         self._visible = [
             position
             for position, row in enumerate(self.rows)
-            if row.extra.get("segment") not in self._collapsed or row.kind != "entry"
+            if row.fold not in self._collapsed or row.kind != RowKind.ENTRY
         ]
         width = max(20, self.scrollable_content_region.width - 2)
         lines: list[tuple[int, int]] = []
         for visible_position, position in enumerate(self._visible):
             row = self.rows[position]
             lines.append((visible_position, 0))
-            if row.key in self._expanded and row.kind == "entry":
+            if row.key in self._expanded and row.kind == RowKind.ENTRY:
                 details = self._details_for(row, width)
                 lines.extend(
                     (visible_position, offset + 1) for offset in range(len(details))
                 )
         self._lines = lines
-        self.entries = sum(1 for row in self.rows if row.kind == "entry")
+        self.entries = sum(1 for row in self.rows if row.kind == RowKind.ENTRY)
         self.set_virtual_height(len(lines))
 
     def _details_for(self, row: Row, width: int) -> list[Text]:
@@ -292,10 +288,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
             text = self._summary(
                 row,
                 row.key in self._expanded
-                or (
-                    row.kind == "segment"
-                    and row.extra.get("segment") not in self._collapsed
-                ),
+                or (row.kind == RowKind.SEGMENT and row.fold not in self._collapsed),
             )
             style = base + self.component(row.component)
         else:
@@ -328,7 +321,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
             expanded,
             index_text(row),
             partner_text(row, self.rows, ""),
-            row.extra.get("status"),
+            row.status,
             row.older,
         )
         text = self._summaries.get(key)
@@ -390,10 +383,10 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     def _announce(self) -> None:
         self.post_message(self.RowHighlighted(self.current_row))
-        if self.cursor == 0 and self.rows and self.rows[0].kind == "older":
+        if self.cursor == 0 and self.rows and self.rows[0].kind == RowKind.OLDER:
             self._load_older()
         current = self.current_row
-        if current is not None and current.kind == "newer":
+        if current is not None and current.kind == RowKind.NEWER:
             self._load_newer()
 
     def _load_older(self) -> None:
@@ -445,16 +438,16 @@ class Transcript(LineView, ScrollView, can_focus=True):
         row = self.current_row
         if row is None:
             return
-        if row.kind == "older":
+        if row.kind == RowKind.OLDER:
             self._load_older()
             return
-        if row.kind == "newer":
+        if row.kind == RowKind.NEWER:
             self._load_newer()
             return
-        if row.kind in ("segment", "seam"):
+        if row.kind in (RowKind.SEGMENT, RowKind.SEAM):
             key = row.key
             self._collapsed.symmetric_difference_update({key})
-        elif row.kind == "entry":
+        elif row.kind == RowKind.ENTRY:
             state = self._expanded.get(row.key)
             if state is None:
                 self._expanded[row.key] = False
@@ -471,7 +464,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     def action_raw(self) -> None:
         row = self.current_row
-        if row is None or row.kind != "entry":
+        if row is None or row.kind != RowKind.ENTRY:
             return
         self._raw.symmetric_difference_update({row.key})
         self._expanded.setdefault(row.key, False)
@@ -487,9 +480,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if new <= 0 and self.rows and self.rows[0].kind == "older":
+        if new <= 0 and self.rows and self.rows[0].kind == RowKind.OLDER:
             self._load_older()
         if new >= self.max_scroll_y - 1:
             self.new_below = 0
-            if self.rows and self.rows[-1].kind == "newer":
+            if self.rows and self.rows[-1].kind == RowKind.NEWER:
                 self._load_newer()

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
 
 from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import size, timestamp
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
+from lovia_tui.kinds import RowKind, newer_key, older_key
 
-RowKind = Literal["older", "newer", "segment", "entry", "seam", "unreadable"]
 FOLD_LINES = 40
 FOLD_CHARS = 20_000
 """Most characters a folded entry shows on screen."""
@@ -47,7 +46,12 @@ class Row:
     older: int = 0
     partner: int | None = None
     tool_name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    fold: str = ""
+    """The key of the segment or seam whose header folds this row away."""
+    status: str = ""
+    """A seam's run status as last seen (the live tail updates it)."""
+    boundary: int = 0
+    """An "older" row's first unloaded id from above, a "newer" row's from below."""
 
     @property
     def label(self) -> str:
@@ -62,7 +66,7 @@ class Row:
     @property
     def component(self) -> str:
         """The component class (in the .tcss) that colours this row."""
-        if self.kind != "entry":
+        if self.kind != RowKind.ENTRY:
             return f"transcript--{self.kind}"
         data = self.entry.data if self.entry else {}
         kind = data.get("type")
@@ -80,7 +84,7 @@ class Row:
 def older_row(count: int, before_id: int) -> list[Row]:
     """The row standing for ``count`` segments below id ``before_id``, not loaded."""
     return (
-        [Row("older", f"older:{before_id}", older=count, extra={"before": before_id})]
+        [Row(RowKind.OLDER, older_key(before_id), older=count, boundary=before_id)]
         if count
         else []
     )
@@ -90,7 +94,7 @@ def newer_row(count: int, after_id: int) -> list[Row]:
     """The row standing for ``count`` segments above id ``after_id``, not loaded
     (dropped from the window while the user read older ones)."""
     return (
-        [Row("newer", f"newer:{after_id}", older=count, extra={"after": after_id})]
+        [Row(RowKind.NEWER, newer_key(after_id), older=count, boundary=after_id)]
         if count
         else []
     )
@@ -99,13 +103,13 @@ def newer_row(count: int, after_id: int) -> list[Row]:
 def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
     """``rows`` with only their first ``segments`` segments; the rest (in-flight
     seams included) folded into a "newer" row to load again."""
-    headers = [n for n, row in enumerate(rows) if row.kind == "segment"]
+    headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
     if len(headers) <= segments:
         return rows
     cut = headers[segments]
     dropped = rows[cut:]
-    count = sum(1 for row in dropped if row.kind == "segment") + sum(
-        row.older for row in dropped if row.kind == "newer"
+    count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
+        row.older for row in dropped if row.kind == RowKind.NEWER
     )
     return rows[:cut] + newer_row(count, rows[headers[segments - 1]].segment.row_id)
 
@@ -113,13 +117,13 @@ def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
 def keep_newest(rows: list[Row], segments: int) -> list[Row]:
     """``rows`` with only their last ``segments`` segments (and what follows
     them); the rest folded into an "older" row to load again."""
-    headers = [n for n, row in enumerate(rows) if row.kind == "segment"]
+    headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
     if len(headers) <= segments:
         return rows
     cut = headers[-segments]
     dropped = rows[:cut]
-    count = sum(1 for row in dropped if row.kind == "segment") + sum(
-        row.older for row in dropped if row.kind == "older"
+    count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
+        row.older for row in dropped if row.kind == RowKind.OLDER
     )
     return older_row(count, rows[cut].segment.row_id) + rows[cut:]
 
@@ -129,9 +133,9 @@ def pair_tool_calls(rows: list[Row]) -> None:
     waiting: dict[str, list[int]] = {}
     names: dict[int, str] = {}
     for position, row in enumerate(rows):
-        if row.kind == "segment" or row.kind == "seam":
+        if row.kind == RowKind.SEGMENT or row.kind == RowKind.SEAM:
             waiting.clear()
-        if row.kind != "entry" or row.entry is None:
+        if row.kind != RowKind.ENTRY or row.entry is None:
             continue
         data = row.entry.data
         call_id = str(data.get("call_id"))
@@ -166,21 +170,21 @@ def partner_text(row: Row, rows: list[Row], arrow: str) -> str:
 
 def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     """The one line a row shows when folded (and the first line when expanded)."""
-    if row.kind == "older":
+    if row.kind == RowKind.OLDER:
         return Text(
             f"▲ {row.older:,} older runs — press Enter (or scroll to the top) to load"
         )
-    if row.kind == "newer":
+    if row.kind == RowKind.NEWER:
         return Text(
             f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load"
         )
-    if row.kind == "unreadable" and row.problem:
+    if row.kind == RowKind.UNREADABLE and row.problem:
         return Text(f"⚠ unreadable: {row.problem}")
-    if row.kind == "segment" and row.segment:
+    if row.kind == RowKind.SEGMENT and row.segment:
         return Text(segment_title(row.segment, expanded))
-    if row.kind == "seam" and row.run:
+    if row.kind == RowKind.SEAM and row.run:
         return Text(
-            f"━━ not yet in the session — run {row.run.run_id}, status {row.extra.get('status', row.run.status)} ━━"
+            f"━━ not yet in the session — run {row.run.run_id}, status {row.status or row.run.status} ━━"
         )
     assert row.entry is not None
     data = row.entry.data

@@ -1,0 +1,148 @@
+"""Every key acts on what the user sees: the focused pane's selection, or it
+says in one line why it does nothing (issue 15, items 2 and 7)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from app_helpers import settle
+from reliability_helpers import AppWatch
+
+from lovia_tui.app import make_app
+from lovia_tui.demo import DemoWorkspace
+from lovia_tui.screens.action_dialog import ActionScreen
+from lovia_tui.screens.preflight import PreflightScreen
+from lovia_tui.widgets.key_bar import KeyBar
+
+
+@pytest.fixture
+def demo(demo_dir: DemoWorkspace, tmp_path: Path) -> DemoWorkspace:
+    """A private copy of the demo, free to mutate."""
+    copy = DemoWorkspace(tmp_path / "demo")
+    shutil.copytree(demo_dir.directory, copy.directory)
+    return copy
+
+
+async def select_session(pilot, session_id: str) -> None:
+    screen = pilot.app.screen
+    await pilot.press("1")
+    screen.sessions.row_list.cursor = [key[1] for key in screen.sessions.shown].index(
+        session_id
+    )
+    await settle(pilot)
+
+
+async def select_run(pilot, run_id: str) -> None:
+    await pilot.press("3")
+    assert pilot.app.screen.runs.select_run(run_id)
+    await settle(pilot)
+
+
+def bar(app) -> str:
+    return str(app.screen.query_one(KeyBar).render())
+
+
+async def test_run_keys_do_not_act_from_the_sessions_pane(demo):
+    """Sessions focused on chat-jobs, the runs pane on run-orphan: R opens no
+    preflight for the orphan, and says where R acts."""
+    watch = AppWatch()
+    app = make_app(demo.files, agent_spec="lovia_tui.demo:agent")
+    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        await select_run(pilot, demo.orphan_run)
+        await select_session(pilot, demo.batch_session)
+        for key in ("R", "P", "d", "D", "F"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert not isinstance(app.screen, (PreflightScreen, ActionScreen)), key
+        said = [text for _, text in watch.notes]
+        assert any("acts in the Runs (3) pane" in text for text in said), said
+        assert "Resume" not in bar(app) and "Filter" in bar(app)
+
+
+async def test_transcript_keys_do_not_act_from_the_runs_pane(demo):
+    """With the Runs pane focused, w does not rewind the transcript's cursor."""
+    watch = AppWatch()
+    app = make_app(demo.files)
+    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        await select_session(pilot, demo.trip_session)
+        await pilot.press("2", "up")
+        assert app.screen.selection.entry_index is not None
+        await pilot.press("3", "w", "W")
+        await settle(pilot)
+        assert not isinstance(app.screen, ActionScreen)
+        assert any("Transcript (2)" in text for _, text in watch.notes)
+
+
+async def test_the_key_bar_shows_the_focused_panes_keys(demo):
+    app = make_app(demo.files)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        line = bar(app)
+        for key in ("d Delete", "D Delete…", "F Finalize", "! Doctor"):
+            assert key in line, (key, line)
+        assert "c Console" in line and "K Cancel run" in line
+        assert "Rewind" not in line and "Filter" not in line
+        await pilot.press("2")
+        line = bar(app)
+        assert "w Rewind here" in line and "Resume" not in line
+
+
+async def test_keys_that_do_not_apply_say_why(demo):
+    """P on an interrupted run, K with nothing running, and w, t, u under
+    --readonly: shown dimmed, and pressed, one line says why."""
+    watch = AppWatch()
+    app = make_app(demo.files, readonly=True)
+    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        await select_run(pilot, demo.interrupted_run)
+        assert app.screen.check_action("replay", ()) is None
+        await pilot.press("P", "K")
+        await select_session(pilot, demo.batch_session)
+        await pilot.press("t", "u", "2", "up", "w")
+        await settle(pilot)
+        said = [text for _, text in watch.notes]
+        assert any("read-only" in text and "Replay" in text for text in said), said
+        assert any("nothing is running in the console" in text for text in said)
+        assert any("Trim" in text and "read-only" in text for text in said)
+        assert any("Undo" in text and "read-only" in text for text in said)
+        assert any("Rewind here" in text and "read-only" in text for text in said)
+        assert isinstance(app.screen, type(app.screen)) and app.is_running
+
+
+async def test_replay_says_why_on_a_run_that_is_not_completed(demo):
+    watch = AppWatch()
+    app = make_app(demo.files)
+    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        await select_run(pilot, demo.interrupted_run)
+        await pilot.press("P")
+        await settle(pilot)
+        assert not isinstance(app.screen, PreflightScreen)
+        assert any(
+            "replay needs a completed run" in text and "interrupted" in text
+            for _, text in watch.notes
+        ), watch.notes
+
+
+async def test_narrow_escape_goes_back_a_pane_and_help_quit_show(demo):
+    """At 80×24: Esc goes back a pane, ? Help and q Quit are on the key bar."""
+    app = make_app(demo.files)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("3")
+        assert "? Help" in bar(app) and "q Quit" in bar(app)
+        await pilot.press("escape")
+        assert screen.focused_pane == "transcript"
+        await pilot.press("escape")
+        assert screen.focused_pane == "sessions"
+        assert "? Help" in bar(app) and "q Quit" in bar(app)
