@@ -45,3 +45,23 @@ async def settle(pilot, rounds: int = 100) -> None:
             if quiet >= 3:
                 return
         await pilot.pause()
+
+
+async def ready_to_confirm(pilot) -> None:
+    """Do what a user deliberately confirming does before pressing Enter: type
+    the confirmation a wide removal asks for, and move to the button that acts."""
+    from textual.widgets import Button, Input
+
+    dialog = pilot.app.screen
+    token = getattr(dialog, "token", None)
+    if token:
+        dialog.query_one("#typed", Input).value = token[0]
+        await pilot.pause()  # the typed text enables Confirm
+    dialog.query("#confirm, #go").first(Button).focus()
+    await pilot.pause()
+
+
+async def confirm(pilot) -> None:
+    """Confirm the dialog on top deliberately (see :func:`ready_to_confirm`)."""
+    await ready_to_confirm(pilot)
+    await pilot.press("enter")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from app_helpers import settle, snapshot_app
+from app_helpers import confirm, settle, snapshot_app
 
+from lovia_tui.core.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 
 
@@ -52,16 +53,44 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
         assert "run-kyoto-2" in text and "check_stock" in text, (
             "the removed run and its tool call are listed"
         )
-        await pilot.press("enter")  # Confirm has the focus
+        # The focus is in the Reason: typed without tabbing, it is kept;
+        # Enter there moves on to Confirm, and only Enter on Confirm acts.
+        await pilot.press(*"resend", "enter")
+        assert isinstance(app.screen, ActionScreen) and app.focused.id == "confirm"
+        await pilot.press("enter")
         await settle(pilot)
         after = _rows(db)
         assert [row[2] for row in after] == ["run-kyoto-1", "run-export-1"]
+        [entry] = await Journal().entries(None, 1)
+        assert entry.action == "rewind" and entry.reason == "resend"
         await pilot.press("u")
         await settle(pilot)
         assert isinstance(app.screen, ActionScreen)
-        await pilot.press("enter")
+        await confirm(pilot)
         await settle(pilot)
     assert _rows(db) == before
+
+
+async def test_clearing_a_session_needs_its_id_typed(snap_dir, monkeypatch):
+    """C then Enter, Enter clears nothing: Confirm waits for the session's id."""
+    app = snapshot_app(snap_dir, monkeypatch)
+    db = snap_dir / "snap.db"
+    before = _rows(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await _open_kyoto(pilot)
+        await pilot.press("C")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen) and dialog.token[0] == "chat-kyoto"
+        await pilot.press("enter", "enter", "enter")
+        await settle(pilot)
+        assert app.screen is dialog and _rows(db) == before
+        await pilot.press(*"chat-kyoto", "enter")
+        assert app.focused.id == "confirm" and not app.focused.disabled
+        await pilot.press("enter")
+        await settle(pilot)
+    assert [row[1] for row in _rows(db)] == ["chat-export"]
 
 
 async def test_cancelling_the_preview_changes_nothing(snap_dir, monkeypatch):

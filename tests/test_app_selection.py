@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from app_helpers import settle
-from reliability_helpers import AppWatch
+from reliability_helpers import AppWatch, until
 
 from lovia_tui.app import make_app
 from lovia_tui.demo import DemoWorkspace
@@ -146,3 +146,74 @@ async def test_narrow_escape_goes_back_a_pane_and_help_quit_show(demo):
         await pilot.press("escape")
         assert screen.focused_pane == "sessions"
         assert "? Help" in bar(app) and "q Quit" in bar(app)
+
+
+def detail_text(app) -> str:
+    from rich.console import Console
+
+    body = app.screen.query_one("#run-detail-body")
+    console = Console(width=100, record=True, color_system=None)
+    console.print(body.content)
+    return console.export_text()
+
+
+async def test_the_run_panel_follows_the_highlight_through_filters(demo, monkeypatch):
+    """After "Runs: show failed" / "show completed" the panel describes the
+    highlighted run, and d acts on that run; its "updated … ago" ticks."""
+    import time
+
+    app = make_app(demo.files)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await select_run(pilot, demo.orphan_run)
+        for status in ("failed", "completed"):
+            await screen.run_action(f"runs_filter('{status}')")
+            await settle(pilot)
+            highlighted = screen.runs.selected
+            assert (
+                highlighted is not None and screen.runs.status_of(highlighted) == status
+            )
+            assert f"run     {highlighted.run_id}" in detail_text(app), status
+        await pilot.press("d")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        assert highlighted.run_id in dialog.title_text
+        await pilot.press("escape")
+        shown = detail_text(app)
+        later = time.time() + 7_200
+        monkeypatch.setattr(time, "time", lambda: later)
+        screen._tick()
+        assert detail_text(app) != shown and "2h ago" in detail_text(app)
+
+
+def heads(demo: DemoWorkspace) -> set[str]:
+    import sqlite3
+
+    found: set[str] = set()
+    for path in (demo.web_db, demo.runs_db):
+        with sqlite3.connect(path) as db:
+            found |= {row[0] for row in db.execute("SELECT run_id FROM snapshot_heads")}
+    return found
+
+
+async def test_deleting_several_checkpoints_needs_their_count_typed(demo):
+    """D then Enter, Enter, Enter deletes nothing; typing the count does."""
+    from app_helpers import confirm
+
+    app = make_app(demo.files, stale_after=0.0)
+    before = heads(demo)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "D")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen) and dialog.token is not None
+        count = int(dialog.token[0])
+        assert count > 1
+        await pilot.press("tab", "tab", "enter", "enter", "enter")
+        await settle(pilot)
+        assert heads(demo) == before and app.screen is dialog, app.focused
+        await confirm(pilot)
+        await until(pilot, lambda: len(before - heads(demo)) == count)

@@ -2,11 +2,18 @@
 
 Nothing is changed from here: the dialog returns the user's answer and the
 inspector performs the previewed action through lovia.
+
+Confirming is a deliberate act: the focus starts in the first field (the
+Reason, so what the user types is kept), Enter in a field moves on to the
+next one and then to Confirm, and an action that removes more than one run
+or checkpoint, or a whole session, is confirmed only once its count or the
+session's id is typed (:func:`confirm_token`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -15,6 +22,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
+
+if TYPE_CHECKING:
+    from lovia_tui.core.previews import Preview
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,28 @@ class ActionAnswer:
     confirm: bool
     values: dict[str, str] = field(default_factory=dict)
     reason: str | None = None
+
+
+def confirm_token(preview: Preview) -> tuple[str, str] | None:
+    """What the user types to confirm a wide removal, and why it is asked:
+    the count of runs and checkpoints removed when above one, the session's
+    id for a clear. None: Confirm alone will do."""
+    from lovia_tui.core.previews import (
+        ClearPreview,
+        DeleteRunsPreview,
+        RewindPreview,
+    )
+
+    if isinstance(preview, ClearPreview):
+        return preview.session_id, "this removes the whole session"
+    removed = 0
+    if isinstance(preview, RewindPreview):
+        removed = len(preview.runs_deleted) + len(preview.checkpoints)
+    elif isinstance(preview, DeleteRunsPreview):
+        removed = len(preview.checkpoints)
+    if removed > 1:
+        return str(removed), f"this removes {removed} runs and checkpoints"
+    return None
 
 
 def preview_text(lines: list[str]) -> Text:
@@ -68,8 +100,10 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         noop: bool,
         fields: list[FormField] = (),
         ask_reason: bool = True,
+        token: tuple[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.token = None if noop else token
         self.ask_reason = ask_reason and not noop
         self.title_text = title
         self.lines = lines
@@ -97,15 +131,44 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                     "The rows are journaled first: u (undo) restores them exactly.",
                     classes="dim",
                 )
+            if self.token:
+                value, why = self.token
+                yield Label(f"{why.capitalize()}: type {value} to confirm")
+                yield Input(id="typed", placeholder=value)
             with Horizontal(classes="dialog-buttons"):
                 if not self.noop:
-                    yield Button("Confirm", id="confirm", variant="error")
+                    yield Button(
+                        "Confirm",
+                        id="confirm",
+                        variant="error",
+                        disabled=self.token is not None,
+                    )
                 if self.fields:
                     yield Button("Preview again", id="again")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#cancel" if self.noop else "#confirm", Button).focus()
+        fields = self.query("Input, Select")
+        if fields:
+            fields.first().focus()
+        else:
+            self.query_one("#cancel" if self.noop else "#confirm", Button).focus()
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        """Enter in a field moves on (to the next field, then Confirm): it
+        never confirms by itself, nor leaves the confirmation mistyped."""
+        event.stop()
+        if event.input.id == "typed" and self.query_one("#confirm", Button).disabled:
+            return
+        self.focus_next()
+
+    @on(Input.Changed, "#typed")
+    def _typed(self, event: Input.Changed) -> None:
+        if self.token:
+            self.query_one("#confirm", Button).disabled = (
+                event.value.strip() != self.token[0]
+            )
 
     def _values(self) -> dict[str, str]:
         values = {}
@@ -117,6 +180,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:
+        if (
+            self.token
+            and self.query_one("#typed", Input).value.strip() != self.token[0]
+        ):
+            return
         reason = (
             self.query_one("#reason", Input).value.strip() or None
             if self.ask_reason
@@ -158,6 +226,11 @@ class ForceScreen(ModalScreen[bool]):
     @on(Input.Changed, "#typed")
     def _typed(self, event: Input.Changed) -> None:
         self.query_one("#force", Button).disabled = event.value.strip() != self.token
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.focus_next()
 
     @on(Button.Pressed, "#force")
     def _force(self) -> None:

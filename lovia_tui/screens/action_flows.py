@@ -191,7 +191,12 @@ class ActionFlows:
         """Preview, confirm (or preview again with new options), perform, refresh."""
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
-        from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
+        from lovia_tui.screens.action_dialog import (
+            ActionScreen,
+            ForceScreen,
+            FormField,
+            confirm_token,
+        )
 
         values = {spec.name: spec.value for spec in fields}
         force = False
@@ -230,7 +235,11 @@ class ActionFlows:
             ]
             answer = await self.app.push_screen_wait(
                 ActionScreen(
-                    title, lines, noop=preview is None or preview.noop, fields=shown
+                    title,
+                    lines,
+                    noop=preview is None or preview.noop,
+                    fields=shown,
+                    token=confirm_token(preview) if preview else None,
                 )
             )
             if answer is None:

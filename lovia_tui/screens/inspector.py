@@ -164,6 +164,7 @@ class InspectorScreen(
         """Ages and staleness move with time, without any key press."""
         self.runs.row_list.refresh_changed()
         self.sessions.row_list.refresh_changed()
+        self.query_one(RunDetail).tick()
         self._title_transcript()
 
     # ----- sessions -----
@@ -265,14 +266,12 @@ class InspectorScreen(
         first = not self.runs_loaded
         self.runs_loaded = True
         self.runs.set_runs(message.runs, message.links)
-        self.refresh_bindings()  # resume, replay... depend on the selected run
         if first and self.session_key:
             self.load_transcript(self.session_key)
         self.sessions.badges = self._session_badges(message.runs, message.links)
         self.sessions.row_list.refresh()
         if self.session_key:
             self.runs.highlight_session(self.session_key)
-        self._show_run(self.runs.selected)
 
     def _session_badges(self, runs: list[RunInfo], links) -> dict[SessionKey, str]:
         badges: dict[SessionKey, str] = {}
@@ -285,10 +284,9 @@ class InspectorScreen(
                 )
         return badges
 
-    @on(RowList.Highlighted, "#runs")
-    def _run_highlighted(self) -> None:
-        self.refresh_bindings()
-        self._show_run(self.runs.selected)
+    def on_runs_pane_chosen(self, message: RunsPane.Chosen) -> None:
+        self.refresh_bindings()  # resume, replay... depend on the selected run
+        self._show_run(message.run)
 
     @on(RowList.Selected, "#runs")
     def _run_chosen(self) -> None:

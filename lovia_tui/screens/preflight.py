@@ -2,6 +2,8 @@
 
 Nothing runs from here: the dialog returns the user's choices, and the
 inspector re-checks them with the core preflight before anything starts.
+Starting is deliberate: the focus opens in the first field, never on the
+button that starts the run.
 """
 
 from __future__ import annotations
@@ -149,7 +151,21 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#go" if self.pf.ok else "#recheck", Button).focus()
+        # Not the Resume button: Enter at once would re-run dangling tool
+        # calls. The first field, else Check again; Enter moves on from there.
+        fields = self.query("Input, Select")
+        (fields.first() if fields else self.query_one("#recheck", Button)).focus()
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        """Enter in a field moves on; it never starts the run by itself."""
+        event.stop()
+        fields = list(self.query("Input, Select"))
+        later = fields[fields.index(event.input) + 1 :] if event.input in fields else []
+        go = self.query_one("#go", Button)
+        (
+            later[0] if later else go if not go.disabled else self.query_one("#recheck")
+        ).focus()
 
     def _choice(self, go: bool) -> PreflightChoice:
         session_id, no_session = self.pf.session_id, False

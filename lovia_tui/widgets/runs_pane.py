@@ -1,4 +1,9 @@
-"""Every checkpoint in the open files, with the selected run's detail below."""
+"""Every checkpoint in the open files, with the selected run's detail below.
+
+The pane says :class:`RunsPane.Chosen` whenever the run under its cursor
+changes — a move, a status filter, a reload that dropped or replaced the
+run — so the detail below never describes another run than the highlighted one.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import time
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Label
 
 from lovia_tui.core.formatting import age
@@ -18,8 +24,16 @@ from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
 class RunsPane(Vertical):
     """Runs list (status badge, agent, turns, usage, age, session) and detail."""
 
+    class Chosen(Message):
+        """The highlighted run is now ``run`` (None: the list is empty)."""
+
+        def __init__(self, run: RunInfo | None) -> None:
+            super().__init__()
+            self.run = run
+
     def __init__(self, stale_after: float, **kwargs) -> None:
         super().__init__(**kwargs)
+        self._announced: RunInfo | None = None
         self.stale_after = stale_after
         self.runs: list[RunInfo] = []
         self.shown: list[RunInfo] = []
@@ -65,6 +79,13 @@ class RunsPane(Vertical):
         )
         self.row_list.set_marked(self._is_related)
         self.show_title()
+        self._announce()
+
+    def _announce(self) -> None:
+        run = self.selected
+        if run is not self._announced:
+            self._announced = run
+            self.post_message(self.Chosen(run))
 
     def show_title(self) -> None:
         label = "Runs" if self.status_filter == "all" else f"Runs: {self.status_filter}"
@@ -74,6 +95,7 @@ class RunsPane(Vertical):
 
     def on_row_list_highlighted(self) -> None:
         self.show_title()
+        self._announce()
 
     def find(self, run_id: str) -> RunInfo | None:
         return next((run for run in self.runs if run.run_id == run_id), None)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app_helpers import settle
+from app_helpers import ready_to_confirm, settle
 from lovia_factory import SCRIPTS, write_session
 from reliability_helpers import AppWatch, until
 from textual.widgets import Input
@@ -334,7 +334,8 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
     await tap(pilot, key)
     if not await within(pilot, lambda: isinstance(app.screen, ActionScreen)):
         return False
-    await tap(pilot, "enter")  # Confirm has the focus
+    await ready_to_confirm(pilot)  # a wide removal asks for its count typed
+    await tap(pilot, "enter")
     return await within(
         pilot, lambda: _idle(app, "action") and not isinstance(app.screen, ActionScreen)
     )
