@@ -53,6 +53,54 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
                 if row.kind == "entry" and row.entry.data.get("type") == "tool_call"
             ]
             assert calls == ["pause"] * 10, "every tool call arrived, in order, once"
+            # Landed in its session: shown there, the seam gone, also after ctrl+r.
+            await _until(
+                pilot,
+                lambda: (
+                    screen.session_key is not None
+                    and not [
+                        row for row in screen.transcript.rows if row.kind == "seam"
+                    ]
+                ),
+            )
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert screen.session_key[1] == "sess-live" and screen.run_view is None
+            assert not [row for row in screen.transcript.rows if row.kind == "seam"]
+    finally:
+        await writer.close()
+
+
+async def test_a_run_followed_alone_moves_into_its_session_once_it_lands(tmp_path):
+    """r2 runs after r1 in a session already listed; nothing links r2 to it
+    while it runs, so it is followed alone behind a seam. Once it is stored
+    in the session the transcript shows the session, without the seam, and
+    ctrl+r does not bring the seam back (it used to)."""
+    db = tmp_path / "live.db"
+    writer = await SlowWriter.start(db, "r1,r2", 4, 0.3, "sess-two")
+    try:
+        app = make_app([db], stale_after=30)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            writer.go()
+            screen = app.screen
+            await _until(pilot, lambda: screen.runs.find("r2") is not None)
+            assert screen.sessions.keys, "r1 is stored: the session is listed"
+            await pilot.press("3")
+            assert screen.runs.select_run("r2")
+            await pilot.press("f")
+            await _until(pilot, lambda: screen.run_view == "r2")
+            await writer.expect("DONE", timeout=30)
+
+            def seams() -> list[str]:
+                return [row.key for row in screen.transcript.rows if row.kind == "seam"]
+
+            await _until(pilot, lambda: screen.session_key is not None and not seams())
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert screen.session_key[1] == "sess-two" and not seams()
+            runs = {row.segment.run_id for row in screen.transcript.rows if row.segment}
+            assert runs == {"r1", "r2"}
     finally:
         await writer.close()
 

@@ -204,7 +204,7 @@ class InspectorScreen(
 
     def fetch_visible_summaries(self) -> None:
         pane = self.sessions
-        if not all(key in pane.summaries for key in pane.visible_keys()):
+        if any(pane.needs_summary(key) for key in pane.visible_keys()):
             self._read_summaries()
 
     @work(exclusive=True, group=Group.SUMMARIES)
@@ -213,14 +213,14 @@ class InspectorScreen(
         # A screenful ahead each way: scrolling row by row then reads once a
         # screen, not once a key.
         found = await self.workspace.summaries(
-            key for key in pane.visible_keys(margin=1) if key not in pane.summaries
+            key for key in pane.visible_keys(margin=1) if pane.needs_summary(key)
         )
         if found:
             self.post_message(messages.SummariesLoaded(found))
 
     def on_summaries_loaded(self, message: messages.SummariesLoaded) -> None:
         pane = self.sessions
-        pane.summaries.update(message.summaries)
+        pane.take_summaries(message.summaries)
         # Redraw only the rows that got their summary, not the whole list.
         top = int(pane.row_list.scroll_offset.y)
         for offset, key in enumerate(pane.visible_keys()):
@@ -272,6 +272,10 @@ class InspectorScreen(
         self.sessions.row_list.refresh()
         if self.session_key:
             self.runs.highlight_session(self.session_key)
+        if self.run_view and (link := self.runs.links.get(self.run_view)):
+            # The run shown alone landed in a session (or a record links it
+            # now): show it there, where it is, not behind a stale seam.
+            self.go_to_session((str(link.file), link.session_id), focus=False)
 
     def _session_badges(self, runs: list[RunInfo], links) -> dict[SessionKey, str]:
         badges: dict[SessionKey, str] = {}
@@ -393,7 +397,9 @@ class InspectorScreen(
         )
         self.go_to_session(key, focus_row=row)
 
-    def go_to_session(self, key: SessionKey, *, focus_row: str | None = None) -> None:
+    def go_to_session(
+        self, key: SessionKey, *, focus_row: str | None = None, focus: bool = True
+    ) -> None:
         pane = self.sessions
         # One scan of the list (130,000 keys at a million segments), not three.
         position = _position(pane.shown, key)
@@ -404,10 +410,11 @@ class InspectorScreen(
         self._select_session(key)
         if position is not None:
             pane.row_list.cursor = position
-        # The focus moves with the new rows: moved now, it would repaint the
-        # old session's rows and the panes while the new ones are read.
-        self.focus_when_loaded = True
-        self.set_timer(FOCUS_AT_THE_LATEST, self._focus_loaded)
+        if focus:
+            # The focus moves with the new rows: moved now, it would repaint
+            # the old session's rows and the panes while the new ones are read.
+            self.focus_when_loaded = True
+            self.set_timer(FOCUS_AT_THE_LATEST, self._focus_loaded)
 
     def go_to_run(self, run_id: str) -> None:
         if self.runs.select_run(run_id):
@@ -440,6 +447,9 @@ class InspectorScreen(
         self.notify(f"exported {key[1]} to {target}")
 
     def action_refresh(self) -> None:
+        """Re-read every pane: sessions (their counts and titles too), runs,
+        the transcript."""
+        self.sessions.forget_summaries()
         self.load_sessions()
         self.load_runs()
         self.reload_transcript()

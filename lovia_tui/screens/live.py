@@ -97,6 +97,10 @@ class LiveTail:
             self.sessions.bring_to_front(
                 [(str(message.path), s.session_id) for s in changes.segments]
             )
+        if rewritten := changes.rewritten_sessions:
+            # A rewind or trim elsewhere: their run counts and titles changed.
+            self.sessions.outdated |= {(str(message.path), sid) for sid in rewritten}
+        if changes.segments or rewritten:
             self.fetch_visible_summaries()
         key = self.session_key
         if self.run_view and any(

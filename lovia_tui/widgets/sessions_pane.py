@@ -35,6 +35,8 @@ class SessionsPane(Vertical):
         )
         self.shown: list[SessionKey] = []
         self.summaries: dict[SessionKey, SessionSummary] = {}
+        self.outdated: set[SessionKey] = set()
+        """Summaries still shown but to be read again (after ctrl+r, an action)."""
         self.badges: dict[SessionKey, str] = {}
         self.matches: set[SessionKey] | None = None
         self.filter_text = ""
@@ -70,6 +72,20 @@ class SessionsPane(Vertical):
             if self.shown and rows.cursor < len(self.shown)
             else None
         )
+
+    def needs_summary(self, key: SessionKey) -> bool:
+        return key not in self.summaries or key in self.outdated
+
+    def forget_summaries(self) -> None:
+        """Every summary is to be read again; those on screen stay shown
+        meanwhile (no flash of "…"), the others are dropped."""
+        visible = set(self.visible_keys(margin=1))
+        self.summaries = {k: v for k, v in self.summaries.items() if k in visible}
+        self.outdated = set(self.summaries)
+
+    def take_summaries(self, found: dict[SessionKey, SessionSummary]) -> None:
+        self.summaries.update(found)
+        self.outdated.difference_update(found)
 
     def set_keys(self, keys: list[SessionKey]) -> None:
         self.keys = keys
