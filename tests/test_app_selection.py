@@ -217,3 +217,32 @@ async def test_deleting_several_checkpoints_needs_their_count_typed(demo):
         assert heads(demo) == before and app.screen is dialog, app.focused
         await confirm(pilot)
         await until(pilot, lambda: len(before - heads(demo)) == count)
+
+
+async def test_at_80x24_the_console_leaves_the_panes_most_rows(demo):
+    app = make_app(demo.files)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        console = app.screen.query_one("#console")
+        assert console.display and 0 < console.region.height <= 8
+        assert "? Help" in bar(app) and "q Quit" in bar(app)
+
+
+async def test_toasts_do_not_cover_a_dialog(demo):
+    app = make_app(demo.files)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await select_session(pilot, demo.trip_session)
+        await pilot.press("t")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        app.notify("one line")
+        app.notify("and another one")
+        await pilot.pause()
+        await pilot.pause()
+        box = dialog.query_one(".dialog").region
+        toasts = [toast.region for toast in dialog.query("Toast")]
+        assert toasts and not any(box.overlaps(region) for region in toasts)
