@@ -46,6 +46,8 @@ class CommandDef:
     group: str = "Browse"
     panes: tuple[Pane, ...] = ()
     needs: tuple[Need, ...] = ()
+    footer: tuple[Pane, ...] | None = None
+    """The panes whose key bar shows it (None: wherever it acts)."""
 
     @property
     def name(self) -> str:
@@ -68,6 +70,11 @@ class CommandDef:
                 return f"{self.title}: {need.why(selection)}"
         return None
 
+    def on_key_bar(self, pane: Pane | None) -> bool:
+        """Whether the key bar shows this command while ``pane`` has the focus."""
+        panes = self.panes if self.footer is None else self.footer
+        return self.show and (not panes or pane in panes)
+
     def state(self, selection: Selection) -> bool | None:
         """For ``check_action``: True enabled, None shown disabled, False not
         shown (the command belongs to another pane)."""
@@ -85,8 +92,8 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False),
     CommandDef("back", "escape", "Back", "Close the filter, cancel a search, or go back a pane", show=False),
     # What a pane's selection is acted on by: first, so the key bar shows them first.
-    CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type", panes=(SESSIONS,)),
-    CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels)", panes=(SESSIONS,)),
+    CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type (from any pane)", footer=(SESSIONS,)),
+    CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels; from any pane)", footer=(SESSIONS,)),
     CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry or run head under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
     CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
     CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
@@ -104,10 +111,10 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
     CommandDef("copy_id", "y", "Copy id", "Copy the id under the cursor (session, run or tool call) to the clipboard", show=False, needs=(UNDER_CURSOR,)),
-    CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions"),
-    CommandDef("follow", "f", "Follow", "Follow: tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live"),
-    CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs"),
-    CommandDef("cancel_run", "K", "Cancel run", "Cancel the run in the console at lovia's next safe point", group="Runs", needs=(RUN_GOING,)),
+    CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),
+    CommandDef("follow", "f", "Follow", "Follow: tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", footer=(TRANSCRIPT, RUNS)),
+    CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),
+    CommandDef("cancel_run", "K", "Cancel run", "Cancel the run in the console at lovia's next safe point", group="Runs", needs=(RUN_GOING,), footer=(RUNS,)),
     CommandDef("undo", "u", "Undo", "Undo the last action from the journal (rows restored exactly)", group="Actions", needs=(WRITABLE,)),
     CommandDef("refresh", "ctrl+r", "Reload", "Re-read every pane from the databases", show=False),
     CommandDef("help", "question_mark", "Help", "List every key and command"),

@@ -112,7 +112,7 @@ class InspectorScreen(
                 yield Label("Transcript", classes="pane-title", id="transcript-title")
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
-        yield KeyBar(pinned=PINNED)
+        yield KeyBar(pinned=PINNED, shown=self._on_key_bar)
 
     @property
     def sessions(self) -> SessionsPane:
@@ -492,6 +492,10 @@ class InspectorScreen(
             readonly=self.workspace.readonly,
             run_going=self.run_going,
         )
+
+    def _on_key_bar(self, action: str) -> bool:
+        command = COMMANDS.get(action.split("(")[0])
+        return command is None or command.on_key_bar(self.focused_pane)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         command = COMMANDS.get(action)

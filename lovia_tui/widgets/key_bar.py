@@ -12,6 +12,7 @@ terminal is too narrow for all of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from rich.style import Style
@@ -37,10 +38,18 @@ class KeyBar(Widget):
 
     COMPONENT_CLASSES = {"key-bar--key", "key-bar--description", "key-bar--disabled"}
 
-    def __init__(self, pinned: tuple[str, ...] = (), **kwargs) -> None:
+    def __init__(
+        self,
+        pinned: tuple[str, ...] = (),
+        shown: Callable[[str], bool] | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.pinned = pinned
         """Actions whose keys are always shown, at the right end."""
+        self.shown = shown
+        """Whether a shown binding's action belongs on the bar now (the
+        screen's say: e.g. only the focused pane's commands)."""
         self._keys: list[Key] = []
         self._right: list[Key] = []
         self._spans: list[tuple[int, int, str]] = []
@@ -65,7 +74,7 @@ class KeyBar(Widget):
                 right["\0palette"] = shown
             elif binding.action in self.pinned:
                 right.setdefault(binding.action, shown)
-            elif binding.show:
+            elif binding.show and (self.shown is None or self.shown(binding.action)):
                 keys.setdefault(binding.action, shown)
         order = [*self.pinned, "\0palette"]
         state = (list(keys.values()), [right[name] for name in order if name in right])

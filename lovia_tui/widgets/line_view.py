@@ -24,6 +24,24 @@ from textual.widget import Widget
 
 SIZE = 1024
 """Lines kept: a few screens of each list, the oldest dropped first."""
+SELECTORS = "\ufe0e\ufe0f"
+"""Emoji and text presentation selectors: terminals disagree on whether
+``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
+measured with them broke the pane's border until the next full redraw.
+Without them every terminal draws the base character as wide as it says."""
+
+
+def as_drawn(text: Text) -> Text:
+    """``text`` without presentation selectors, its styles kept in place."""
+    plain = text.plain
+    at = [n for n, char in enumerate(plain) if char in SELECTORS]
+    if not at:
+        return text
+    kept = Text(style=text.style, end=text.end)
+    for part in text.divide(sorted({o for n in at for o in (n, n + 1)})):
+        if not (len(part) == 1 and part.plain in SELECTORS):
+            kept.append_text(part)
+    return kept
 
 
 class LineCache:
@@ -37,7 +55,7 @@ class LineCache:
         key = (text.plain, text.style, tuple(text.spans), width, style)
         found = self._strips.get(key)
         if found is None:
-            text = text.copy()
+            text = as_drawn(text).copy()
             text.truncate(width, overflow="ellipsis", pad=True)
             found = (
                 Strip(text.render(console))

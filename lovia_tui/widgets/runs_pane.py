@@ -17,6 +17,7 @@ from textual.widgets import Label
 
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.widgets.columns import Column, cell, fit, widest
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
 
@@ -40,6 +41,8 @@ class RunsPane(Vertical):
         self.links: dict[str, SessionLink] = {}
         self.status_filter = "all"
         self.related_session: tuple[str, str] | None = None
+        self._columns: list[Column] = []
+        self._widths: tuple[int, dict[str, int]] = (-1, {})
 
     def compose(self) -> ComposeResult:
         yield Label("Runs", classes="pane-title", id="runs-title")
@@ -74,6 +77,8 @@ class RunsPane(Vertical):
             if self.status_filter == "all" or self.status_of(run) == self.status_filter
         ]
         ids = [run.run_id for run in self.shown]
+        self._columns = self._measure()
+        self._widths = (-1, {})
         self.row_list.set_count(
             len(self.shown), cursor=ids.index(current) if current in ids else 0
         )
@@ -130,19 +135,42 @@ class RunsPane(Vertical):
             and (str(link.file), link.session_id) == self.related_session
         )
 
+    def _measure(self) -> list[Column]:
+        """The columns, sized to the runs shown; ids first, ages before agents."""
+        sessions = [
+            link.session_id if (link := self.links.get(run.run_id)) else "unlinked"
+            for run in self.shown
+        ]
+        return [
+            Column("status", 11, 1),
+            Column("id", widest((r.run_id for r in self.shown), 40, 8), 0),
+            Column("agent", widest((r.agent_name for r in self.shown), 16), 4),
+            Column("turns", 3, 5),
+            Column("age", 4, 2),
+            Column("session", widest(sessions, 40, 8), 3, least=6, grows=True),
+        ]
+
     def _render_row(self, index: int, width: int) -> Text:
+        if self._widths[0] != width:
+            self._widths = (width, fit(self._columns, width))
+        widths = self._widths[1]
         run = self.shown[index]
         status = self.status_of(run)
         link = self.links.get(run.run_id)
+        values = {
+            "status": (status, STATUS_STYLES.get(status, "")),
+            "id": (run.run_id, "bold"),
+            "agent": (run.agent_name, ""),
+            "turns": (f"{run.turns}t", "dim"),
+            "age": (age(time.time() - run.updated_at), "dim"),
+            "session": ((link.session_id, "") if link else ("unlinked", "italic dim")),
+        }
         text = Text()
-        id_width = max(12, min(24, width - 40))
-        text.append(f"{status:<11} ", style=STATUS_STYLES.get(status, ""))
-        text.append(f"{run.run_id[:id_width]:<{id_width}} ", style="bold")
-        text.append(f"{run.agent_name[:10]:<10} ")
-        text.append(
-            f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim"
-        )
-        text.append(
-            link.session_id if link else "unlinked", style="" if link else "italic dim"
-        )
+        for column in self._columns:
+            if column.name in widths:
+                if text:
+                    text.append(" ")
+                value, style = values[column.name]
+                right = column.name in ("turns", "age")
+                text.append(cell(value, widths[column.name], right=right), style=style)
         return text

@@ -12,6 +12,7 @@ from textual.widgets import Input, Label
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import SessionSummary
 from lovia_tui.selection import SessionKey
+from lovia_tui.widgets.columns import Column, cell, fit, widest
 from lovia_tui.widgets.row_list import RowList
 
 BADGE_STYLES = {
@@ -40,6 +41,8 @@ class SessionsPane(Vertical):
         self.badges: dict[SessionKey, str] = {}
         self.matches: set[SessionKey] | None = None
         self.filter_text = ""
+        self._columns: list[Column] = []
+        self._widths: tuple[int, dict[str, int]] = (-1, {})
         self.progress = ""
         """What a running content search says in the title (its progress)."""
 
@@ -122,6 +125,13 @@ class SessionsPane(Vertical):
             )
         ]
         self.shown = shown
+        self._columns = [
+            Column("id", widest((key[1] for key in shown), 40, 10), 0),
+            Column("title", 24, 1, least=5, grows=True),
+            Column("runs", 4, 2),
+            Column("age", 4, 3),
+        ]
+        self._widths = (-1, {})
         cursor = shown.index(current) if current in shown else 0
         self.row_list.set_count(len(shown), cursor=cursor)
         self.show_title()
@@ -165,22 +175,24 @@ class SessionsPane(Vertical):
         ]
 
     def _render_row(self, index: int, width: int) -> Text:
+        if self._widths[0] != width:
+            self._widths = (width, fit(self._columns, width - 2))
+        widths = self._widths[1]
         key = self.shown[index]
         summary = self.summaries.get(key)
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        id_width = max(10, min(28, (width - 12) // 2))
-        text.append(f"{key[1][:id_width]:<{id_width}} ", style="bold")
+        text.append(cell(key[1], widths["id"]), style="bold")
         if summary is None:
-            text.append("…", style="dim")
+            text.append(" …", style="dim")
             return text
         when = (
             age(time.time() - summary.last_activity) if summary.last_activity else "-"
         )
-        meta = f" {summary.runs:>3}r {when:>4}"
-        room = max(0, width - len(text) - len(meta))
-        title = summary.title[:room]
-        text.append(f"{title:<{room}}")
-        text.append(meta, style="dim")
+        if "title" in widths:
+            text.append(" " + cell(summary.title, widths["title"]))
+        for name, value in (("runs", f"{summary.runs}r"), ("age", when)):
+            if name in widths:
+                text.append(" " + cell(value, widths[name], right=True), style="dim")
         return text
