@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from textual.app import App, SystemCommand
@@ -100,9 +101,11 @@ class LoviaTui(App):
                 )
         for status in ["all", *RUN_STATUS_FILTERS]:
             yield SystemCommand(
-                f"Runs: show {status}",
-                f"Filter the runs list to {status} runs",
-                _runner(screen, f"runs_filter('{status}')"),
+                f"Runs: show {status} (status filter)",
+                "Show every run again"
+                if status == "all"
+                else f"Show only the runs whose status is {status}",
+                partial(screen.action_runs_filter, status),
             )
 
 

@@ -108,7 +108,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("delete_run", "d", "Delete", "Delete the selected run's checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
     CommandDef("delete_runs_by_filter", "D", "Delete…", "Delete checkpoints by status and age", group="Actions", panes=(RUNS,), needs=(WRITABLE,)),
     CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
-    CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again", show=False, group="Runs", panes=(RUNS,)),
+    CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
     CommandDef("copy_id", "y", "Copy id", "Copy the id under the cursor (session, run or tool call) to the clipboard", show=False, needs=(UNDER_CURSOR,)),
     CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),

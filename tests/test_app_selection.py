@@ -246,3 +246,76 @@ async def test_toasts_do_not_cover_a_dialog(demo):
         box = dialog.query_one(".dialog").region
         toasts = [toast.region for toast in dialog.query("Toast")]
         assert toasts and not any(box.overlaps(region) for region in toasts)
+
+
+async def palette_prompts(pilot, query: str) -> list[str]:
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p", *query)
+    await until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    palette = pilot.app.screen
+    found: list[str] = []
+
+    def listed() -> bool:
+        options = palette.query_one(CommandList).options
+        found[:] = [str(option.prompt) for option in options]
+        return bool(found)
+
+    await until(pilot, listed)
+    await pilot.pause(0.2)  # bounded: the providers' later hits
+    listed()
+    await pilot.press("escape")
+    return found
+
+
+async def test_the_palette_finds_status_and_calls_runs_what_the_list_does(demo):
+    app = make_app(demo.files, stale_after=0.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        prompts = await palette_prompts(pilot, "status")
+        assert any("show failed" in prompt for prompt in prompts), prompts
+        await settle(pilot)
+        from lovia_tui.screens.goto import GotoProvider
+
+        provider = GotoProvider(app.screen)
+        helps = {title: text for title, _, text in provider._targets()}
+        assert "stale" in helps[f"Go to run {demo.crashed_run}"]
+
+
+async def test_y_copies_the_id_under_the_cursor(demo, monkeypatch):
+    app = make_app(demo.files)
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await select_session(pilot, demo.trip_session)
+        await pilot.press("y")
+        await select_run(pilot, demo.failed_run)
+        await pilot.press("y")
+        await pilot.press("2")
+        await pilot.press("home")
+        await settle(pilot)
+        await pilot.press("y")
+        first = app.screen.transcript.rows[0]
+    assert copied == [demo.trip_session, demo.failed_run, first.segment.run_id]
+
+
+async def test_the_preflight_lists_sessions_with_their_file_and_no_cli_flags(demo):
+    app = make_app(demo.files, agent_spec="lovia_tui.demo:agent")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await select_run(pilot, demo.cli_crashed_run)
+        await pilot.press("R")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, PreflightScreen)
+        assert dialog.query("#session"), "nothing links the run: the user chooses"
+        labels = [label for label, _ in dialog.session_options()]
+        assert any(
+            demo.cli_session in label and "sessions.db" in label for label in labels
+        )
+        assert any("assistant.db" in label for label in labels)
+        text = " ".join(dialog.pf.problems + dialog.pf.warnings)
+        from lovia_tui.screens.preflight import in_the_app
+
+        assert "--session" not in in_the_app(text) and "--force" not in in_the_app(text)

@@ -23,18 +23,19 @@ async def kyoto(snap_dir, monkeypatch):
         yield pilot
 
 
-async def test_home_loads_older_batches_up_to_the_first_run(snap_dir, monkeypatch):
-    """Home on the "older" row used to crash the app when the batch arrived."""
+async def test_home_goes_to_the_start_of_a_long_session(snap_dir, monkeypatch):
+    """Home shows the session's first run at once, cursor on its first row:
+    not the "▲ older runs" row at the top of what was loaded (it used to stop
+    there, and once crashed the app when the batch arrived)."""
     async with kyoto(snap_dir, monkeypatch) as pilot:
         transcript = pilot.app.screen.transcript
         assert transcript.rows[0].kind == "older"
-        newest = [row.key for row in transcript.rows if row.kind == "segment"]
-        await pilot.press("home")
+        await pilot.press("2", "home")
         await settle(pilot)
-        segments = [row.key for row in transcript.rows if row.kind == "segment"]
-        assert transcript.rows[0].kind != "older" and len(segments) == 2
-        assert segments[-1:] == newest
-        assert transcript.current_row is transcript.rows[0]
+        first = transcript.rows[0]
+        assert first.kind == "segment" and first.segment.run_id == "run-kyoto-1"
+        assert transcript.current_row is first and transcript.scroll_offset.y == 0
+        assert transcript.rows[-1].kind == "newer", "the newer runs load again below"
         # Each batch showed before the session's entries were counted; every
         # entry now has its flat index, what rewind counts: 0, 1, 2... in order.
         indices = [row.entry.index for row in transcript.rows if row.kind == "entry"]

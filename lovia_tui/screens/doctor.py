@@ -224,14 +224,18 @@ class DoctorScreen(WorkerErrors, Screen):
         inspector = self.inspector
         if action in RUN_FIXES:
             assert finding.run_id is not None
-            self.busy = f"{action} of {finding.run_id}: see the console (esc)"
+            self.busy = f"{action} of {finding.run_id}: waiting for its preflight"
             self._title()
             await _finished(inspector._preflight_flow(action, finding.run_id))
-            for worker in [
+            going = [
                 w
                 for w in self.app.workers
                 if w.group == Group.CONSOLE and not w.is_finished
-            ]:
+            ]
+            if going:  # confirmed: now it runs
+                self.busy = f"{action} of {finding.run_id}: see the console (esc)"
+                self._title()
+            for worker in going:
                 await _finished(worker)
         else:
             fields = self._fields(finding, action, instead)

@@ -26,7 +26,7 @@ class GotoProvider(Provider):
             (
                 f"Go to run {run.run_id}",
                 partial(screen.go_to_run, run.run_id),
-                f"run · {run.status} · {run.agent_name}",
+                f"run · {screen.runs.status_of(run)} · {run.agent_name}",
             )
             for run in screen.runs.runs
         ]

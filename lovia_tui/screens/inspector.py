@@ -421,8 +421,10 @@ class InspectorScreen(
             self.action_focus_pane("runs")
 
     def action_runs_filter(self, status: str) -> None:
+        """Filter the runs list, from any pane: the Runs pane shows the result."""
         self.runs.status_filter = status
         self.runs.apply_filter()
+        self.action_focus_pane(Pane.RUNS)
 
     def action_pager(self) -> None:
         row = self.transcript.current_row

@@ -9,6 +9,7 @@ button that starts the run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -45,6 +46,20 @@ class PreflightChoice:
     max_turns: int | None
     delete_on_success: bool
     force: bool
+
+
+IN_THE_APP = {
+    "(--session SID)": "(below)",
+    "(--no-session)": f"(choose {NO_SESSION})",
+    "(--force overrides)": "(typing the run's id below overrides)",
+}
+"""The core's problems name the command line's flags; here, what the dialog offers."""
+
+
+def in_the_app(text: str) -> str:
+    for flag, here in IN_THE_APP.items():
+        text = text.replace(flag, here)
+    return text
 
 
 def describe(pf: Preflight) -> RenderableType:
@@ -87,9 +102,9 @@ def describe(pf: Preflight) -> RenderableType:
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
     for warning in pf.warnings:
-        parts.append(Text(f"⚠ {warning}", style="yellow"))
+        parts.append(Text(f"⚠ {in_the_app(warning)}", style="yellow"))
     for problem in pf.problems:
-        parts.append(Text(f"✗ {problem}", style="bold red"))
+        parts.append(Text(f"✗ {in_the_app(problem)}", style="bold red"))
     return Group(*parts)
 
 
@@ -102,10 +117,14 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
         )
     ]
 
-    def __init__(self, pf: Preflight, sessions: list[str], *, live: bool) -> None:
+    def __init__(
+        self, pf: Preflight, sessions: list[tuple[str, str]], *, live: bool
+    ) -> None:
         super().__init__()
         self.pf = pf
         self.sessions = sessions
+        """(file, session_id) of every session open: listed with their file,
+        as ids alone did not say which layout (web or two-file) they are in."""
         self.live = live
 
     def compose(self) -> ComposeResult:
@@ -117,13 +136,9 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
             yield Static(describe(pf))
             if pf.session_source in (None, "given"):
                 yield Label("Session (your choice; " + WRONG_SESSION + ")")
-                options = [
-                    (NO_SESSION, NO_SESSION),
-                    *[(sid, sid) for sid in self.sessions],
-                ]
-                current = (
-                    pf.session_id if pf.session_id in self.sessions else Select.NULL
-                )
+                options = self.session_options()
+                ids = {sid for _, sid in self.sessions}
+                current = pf.session_id if pf.session_id in ids else Select.NULL
                 yield Select(
                     options,
                     value=current,
@@ -149,6 +164,13 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
                 )
                 yield Button("Check again", id="recheck")
                 yield Button("Cancel", id="cancel")
+
+    def session_options(self) -> list[tuple[str, str]]:
+        """(label, session id) for the session picker: each with its file."""
+        return [
+            (NO_SESSION, NO_SESSION),
+            *[(f"{sid}  ({Path(file).name})", sid) for file, sid in self.sessions],
+        ]
 
     def on_mount(self) -> None:
         # Not the Resume button: Enter at once would re-run dangling tool

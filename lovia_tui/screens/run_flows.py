@@ -113,7 +113,7 @@ class RunFlows:
                 pf = await self._preflight(mode, run_id, choice)
                 if choice is not None and choice.go and pf.ok:
                     break
-                sessions = [key[1] for key in self.sessions.keys]
+                sessions = list(self.sessions.keys)
                 live = pf.run.is_live(time.time(), self.stale_after)
                 choice = await self.app.push_screen_wait(
                     PreflightScreen(pf, sessions, live=live)

@@ -122,6 +122,29 @@ class TranscriptFlows:
             self.transcript.prepend(message.rows)
             self._watch_window()
 
+    def on_transcript_load_start(self) -> None:
+        if self.session_key:
+            self.load_start(self.session_key)
+
+    @work(exclusive=True, group=Group.OLDER)
+    async def load_start(self, key: SessionKey) -> None:
+        """The session's first batch (then a "newer" row), for Home."""
+        db = self.workspace.database(Path(key[0]))
+        rows, seqs = await newer_rows(
+            db, key[1], 0, self.flat_starts, self._inflight(key)
+        )
+        self.post_message(messages.StartLoaded(key, rows, seqs))
+
+    def on_start_loaded(self, message: messages.StartLoaded) -> None:
+        if message.key == self.session_key:
+            if self.flat_starts is not None:
+                set_indices(message.rows, self.flat_starts)
+            self.transcript.show(message.rows, at_start=True)
+            if message.run_seqs:
+                self.follow_inflight(message.run_seqs)
+            self._watch_window()
+            self._title_transcript()
+
     def on_transcript_load_newer(self) -> None:
         rows = self.transcript.rows
         if self.session_key and rows and rows[-1].kind == RowKind.NEWER:

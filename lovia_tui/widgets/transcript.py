@@ -87,6 +87,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
     class LoadNewer(Message):
         """The user reached the bottom while newer segments are not loaded."""
 
+    class LoadStart(Message):
+        """Home while older segments are not loaded: show the session's start."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: list[Row] = []
@@ -107,8 +110,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     # ----- content -----
 
-    def show(self, rows: list[Row]) -> None:
-        """Replace the content (a new session); the newest entry is in view."""
+    def show(self, rows: list[Row], *, at_start: bool = False) -> None:
+        """Replace the content (a new session); the newest entry is in view,
+        or with ``at_start`` the first one (Home in a long session)."""
         self.rows = rows
         self.loading_older = self.loading_newer = False
         self._summaries.clear()  # a reload after a trim has new text under the same keys
@@ -118,8 +122,12 @@ class Transcript(LineView, ScrollView, can_focus=True):
         self._details.clear()
         self.new_below = 0
         self._relayout()
-        self.cursor = max(0, len(self._visible) - 1)
-        self.scroll_end(animate=False, immediate=True)
+        if at_start:
+            self.cursor = 0
+            self.scroll_home(animate=False, immediate=True)
+        else:
+            self.cursor = max(0, len(self._visible) - 1)
+            self.scroll_end(animate=False, immediate=True)
         self._announce()
 
     def prepend(self, rows: list[Row]) -> None:
@@ -429,6 +437,11 @@ class Transcript(LineView, ScrollView, can_focus=True):
         self.move_cursor(self.cursor + direction * max(1, self.size.height - 2))
 
     def action_home(self) -> None:
+        """The start of the session: loaded from its first run if need be,
+        not the "older runs" row at the top of what is loaded."""
+        if self.rows and self.rows[0].kind == RowKind.OLDER:
+            self.loading_older = True  # what scrolling up would load is replaced
+            self.post_message(self.LoadStart())
         self.move_cursor(0)
 
     def action_end(self) -> None:
