@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from snapshot_db import FILE_NAME, VIEWED_AT
+from textual.screen import ModalScreen
 
 from lovia_tui.app import LoviaTui, make_app
 
@@ -22,24 +23,37 @@ def snapshot_app(directory: Path, monkeypatch, **options) -> LoviaTui:
     return make_app([FILE_NAME], **options)
 
 
+def _waits_on_user(worker, app) -> bool:
+    """The live tail runs for the whole session; an action or preflight worker
+    waits on the user while a dialog is open, and works (to be waited for) after."""
+    group = str(worker.group)
+    if group.startswith("live"):
+        return True
+    return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
+
+
 async def settle(pilot, rounds: int = 100) -> None:
-    """Wait until no short-lived worker is busy and the messages they posted
-    are handled. Workers that wait on the user (a dialog) or live for the whole
-    session (the live tail) are not waited for. Bounded; no fixed sleeps.
+    """Wait until no worker is busy but those waiting on the user (a dialog) or
+    living for the whole session (the live tail), and the messages they posted
+    are handled. Bounded; no fixed sleeps.
     """
     quiet = 0
+    deadline = time.monotonic() + 30
     for _ in range(rounds):
         busy = [
             worker
             for worker in pilot.app.workers
-            if not worker.is_finished and not str(worker.group).startswith(LONG_LIVED)
+            if not worker.is_finished and not _waits_on_user(worker, pilot.app)
         ]
         if busy:
             quiet = 0
-            waits = [worker.wait() for worker in busy]
-            await asyncio.wait_for(
-                asyncio.gather(*waits, return_exceptions=True), timeout=30
-            )
+            # Short waits: a worker may open a dialog and wait on the user.
+            waits = [asyncio.ensure_future(worker.wait()) for worker in busy]
+            await asyncio.wait(waits, timeout=0.05)
+            for wait in waits:
+                wait.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+            assert time.monotonic() < deadline, f"workers still busy: {busy}"
         else:
             quiet += 1
             if quiet >= 3:
