@@ -78,7 +78,11 @@ class LoviaTui(App):
         if self.workspace is None:
             return super().get_default_screen()  # the files did not open: exiting
         return InspectorScreen(
-            self.workspace, stale_after=self.stale_after, first_page=self.first_page
+            self.workspace,
+            stale_after=self.stale_after,
+            first_page=self.first_page,
+            agent_spec=self.agent_spec,
+            deps_spec=self.deps_spec,
         )
 
     async def on_unmount(self) -> None:

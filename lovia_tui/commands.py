@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from lovia_tui.kinds import Pane, RunStatus
 from lovia_tui.selection import (
@@ -128,7 +128,7 @@ PINNED = ("help", "quit")
 RUN_STATUS_FILTERS = [status.value for status in RunStatus]
 
 
-def bindings(commands: list[CommandDef]) -> list[Binding]:
+def bindings(commands: list[CommandDef]) -> list[BindingType]:
     """The screen's BINDINGS: one per command, its id the action."""
     return [
         Binding(c.key, c.action, c.title, show=c.show, tooltip=c.help, id=c.action)

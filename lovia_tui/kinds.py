@@ -71,7 +71,7 @@ class Group(StrEnum):
     DOCTOR_FIX = "action-doctor"
     LIVE = "live"
 
-    def of(self, path: Path) -> str:
+    def of(self, path: Path | str) -> str:
         """A per-file group (the live tail runs one worker per database)."""
         return f"{self.value}:{path}"
 

@@ -47,7 +47,7 @@ async def segment_rows(
             where = f"{db.name} session_runs id {segment.row_id} (run {segment.run_id})"
             rows.append(
                 Row(
-                    "unreadable",
+                    RowKind.UNREADABLE,
                     f"{header}:bad",
                     problem=Unreadable(where, str(entries)),
                     fold=header,

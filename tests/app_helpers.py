@@ -32,6 +32,12 @@ def _waits_on_user(worker, app) -> bool:
     return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
 
 
+def _retrieved(wait: asyncio.Future) -> None:
+    """A worker's failure is the test's to look at (AppWatch), not asyncio's to log."""
+    if not wait.cancelled():
+        wait.exception()
+
+
 async def settle(pilot, rounds: int = 100) -> None:
     """Wait until no worker is busy but those waiting on the user (a dialog) or
     living for the whole session (the live tail), and the messages they posted
@@ -48,11 +54,13 @@ async def settle(pilot, rounds: int = 100) -> None:
         if busy:
             quiet = 0
             # Short waits: a worker may open a dialog and wait on the user.
+            # Never cancel a wait: Worker.wait awaits the worker's own task,
+            # so cancelling it cancelled the worker (a read slower than the
+            # wait, under load, never arrived).
             waits = [asyncio.ensure_future(worker.wait()) for worker in busy]
-            await asyncio.wait(waits, timeout=0.05)
             for wait in waits:
-                wait.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
+                wait.add_done_callback(_retrieved)
+            await asyncio.wait(waits, timeout=0.05)
             assert time.monotonic() < deadline, f"workers still busy: {busy}"
         else:
             quiet += 1

@@ -272,12 +272,13 @@ async def test_the_palette_finds_status_and_calls_runs_what_the_list_does(demo):
     app = make_app(demo.files, stale_after=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
+        inspector = app.screen
         prompts = await palette_prompts(pilot, "status")
         assert any("show failed" in prompt for prompt in prompts), prompts
-        await settle(pilot)
+        await until(pilot, lambda: app.screen is inspector)
         from lovia_tui.screens.goto import GotoProvider
 
-        provider = GotoProvider(app.screen)
+        provider = GotoProvider(inspector)
         helps = {title: text for title, _, text in provider._targets()}
         assert "stale" in helps[f"Go to run {demo.crashed_run}"]
 

@@ -12,6 +12,7 @@ session's id is typed (:func:`confirm_token`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -98,7 +99,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         lines: list[str],
         *,
         noop: bool,
-        fields: list[FormField] = (),
+        fields: Sequence[FormField] = (),
         ask_reason: bool = True,
         token: tuple[str, str] | None = None,
     ) -> None:
@@ -174,6 +175,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         values = {}
         for spec in self.fields:
             widget = self.query_one(f"#field-{spec.name}")
+            assert isinstance(widget, Input | Select)
             value = widget.value
             values[spec.name] = "" if value is Select.NULL else str(value)
         return values

@@ -1,6 +1,6 @@
 """Rewind, trim, clear, delete, finalize and undo from the inspector.
 
-A mixin of the inspector. Every action goes: preview (core) → dialog with
+A part of the inspector. Every action goes: preview (core) → dialog with
 exactly what will be removed → confirm → ``perform`` through lovia, journaled
 first → every view refreshed. A live run is refused unless the user types
 its id to force it.
@@ -11,7 +11,7 @@ app does not need them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from textual import work
 
 from lovia_tui.core.errors import ActionError, LiveRunError
 from lovia_tui.kinds import Group
+from lovia_tui.screens.inspector_base import InspectorBase
 
 if TYPE_CHECKING:
     from lovia_tui.core.previews import Preview
@@ -38,7 +39,7 @@ def _counts(counts: dict[str, int]) -> str:
     )
 
 
-class ActionFlows:
+class ActionFlows(InspectorBase):
     """The destructive actions; all of them hidden in read-only mode."""
 
     def action_rewind_here(self) -> None:
@@ -186,7 +187,7 @@ class ActionFlows:
 
     @work(exclusive=True, group=Group.ACTION)
     async def action_flow(
-        self, title: str, build: Build, fields: list[FormField] = ()
+        self, title: str, build: Build, fields: Sequence[FormField] = ()
     ) -> None:
         """Preview, confirm (or preview again with new options), perform, refresh."""
         from lovia_tui.core.actions import perform
@@ -200,9 +201,10 @@ class ActionFlows:
 
         values = {spec.name: spec.value for spec in fields}
         force = False
+        preview: Preview | None = None
         while True:
             try:
-                preview = await build(values, force)
+                built = await build(values, force)
             except LiveRunError as exc:
                 token = str(exc).split()[1] if str(exc).startswith("run ") else "force"
                 if not force and await self.app.push_screen_wait(
@@ -223,7 +225,7 @@ class ActionFlows:
                     self.notify(str(exc), severity="error")
                     return
             else:
-                lines = describe(preview)
+                preview, lines = built, describe(built)
             shown = [
                 FormField(
                     spec.name,
@@ -248,6 +250,8 @@ class ActionFlows:
                 values = answer.values
                 continue
             break
+        if preview is None:  # a dialog with nothing to do offers no Confirm
+            return
         try:
             result = await perform(self.workspace, preview, reason=answer.reason)
         except ActionError as exc:

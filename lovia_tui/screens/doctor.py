@@ -19,7 +19,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
@@ -51,7 +50,7 @@ async def _finished(worker: Worker) -> None:
         await worker.wait()
 
 
-class DoctorScreen(WorkerErrors, Screen):
+class DoctorScreen(WorkerErrors):
     """Findings in a table, the highlighted one in full below with its fix."""
 
     DEFAULT_CSS = """
@@ -99,7 +98,9 @@ class DoctorScreen(WorkerErrors, Screen):
     def compose(self) -> ComposeResult:
         yield Label("Doctor · reading…", id="doctor-title")
         yield ProgressBar(total=1.0, show_eta=False, id="doctor-progress")
-        table = DataTable(id="doctor-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(
+            id="doctor-table", cursor_type="row", zebra_stripes=True
+        )
         table.add_columns("severity", "kind", "run", "session", "finding")
         yield table
         yield Static(id="doctor-detail")

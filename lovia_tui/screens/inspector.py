@@ -11,15 +11,13 @@ import gc
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from lovia_tui import messages
 from lovia_tui.commands import (
-    COMMANDS,
     INSPECTOR_COMMANDS,
     PINNED,
     RUN_STATUS_FILTERS,
@@ -35,7 +33,7 @@ from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
-from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
+from lovia_tui.screens.worker_errors import EXPECTED
 from lovia_tui.selection import Selection, SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.row_list import RowList
@@ -51,7 +49,6 @@ FOCUS_AT_THE_LATEST = 0.3
 if its rows have not arrived (they normally arrive first, with the focus)."""
 NARROW_WIDTH = 100
 PANES = tuple(pane.value for pane in Pane)
-KEYS = {command.key: command for command in INSPECTOR_COMMANDS}
 
 
 @dataclass(frozen=True)
@@ -72,13 +69,11 @@ class FirstPage:
 
 
 class InspectorScreen(
-    WorkerErrors,
     TranscriptFlows,
     SessionSearch,
     ActionFlows,
     LiveTail,
     RunFlows,
-    Screen,
 ):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
@@ -91,14 +86,17 @@ class InspectorScreen(
         *,
         stale_after: float,
         first_page: FirstPage | None = None,
+        agent_spec: str | None = None,
+        deps_spec: str | None = None,
     ) -> None:
-        super().__init__()
-        self.workspace = workspace
+        super().__init__(
+            workspace,
+            stale_after=stale_after,
+            agent_spec=agent_spec,
+            deps_spec=deps_spec,
+        )
         self.first_page = first_page
-        self.stale_after = stale_after
-        self.session_key: SessionKey | None = None
         self.run_raw = False
-        self.pending_row: str | None = None
         self.described = False
         self.runs_loaded = False
 
@@ -114,21 +112,9 @@ class InspectorScreen(
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
         yield KeyBar(pinned=PINNED, shown=self._on_key_bar)
 
-    @property
-    def sessions(self) -> SessionsPane:
-        return self.query_one(SessionsPane)
-
-    @property
-    def runs(self) -> RunsPane:
-        return self.query_one(RunsPane)
-
-    @property
-    def transcript(self) -> Transcript:
-        return self.query_one(Transcript)
-
     def on_mount(self) -> None:
         self.start_live()  # first: it decides each file's watch mode, which the status line shows
-        self._describe_files()
+        self.describe_files()
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)
@@ -140,7 +126,7 @@ class InspectorScreen(
         self.set_class(self.size.width < NARROW_WIDTH, "narrow")
         self._show_focused_pane()
 
-    def _describe_files(self) -> None:
+    def describe_files(self) -> None:
         parts = []
         for db in self.workspace.databases:
             stores = "+".join(
@@ -165,7 +151,7 @@ class InspectorScreen(
         self.runs.row_list.refresh_changed()
         self.sessions.row_list.refresh_changed()
         self.query_one(RunDetail).tick()
-        self._title_transcript()
+        self.title_transcript()
 
     # ----- sessions -----
 
@@ -414,7 +400,7 @@ class InspectorScreen(
             # The focus moves with the new rows: moved now, it would repaint
             # the old session's rows and the panes while the new ones are read.
             self.focus_when_loaded = True
-            self.set_timer(FOCUS_AT_THE_LATEST, self._focus_loaded)
+            self.set_timer(FOCUS_AT_THE_LATEST, self.focus_loaded)
 
     def go_to_run(self, run_id: str) -> None:
         if self.runs.select_run(run_id):
@@ -468,53 +454,6 @@ class InspectorScreen(
 
     def action_quit(self) -> None:
         self.app.exit()
-
-    # ----- the selection every command acts on -----
-
-    @property
-    def focused_pane(self) -> Pane | None:
-        focused = self.focused
-        if focused is None:
-            return None
-        for node in focused.ancestors_with_self:
-            if node.id and node.id.endswith("-pane") and node.has_class("pane"):
-                return Pane(node.id.removesuffix("-pane"))
-        return None
-
-    @property
-    def selection(self) -> Selection:
-        """What the user looks at, read from the panes now."""
-        run = self.runs.selected
-        return Selection(
-            pane=self.focused_pane,
-            session=self.session_key,
-            row=self.transcript.current_row,
-            run=run,
-            run_status=self.runs.status_of(run) if run else None,
-            readonly=self.workspace.readonly,
-            run_going=self.run_going,
-        )
-
-    def _on_key_bar(self, action: str) -> bool:
-        command = COMMANDS.get(action.split("(")[0])
-        return command is None or command.on_key_bar(self.focused_pane)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        command = COMMANDS.get(action)
-        if command is None or not self.is_mounted:
-            return True
-        return command.state(self.selection)
-
-    def on_key(self, event: events.Key) -> None:
-        """A command's key that does not apply here says why, in one line."""
-        command = KEYS.get(event.key)
-        if command is None or not self.is_mounted:
-            return
-        reason = command.why_not(self.selection)
-        if reason:
-            event.stop()
-            event.prevent_default()
-            self.notify(reason, severity="warning", timeout=4)
 
 
 def _id_under_cursor(selection: Selection) -> str | None:

@@ -1,6 +1,6 @@
 """Live tail: watch every open file and follow runs while they happen.
 
-A mixin of the inspector. One worker per database loops over the core's
+A part of the inspector. One worker per database loops over the core's
 ``live_changes`` (a file watch confirmed by ``data_version``, or polling)
 and hands each burst of changes to the screen through a ``ChangeFeed``.
 """
@@ -19,6 +19,7 @@ from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
 from lovia_tui.kinds import Group, Pane, RowKind
+from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
@@ -36,14 +37,12 @@ async def _until_readable(db: Database) -> None:
             continue
 
 
-class LiveTail:
+class LiveTail(InspectorBase):
     """Keeps every view current without a key press; `f` toggles following."""
 
     tails: dict[Path, Tail]
     watch_modes: dict[Path, str]
     follow_enabled: bool = True
-    followed: tuple[Path, str] | None = None
-    run_view: str | None = None
 
     def start_live(self) -> None:
         """Watch every file: first thing on mount, so a view loaded next is followed."""
@@ -87,7 +86,7 @@ class LiveTail:
 
     def on_live_changed(self, message: messages.LiveChanged) -> None:
         changes = message.feed.take()
-        self._describe_files()
+        self.describe_files()
         if changes.stores_changed or changes.sessions_changed:
             self.action_refresh()
             return
@@ -125,7 +124,7 @@ class LiveTail:
                     and row.run.run_id == run.run_id
                 )
                 self.transcript.extend(run_entry_rows(run, entries, offset))
-                self._title_transcript()
+                self.title_transcript()
 
     def _update_seams(self, changes) -> None:
         statuses = {head.run_id: head.status for head in changes.heads}
@@ -203,7 +202,7 @@ class LiveTail:
             return
         self.transcript.show(message.rows)
         self.follow_inflight({message.run_id: message.last_seq})
-        self._title_transcript()
+        self.title_transcript()
 
     def action_follow(self) -> None:
         """Follow the run selected in the runs pane, or toggle following."""

@@ -48,6 +48,16 @@ class PreflightChoice:
     force: bool
 
 
+FIRST_LOOK = PreflightChoice(
+    go=False,
+    session_id=None,
+    no_session=False,
+    max_turns=None,
+    delete_on_success=False,
+    force=False,
+)
+"""The options of a first preflight, before the user chose any: the core's defaults."""
+
 IN_THE_APP = {
     "(--session SID)": "(below)",
     "(--no-session)": f"(choose {NO_SESSION})",

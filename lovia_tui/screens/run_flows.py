@@ -1,6 +1,6 @@
 """Resume and replay from the inspector: preflight dialog, then the console.
 
-A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
+A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
 because it is its own concept: everything that starts a run lives here.
 The core's run modules are imported on first use, not for the first frame.
 """
@@ -15,6 +15,7 @@ from textual import work
 
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.kinds import Group
+from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
 
 
-class RunFlows:
+class RunFlows(InspectorBase):
     """Resume (R), replay (P), the console (c) and cancelling a run (K)."""
 
     _agent: AgentSpec | None = None
@@ -41,20 +42,15 @@ class RunFlows:
         await self.mount(console, before=self.query_one(KeyBar))
         return console
 
-    @property
-    def run_going(self) -> bool:
-        """Whether a resume or replay is running in the console."""
-        return any(console.running for console in self.query(RunConsole))
-
     async def _load_agent(self) -> AgentSpec | None:
         """The --agent given on the command line, imported once (off the UI thread)."""
         from lovia_tui.core.agents import load_agent, load_deps
 
-        spec = self.app.agent_spec
+        spec = self.agent_spec
         if spec and self._agent is None:
             self._agent = await asyncio.to_thread(load_agent, spec)
-            if self.app.deps_spec:
-                self._deps = await asyncio.to_thread(load_deps, self.app.deps_spec)
+            if self.deps_spec:
+                self._deps = await asyncio.to_thread(load_deps, self.deps_spec)
         return self._agent
 
     def action_resume(self) -> None:
@@ -71,28 +67,31 @@ class RunFlows:
         self, mode: str, run_id: str, choice: PreflightChoice | None
     ) -> Preflight:
         from lovia_tui.core.preflight import preflight, preflight_replay
+        from lovia_tui.screens.preflight import FIRST_LOOK
 
-        options = {}
-        if choice is not None:
-            options = {
-                "session_id": choice.session_id,
-                "no_session": choice.no_session,
-                "delete_on_success": choice.delete_on_success,
-                "force": choice.force,
-            }
+        agent = await self._load_agent()
+        chosen = choice or FIRST_LOOK
         if mode == "replay":
             return await preflight_replay(
-                self.workspace, run_id, agent=await self._load_agent(), **options
+                self.workspace,
+                run_id,
+                agent=agent,
+                session_id=chosen.session_id,
+                no_session=chosen.no_session,
+                delete_on_success=chosen.delete_on_success,
+                force=chosen.force,
             )
-        if choice is not None:
-            options["max_turns"] = choice.max_turns
         return await preflight(
             self.workspace,
             run_id,
-            agent=await self._load_agent(),
+            agent=agent,
             deps=self._deps,
             stale_after=self.stale_after,
-            **options,
+            session_id=chosen.session_id,
+            no_session=chosen.no_session,
+            delete_on_success=chosen.delete_on_success,
+            force=chosen.force,
+            max_turns=chosen.max_turns,
         )
 
     @work(exclusive=True, group=Group.PREFLIGHT)

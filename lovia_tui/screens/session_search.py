@@ -1,7 +1,7 @@
 """Narrowing the sessions list: a filter on ids and titles as you type, and a
 content search over every segment with progress and cancel.
 
-A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The search
+A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The search
 reads the files in short statements (``queries.search_segments``) and
 reports at most every ``SEARCH_PROGRESS_EVERY`` seconds, in the sessions
 title: re-filtering the list is the costly part, not the reading.
@@ -17,16 +17,16 @@ from textual.widgets import Input
 from lovia_tui import messages
 from lovia_tui.core import queries
 from lovia_tui.kinds import Group
+from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.selection import SessionKey
 
 SEARCH_PROGRESS_EVERY = 0.25
 
 
-class SessionSearch:
+class SessionSearch(InspectorBase):
     """`/` filters the sessions, `s` searches their content, `esc` undoes either."""
 
     filter_mode: str = "filter"
-    search_needle: str = ""
 
     async def action_filter_sessions(self) -> None:
         await self._open_input(

@@ -1,7 +1,7 @@
 """The transcript pane's loading: a session's newest batch, older and newer
 batches as the user scrolls, flat indices counted in the background.
 
-A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`. Every read
+A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`. Every read
 runs in a worker and reports back by message; a result for a session the user
 has already left is dropped. The live tail is told, before each read, which
 segments the view is about to hold, so a rewrite of them is never missed.
@@ -18,6 +18,7 @@ from textual.widgets import Label
 from lovia_tui import messages
 from lovia_tui.core import queries
 from lovia_tui.kinds import Group, RowKind
+from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.selection import SessionKey
 from lovia_tui.transcript_loader import (
     Inflight,
@@ -29,11 +30,8 @@ from lovia_tui.transcript_loader import (
 )
 
 
-class TranscriptFlows:
+class TranscriptFlows(InspectorBase):
     """Loads the transcript of the selected session and pages through it."""
-
-    flat_starts: dict[int, int | None] | None = None
-    focus_when_loaded: bool = False
 
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def load_transcript(self, key: SessionKey, settle: float = 0.0) -> None:
@@ -61,8 +59,8 @@ class TranscriptFlows:
         if self.pending_row:
             self.transcript.select_key(self.pending_row)
             self.pending_row = None
-        self._focus_loaded()
-        self._title_transcript()
+        self.focus_loaded()
+        self.title_transcript()
 
     def _inflight(self, key: SessionKey) -> Inflight:
         return [
@@ -84,7 +82,7 @@ class TranscriptFlows:
         elif self.run_view and (run := self.runs.find(self.run_view)):
             self.load_run_view(run)
 
-    def _title_transcript(self) -> None:
+    def title_transcript(self) -> None:
         transcript = self.transcript
         if self.session_key:
             title = f"Transcript · {self.session_key[1]} · {transcript.entries:,} entries shown · {transcript.position}"
@@ -101,7 +99,7 @@ class TranscriptFlows:
             label.update(title, layout=False)
 
     def on_transcript_row_highlighted(self) -> None:
-        self._title_transcript()
+        self.title_transcript()
 
     def on_transcript_load_older(self) -> None:
         rows = self.transcript.rows
@@ -143,7 +141,7 @@ class TranscriptFlows:
             if message.run_seqs:
                 self.follow_inflight(message.run_seqs)
             self._watch_window()
-            self._title_transcript()
+            self.title_transcript()
 
     def on_transcript_load_newer(self) -> None:
         rows = self.transcript.rows
@@ -185,7 +183,7 @@ class TranscriptFlows:
                 exclusive=True,
             )
 
-    def _focus_loaded(self) -> None:
+    def focus_loaded(self) -> None:
         if self.focus_when_loaded:
             self.focus_when_loaded = False
             self.action_focus_pane("transcript")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -68,8 +69,8 @@ class LineCache:
         return found
 
 
-class LineView:
-    """Mixin for a Line API ScrollView sized by the CSS: the base style, the
+class LineView(ScrollView):
+    """A Line API ScrollView sized by the CSS: the base style, the
     content width and the component styles every line needs, looked up once,
     not once per line; wheel scrolling without a scrollbar; a content height
     set without laying out the screen.

@@ -15,7 +15,6 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Region
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from lovia_tui.kinds import RowKind
@@ -38,7 +37,7 @@ WINDOW = 600
 thousands of runs end to end holds this many at a time, not all of them."""
 
 
-class Transcript(LineView, ScrollView, can_focus=True):
+class Transcript(LineView, can_focus=True):
     """Rows of one session, newest at the bottom; Enter folds and unfolds."""
 
     BINDINGS = [
@@ -50,7 +49,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
         Binding("end", "end", "Bottom", show=False),
         Binding(
             "enter,space",
-            "toggle",
+            "fold",
             "Fold/unfold",
             tooltip="Expand or fold the entry or run under the cursor",
         ),
@@ -419,9 +418,11 @@ class Transcript(LineView, ScrollView, can_focus=True):
         if self.scroll_offset == scrolled_from and self.new_below == new_below:
             # Only the rows whose highlight changed (cursor and partner, before
             # and after) are drawn again, not the whole view.
-            for visible_position in (
-                changed | {self.cursor, self._partner_position()}
-            ) - {None}:
+            for visible_position in {
+                position
+                for position in (*changed, self.cursor, self._partner_position())
+                if position is not None
+            }:
                 self.refresh_lines(
                     self._first_line_of(visible_position),
                     self._line_count_of(visible_position),
@@ -447,7 +448,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
     def action_end(self) -> None:
         self.move_cursor(len(self._visible) - 1)
 
-    def action_toggle(self) -> None:
+    def action_fold(self) -> None:
         row = self.current_row
         if row is None:
             return
@@ -489,7 +490,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
         if 0 <= line < len(self._lines):
             self.move_cursor(self._lines[line][0])
             if event.chain == 2:
-                self.action_toggle()
+                self.action_fold()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -111,7 +112,7 @@ def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
     count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
         row.older for row in dropped if row.kind == RowKind.NEWER
     )
-    return rows[:cut] + newer_row(count, rows[headers[segments - 1]].segment.row_id)
+    return rows[:cut] + newer_row(count, _row_id(rows[headers[segments - 1]]))
 
 
 def keep_newest(rows: list[Row], segments: int) -> list[Row]:
@@ -125,7 +126,13 @@ def keep_newest(rows: list[Row], segments: int) -> list[Row]:
     count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
         row.older for row in dropped if row.kind == RowKind.OLDER
     )
-    return older_row(count, rows[cut].segment.row_id) + rows[cut:]
+    return older_row(count, _row_id(rows[cut])) + rows[cut:]
+
+
+def _row_id(header: Row) -> int:
+    """A segment header's ``session_runs`` id."""
+    assert header.segment is not None, "a segment row holds its segment"
+    return header.segment.row_id
 
 
 def pair_tool_calls(rows: list[Row]) -> None:
@@ -279,7 +286,7 @@ def _split_lines(text: str) -> list[str]:
     return lines[:-1] if len(lines) > 1 and text.endswith("\n") else lines
 
 
-def _marked(line: str, offset: int, marks: list[tuple[int, int]]) -> Text:
+def _marked(line: str, offset: int, marks: Sequence[tuple[int, int]]) -> Text:
     """``line`` (at ``offset`` in its text) with the trim markers in reverse video."""
     text = Text(line)
     for start, end in marks:
@@ -290,7 +297,10 @@ def _marked(line: str, offset: int, marks: list[tuple[int, int]]) -> Text:
 
 
 def _fold(
-    lines: list[str], full: bool, limit: int | None, marks: list[tuple[int, int]] = ()
+    lines: list[str],
+    full: bool,
+    limit: int | None,
+    marks: Sequence[tuple[int, int]] = (),
 ) -> list[Text]:
     """Text for the lines shown (Text only for those: an output may be megabytes)."""
     shown = lines if full or len(lines) <= FOLD_LINES else lines[:FOLD_LINES]

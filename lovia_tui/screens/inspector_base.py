@@ -1,0 +1,207 @@
+"""What every part of the inspector shares, typed once: its state, its
+panes, the selection commands act on, and the few methods one part calls
+on another.
+
+The inspector is one screen made of parts, each in its own module (the
+transcript's paging, the sessions search, the actions, the live tail, the
+runs console). Each part subclasses :class:`InspectorBase`, so what it may
+read or call of the others is declared here, and checked (mypy), instead of
+found by name at run time.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import events
+from textual.worker import Worker
+
+from lovia_tui.commands import COMMANDS, INSPECTOR_COMMANDS
+from lovia_tui.core.models import RunInfo, SegmentInfo
+from lovia_tui.core.workspace import Workspace
+from lovia_tui.kinds import Pane
+from lovia_tui.screens.worker_errors import WorkerErrors
+from lovia_tui.selection import Selection, SessionKey
+from lovia_tui.widgets.run_console import RunConsole
+from lovia_tui.widgets.runs_pane import RunsPane
+from lovia_tui.widgets.sessions_pane import SessionsPane
+from lovia_tui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from lovia_tui.transcript_loader import Starts
+
+KEYS = {command.key: command for command in INSPECTOR_COMMANDS}
+
+
+class InspectorBase(WorkerErrors):
+    """The inspector's state and panes, and what its parts call on each other."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        stale_after: float,
+        agent_spec: str | None = None,
+        deps_spec: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.stale_after = stale_after
+        self.agent_spec = agent_spec
+        """--agent: the entry agent resume needs (MODULE:ATTR)."""
+        self.deps_spec = deps_spec
+        self.session_key: SessionKey | None = None
+        """The session the transcript shows (None: a run shown alone, or nothing)."""
+        self.run_view: str | None = None
+        """The run the transcript shows on its own (no session is known for it)."""
+        self.pending_row: str | None = None
+        """The row key the transcript puts its cursor on once loaded."""
+        self.focus_when_loaded = False
+        self.flat_starts: Starts | None = None
+        self.search_needle = ""
+        self.followed: tuple[Path, str] | None = None
+        """(file, run id) of the running run the transcript follows."""
+
+    # ----- the panes -----
+
+    @property
+    def sessions(self) -> SessionsPane:
+        return self.query_one(SessionsPane)
+
+    @property
+    def runs(self) -> RunsPane:
+        return self.query_one(RunsPane)
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def run_going(self) -> bool:
+        """Whether a resume or replay is running in the console."""
+        return any(console.running for console in self.query(RunConsole))
+
+    # ----- the selection every command acts on -----
+
+    @property
+    def focused_pane(self) -> Pane | None:
+        focused = self.focused
+        if focused is None:
+            return None
+        for node in focused.ancestors_with_self:
+            if node.id and node.id.endswith("-pane") and node.has_class("pane"):
+                return Pane(node.id.removesuffix("-pane"))
+        return None
+
+    @property
+    def selection(self) -> Selection:
+        """What the user looks at, read from the panes now."""
+        run = self.runs.selected
+        return Selection(
+            pane=self.focused_pane,
+            session=self.session_key,
+            row=self.transcript.current_row,
+            run=run,
+            run_status=self.runs.status_of(run) if run else None,
+            readonly=self.workspace.readonly,
+            run_going=self.run_going,
+        )
+
+    def _on_key_bar(self, action: str) -> bool:
+        command = COMMANDS.get(action.split("(")[0])
+        return command is None or command.on_key_bar(self.focused_pane)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        command = COMMANDS.get(action)
+        if command is None or not self.is_mounted:
+            return True
+        return command.state(self.selection)
+
+    def on_key(self, event: events.Key) -> None:
+        """A command's key that does not apply here says why, in one line."""
+        command = KEYS.get(event.key)
+        if command is None or not self.is_mounted:
+            return
+        reason = command.why_not(self.selection)
+        if reason:
+            event.stop()
+            event.prevent_default()
+            self.notify(reason, severity="warning", timeout=4)
+
+    # ----- what one part calls on another -----
+
+    @abstractmethod
+    def load_transcript(self, key: SessionKey, settle: float = 0.0) -> Worker[None]:
+        """Read the session's newest batch into the transcript."""
+
+    @abstractmethod
+    def reload_transcript(self) -> None:
+        """Read what the transcript shows again."""
+
+    @abstractmethod
+    def load_run_view(self, run: RunInfo) -> Worker[None]:
+        """Show a run on its own, behind its seam."""
+
+    @abstractmethod
+    def show_run_alone(self, run: RunInfo) -> None:
+        """Show a run no record links to a session."""
+
+    @abstractmethod
+    def title_transcript(self) -> None:
+        """Say in the transcript's title what it shows and where the cursor is."""
+
+    @abstractmethod
+    def focus_loaded(self) -> None:
+        """Focus the transcript if a jump asked for it once its rows arrived."""
+
+    @abstractmethod
+    def follow_inflight(self, run_seqs: dict[str, int]) -> None:
+        """Follow the running checkpoint shown at the seam."""
+
+    @abstractmethod
+    def follow_session(
+        self, file: Path, session_id: str, shown: list[SegmentInfo], total: int
+    ) -> None:
+        """Watch the session's newest batch, as listed."""
+
+    @abstractmethod
+    async def watch_older(self, file: Path) -> None:
+        """Watch the next older batch too."""
+
+    @abstractmethod
+    async def watch_newer(self, file: Path) -> None:
+        """Watch the next newer batch too."""
+
+    @abstractmethod
+    async def watch_window(self, file: Path, from_id: int, to_id: int | None) -> None:
+        """Watch only the segments the transcript holds."""
+
+    @abstractmethod
+    def load_runs(self) -> Worker[None]:
+        """Read every checkpoint and its session link."""
+
+    @abstractmethod
+    def fetch_visible_summaries(self) -> None:
+        """Read the summaries of the sessions on screen that lack one."""
+
+    @abstractmethod
+    def describe_files(self) -> None:
+        """The status line: each file's stores, mode and watch."""
+
+    @abstractmethod
+    def action_refresh(self) -> None:
+        """Re-read every pane."""
+
+    @abstractmethod
+    def action_focus_pane(self, pane: str) -> None:
+        """Focus a pane (on a narrow terminal, show it)."""
+
+    @abstractmethod
+    def back_a_pane(self) -> None:
+        """Focus the pane before this one."""
+
+    @abstractmethod
+    def open_run(self, run: RunInfo) -> None:
+        """Show a run in the transcript: at its session's seam, or alone."""
