@@ -11,7 +11,7 @@ app does not need them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,13 +19,11 @@ from textual import work
 
 from lovia_tui.core.errors import ActionError, LiveRunError
 from lovia_tui.kinds import Group
-from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.screens.inspector_base import Build, InspectorBase
 
 if TYPE_CHECKING:
     from lovia_tui.core.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
-
-Build = Callable[[dict[str, str], bool], Awaitable["Preview"]]
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:

@@ -1,8 +1,10 @@
 """The Doctor view: every finding of the doctor, its fix one key away.
 
 Pushed over the inspector (``!``). A fix goes through the inspector's own
-flows: ``action_flow`` (preview, confirm, perform, journal, refresh) for
-actions, ``_preflight_flow`` (preflight dialog, then the console) for replay
+flows, as :class:`~lovia_tui.screens.inspector_base.InspectorBase` declares
+them (this module never imports the inspector, which imports it on first
+use): ``action_flow`` (preview, confirm, perform, journal, refresh) for
+actions, ``preflight_flow`` (preflight dialog, then the console) for replay
 and resume. Once a fix is done the doctor runs again and the list refreshes.
 """
 
@@ -33,13 +35,13 @@ from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
-    from lovia_tui.screens.inspector import InspectorScreen
+    from lovia_tui.screens.inspector_base import InspectorBase
 
 PROGRESS_EVERY = 0.1
 FIXES = ("fix", "fix_instead")
 
 
-def open_doctor(inspector: InspectorScreen) -> None:
+def open_doctor(inspector: InspectorBase) -> None:
     """The inspector's ``doctor`` command: show the Doctor view over it."""
     inspector.app.push_screen(DoctorScreen(inspector))
 
@@ -83,7 +85,7 @@ class DoctorScreen(WorkerErrors):
 
     def __init__(
         self,
-        inspector: InspectorScreen,
+        inspector: InspectorBase,
         *,
         older_than_days: float = DEFAULT_OLDER_THAN_DAYS,
     ) -> None:
@@ -227,7 +229,7 @@ class DoctorScreen(WorkerErrors):
             assert finding.run_id is not None
             self.busy = f"{action} of {finding.run_id}: waiting for its preflight"
             self._title()
-            await _finished(inspector._preflight_flow(action, finding.run_id))
+            await _finished(inspector.preflight_flow(action, finding.run_id))
             going = [
                 w
                 for w in self.app.workers

@@ -7,43 +7,36 @@ user has already left is dropped.
 
 from __future__ import annotations
 
-import gc
-from dataclasses import dataclass
 from pathlib import Path
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
-from lovia_tui import messages
 from lovia_tui.commands import (
     INSPECTOR_COMMANDS,
     PINNED,
     RUN_STATUS_FILTERS,
     bindings,
 )
-from lovia_tui.core import queries
-from lovia_tui.core.entries import dangling_calls
-from lovia_tui.core.models import RunInfo, SessionSummary
+from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
+from lovia_tui.screens.run_reads import RunReads
+from lovia_tui.screens.session_reads import FirstPage, SessionReads
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
-from lovia_tui.screens.worker_errors import EXPECTED
 from lovia_tui.selection import Selection, SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
-from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
-FIRST_PAGE = 200
-HIGHLIGHT_SETTLE = 0.06
 FOCUS_AT_THE_LATEST = 0.3
 """Seconds after a jump to a session when its transcript takes the focus even
 if its rows have not arrived (they normally arrive first, with the focus)."""
@@ -51,24 +44,9 @@ NARROW_WIDTH = 100
 PANES = tuple(pane.value for pane in Pane)
 
 
-@dataclass(frozen=True)
-class FirstPage:
-    """The newest sessions and the summaries of a screenful of them, read
-    before the screen is composed so that its first frame shows them."""
-
-    keys: list[SessionKey]
-    summaries: dict[SessionKey, SessionSummary]
-
-    @classmethod
-    async def read(cls, workspace: Workspace, rows: int) -> FirstPage | None:
-        try:
-            keys = await workspace.recent_sessions(FIRST_PAGE)
-            return cls(keys, await workspace.summaries(keys[:rows]))
-        except EXPECTED:
-            return None  # the screen's own worker reads again and says why
-
-
 class InspectorScreen(
+    SessionReads,
+    RunReads,
     TranscriptFlows,
     SessionSearch,
     ActionFlows,
@@ -96,9 +74,7 @@ class InspectorScreen(
             deps_spec=deps_spec,
         )
         self.first_page = first_page
-        self.run_raw = False
         self.described = False
-        self.runs_loaded = False
 
     # ----- layout -----
 
@@ -153,163 +129,6 @@ class InspectorScreen(
         self.query_one(RunDetail).tick()
         self.title_transcript()
 
-    # ----- sessions -----
-
-    @work(exclusive=True, group=Group.SESSIONS)
-    async def load_sessions(self) -> None:
-        """First the newest page (a short walk), then the full index in the background."""
-        if self.first_page is None:
-            keys = await self.workspace.recent_sessions(FIRST_PAGE)
-            self.post_message(messages.SessionsLoaded(keys))
-        else:
-            keys, self.first_page = self.first_page.keys, None
-        index: dict[SessionKey, int] = {}
-        for db in self.workspace.session_dbs:
-            async for chunk, _ in queries.session_index(db):
-                for session_id, (_, last_id) in chunk.items():
-                    key = (str(db.path), session_id)
-                    index[key] = max(index.get(key, 0), last_id)
-        first = set(keys)
-        rest = sorted(
-            (k for k in index if k not in first), key=lambda k: index[k], reverse=True
-        )
-        self.post_message(messages.SessionsLoaded(keys + rest))
-        # The index is most of what lives as long as the app: keeping it out of
-        # full garbage collections spares the UI their ~90 ms pauses.
-        gc.freeze()
-
-    def on_sessions_loaded(self, message: messages.SessionsLoaded) -> None:
-        self._show_sessions(message.keys)
-
-    def _show_sessions(self, keys: list[SessionKey]) -> None:
-        pane = self.sessions
-        pane.set_keys(keys)
-        if self.session_key is None and self.run_view is None and pane.selected:
-            self._select_session(pane.selected)
-        self.fetch_visible_summaries()
-
-    def fetch_visible_summaries(self) -> None:
-        pane = self.sessions
-        if any(pane.needs_summary(key) for key in pane.visible_keys()):
-            self._read_summaries()
-
-    @work(exclusive=True, group=Group.SUMMARIES)
-    async def _read_summaries(self) -> None:
-        pane = self.sessions
-        # A screenful ahead each way: scrolling row by row then reads once a
-        # screen, not once a key.
-        found = await self.workspace.summaries(
-            key for key in pane.visible_keys(margin=1) if pane.needs_summary(key)
-        )
-        if found:
-            self.post_message(messages.SummariesLoaded(found))
-
-    def on_summaries_loaded(self, message: messages.SummariesLoaded) -> None:
-        pane = self.sessions
-        pane.take_summaries(message.summaries)
-        # Redraw only the rows that got their summary, not the whole list.
-        top = int(pane.row_list.scroll_offset.y)
-        for offset, key in enumerate(pane.visible_keys()):
-            if key in message.summaries:
-                pane.row_list.refresh_line(top + offset)
-
-    @on(RowList.Highlighted, "#sessions")
-    def _session_highlighted(self, event: RowList.Highlighted) -> None:
-        self.fetch_visible_summaries()
-        key = self.sessions.selected
-        if key and key != self.session_key:
-            self._select_session(key, settle=HIGHLIGHT_SETTLE)
-
-    @on(RowList.Selected, "#sessions")
-    def _session_chosen(self) -> None:
-        self.action_focus_pane("transcript")
-
-    def _select_session(self, key: SessionKey, *, settle: float = 0.0) -> None:
-        first = self.session_key is None
-        self.session_key = key
-        self.run_view = None
-        if first:
-            # Only whether a session is selected matters to the bindings; a
-            # refresh on every move would recompose the footer per key press.
-            self.refresh_bindings()
-        self.runs.highlight_session(key)
-        self.query_one("#transcript-title", Label).update(
-            f"Transcript · {key[1]} · loading…", layout=False
-        )
-        if self.runs_loaded:
-            # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
-            self.load_transcript(key, settle)
-
-    # ----- runs -----
-
-    @work(exclusive=True, group=Group.RUNS)
-    async def load_runs(self) -> None:
-        runs = await self.workspace.all_runs()
-        links = await self.workspace.links(run.run_id for run in runs)
-        self.post_message(messages.RunsLoaded(runs, links))
-
-    def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
-        first = not self.runs_loaded
-        self.runs_loaded = True
-        self.runs.set_runs(message.runs, message.links)
-        if first and self.session_key:
-            self.load_transcript(self.session_key)
-        self.sessions.badges = self._session_badges(message.runs, message.links)
-        self.sessions.row_list.refresh()
-        if self.session_key:
-            self.runs.highlight_session(self.session_key)
-        if self.run_view and (link := self.runs.links.get(self.run_view)):
-            # The run shown alone landed in a session (or a record links it
-            # now): show it there, where it is, not behind a stale seam.
-            self.go_to_session((str(link.file), link.session_id), focus=False)
-
-    def _session_badges(self, runs: list[RunInfo], links) -> dict[SessionKey, str]:
-        badges: dict[SessionKey, str] = {}
-        for run in runs:
-            link = links.get(run.run_id)
-            status = self.runs.status_of(run)
-            if link and status != RunStatus.COMPLETED:
-                badges[(str(link.file), link.session_id)] = (
-                    "live" if status == RunStatus.RUNNING else status
-                )
-        return badges
-
-    def on_runs_pane_chosen(self, message: RunsPane.Chosen) -> None:
-        self.refresh_bindings()  # resume, replay... depend on the selected run
-        self._show_run(message.run)
-
-    @on(RowList.Selected, "#runs")
-    def _run_chosen(self) -> None:
-        self.action_jump_to_session()
-
-    def _show_run(self, run: RunInfo | None) -> None:
-        detail = self.query_one(RunDetail)
-        link = self.runs.links.get(run.run_id) if run else None
-        detail.show(run, link, [], [], raw=self.run_raw, stale_after=self.stale_after)
-        if run:
-            self.load_run_detail(run)
-
-    @work(exclusive=True, group=Group.RUN_DETAIL)
-    async def load_run_detail(self, run: RunInfo) -> None:
-        entries, problems = await queries.snapshot_entries(
-            self.workspace.database(run.file), run.run_id
-        )
-        calls = dangling_calls([entry.data for entry in entries])
-        self.post_message(messages.RunDetailLoaded(run.run_id, calls, problems))
-
-    def on_run_detail_loaded(self, message: messages.RunDetailLoaded) -> None:
-        run = self.runs.selected
-        if run is None or run.run_id != message.run_id:
-            return
-        self.query_one(RunDetail).show(
-            run,
-            self.runs.links.get(run.run_id),
-            message.dangling,
-            message.problems,
-            raw=self.run_raw,
-            stale_after=self.stale_after,
-        )
-
     # ----- actions -----
 
     def action_focus_pane(self, pane: str) -> None:
@@ -360,10 +179,6 @@ class InspectorScreen(
             return
         self.run_raw = not self.run_raw
         self._show_run(self.runs.selected)
-
-    def action_jump_to_session(self) -> None:
-        if self.runs.selected is not None:
-            self.open_run(self.runs.selected)
 
     def open_run(self, run: RunInfo) -> None:
         """Show a run in the transcript: at its session's seam, or alone if unlinked."""

@@ -12,6 +12,7 @@ found by name at run time.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,12 @@ from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
+    from lovia_tui.core.previews import Preview
+    from lovia_tui.screens.action_dialog import FormField
     from lovia_tui.transcript_loader import Starts
+
+Build = Callable[[dict[str, str], bool], Awaitable["Preview"]]
+"""An action's preview from the dialog's option values and whether to force."""
 
 KEYS = {command.key: command for command in INSPECTOR_COMMANDS}
 
@@ -63,6 +69,10 @@ class InspectorBase(WorkerErrors):
         self.search_needle = ""
         self.followed: tuple[Path, str] | None = None
         """(file, run id) of the running run the transcript follows."""
+        self.runs_loaded = False
+        """The runs (and so the seams' links) have been read once."""
+        self.run_raw = False
+        """The run detail shows the raw head."""
 
     # ----- the panes -----
 
@@ -203,5 +213,23 @@ class InspectorBase(WorkerErrors):
         """Focus the pane before this one."""
 
     @abstractmethod
+    def go_to_session(
+        self, key: SessionKey, *, focus_row: str | None = None, focus: bool = True
+    ) -> None:
+        """Select a session (and its row ``focus_row``), focusing its transcript."""
+
+    @abstractmethod
     def open_run(self, run: RunInfo) -> None:
         """Show a run in the transcript: at its session's seam, or alone."""
+
+    # ----- the flows the doctor's fixes go through too -----
+
+    @abstractmethod
+    def action_flow(
+        self, title: str, build: Build, fields: Sequence[FormField] = ()
+    ) -> Worker[None]:
+        """Preview, confirm, perform through lovia (journaled), refresh."""
+
+    @abstractmethod
+    def preflight_flow(self, mode: str, run_id: str) -> Worker[None]:
+        """Resume or replay: the preflight dialog, then the console."""

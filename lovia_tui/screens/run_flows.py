@@ -56,12 +56,12 @@ class RunFlows(InspectorBase):
     def action_resume(self) -> None:
         run = self.selection.run
         if run is not None:
-            self._preflight_flow("resume", run.run_id)
+            self.preflight_flow("resume", run.run_id)
 
     def action_replay(self) -> None:
         run = self.selection.run
         if run is not None:
-            self._preflight_flow("replay", run.run_id)
+            self.preflight_flow("replay", run.run_id)
 
     async def _preflight(
         self, mode: str, run_id: str, choice: PreflightChoice | None
@@ -95,7 +95,7 @@ class RunFlows(InspectorBase):
         )
 
     @work(exclusive=True, group=Group.PREFLIGHT)
-    async def _preflight_flow(self, mode: str, run_id: str) -> None:
+    async def preflight_flow(self, mode: str, run_id: str) -> None:
         """Check, show, re-check with the user's options, and start only when clear."""
         from lovia_tui.core.resume import replay, resume
         from lovia_tui.screens.preflight import PreflightScreen
