@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pkgutil
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
 import lovia_tui.core
 
