@@ -122,7 +122,10 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
 ]  # fmt: skip
 
 COMMANDS = {command.name: command for command in INSPECTOR_COMMANDS}
-"""By action name (``export('md')`` and ``export('json')`` share one scope)."""
+"""By action name, as ``check_action`` asks (``export('md')`` and
+``export('json')`` share their panes and needs)."""
+BY_ACTION = {command.action: command for command in INSPECTOR_COMMANDS}
+"""By the whole action string, as a binding names it."""
 PINNED = ("help", "quit")
 """Kept at the right end of the key bar: visible at any width."""
 RUN_STATUS_FILTERS = [status.value for status in RunStatus]

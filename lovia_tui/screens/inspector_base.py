@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from textual import events
 from textual.worker import Worker
 
-from lovia_tui.commands import COMMANDS, INSPECTOR_COMMANDS
+from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
 from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Pane
@@ -120,7 +120,7 @@ class InspectorBase(WorkerErrors):
         )
 
     def _on_key_bar(self, action: str) -> bool:
-        command = COMMANDS.get(action.split("(")[0])
+        command = BY_ACTION.get(action)
         return command is None or command.on_key_bar(self.focused_pane)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

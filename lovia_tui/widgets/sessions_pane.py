@@ -89,6 +89,24 @@ class SessionsPane(Vertical):
     def take_summaries(self, found: dict[SessionKey, SessionSummary]) -> None:
         self.summaries.update(found)
         self.outdated.difference_update(found)
+        self._measure()
+
+    def _measure(self) -> None:
+        """Columns sized to the ids shown and the titles read so far."""
+        summaries = self.summaries.values()
+        self._columns = [
+            Column("id", widest((key[1] for key in self.shown), 40, 10), 0),
+            Column(
+                "title",
+                widest((summary.title for summary in summaries), 32, 8),
+                1,
+                least=5,
+                grows=True,
+            ),
+            Column("runs", widest((f"{s.runs}r" for s in summaries), 6, 2), 2),
+            Column("age", 4, 3),
+        ]
+        self._widths = (-1, {})
 
     def set_keys(self, keys: list[SessionKey]) -> None:
         self.keys = keys
@@ -125,13 +143,7 @@ class SessionsPane(Vertical):
             )
         ]
         self.shown = shown
-        self._columns = [
-            Column("id", widest((key[1] for key in shown), 40, 10), 0),
-            Column("title", 24, 1, least=5, grows=True),
-            Column("runs", 4, 2),
-            Column("age", 4, 3),
-        ]
-        self._widths = (-1, {})
+        self._measure()
         cursor = shown.index(current) if current in shown else 0
         self.row_list.set_count(len(shown), cursor=cursor)
         self.show_title()
