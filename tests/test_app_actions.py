@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from app_helpers import confirm, settle, snapshot_app
 
@@ -21,6 +23,16 @@ def _rows(path) -> list[tuple]:
         db.close()
 
 
+@asynccontextmanager
+async def _kyoto(snap_dir, monkeypatch) -> AsyncIterator:
+    """The app at 160×45 showing chat-kyoto (two runs): its pilot."""
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await _open_kyoto(pilot)
+        yield pilot
+
+
 async def _open_kyoto(pilot) -> None:
     screen = pilot.app.screen
     key = next(key for key in screen.sessions.keys if key[1] == "chat-kyoto")
@@ -31,12 +43,10 @@ async def _open_kyoto(pilot) -> None:
 async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
     snap_dir, monkeypatch
 ):
-    app = snapshot_app(snap_dir, monkeypatch)
     db = snap_dir / "snap.db"
     before = _rows(db)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await _open_kyoto(pilot)
+    async with _kyoto(snap_dir, monkeypatch) as pilot:
+        app = pilot.app
         transcript = app.screen.transcript
         user_rows = [
             n
@@ -76,12 +86,10 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
 
 async def test_clearing_a_session_needs_its_id_typed(snap_dir, monkeypatch):
     """C then Enter, Enter clears nothing: Confirm waits for the session's id."""
-    app = snapshot_app(snap_dir, monkeypatch)
     db = snap_dir / "snap.db"
     before = _rows(db)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await _open_kyoto(pilot)
+    async with _kyoto(snap_dir, monkeypatch) as pilot:
+        app = pilot.app
         await pilot.press("C")
         await settle(pilot)
         dialog = app.screen

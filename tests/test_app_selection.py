@@ -4,6 +4,8 @@ says in one line why it does nothing (issue 15, items 2 and 7)."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,17 @@ def demo(demo_dir: DemoWorkspace, tmp_path: Path) -> DemoWorkspace:
     copy = DemoWorkspace(tmp_path / "demo")
     shutil.copytree(demo_dir.directory, copy.directory)
     return copy
+
+
+@asynccontextmanager
+async def watched(demo: DemoWorkspace, **options) -> AsyncIterator[tuple]:
+    """The app on the demo at 160×40, its notifications recorded: (pilot, watch)."""
+    watch = AppWatch()
+    app = make_app(demo.files, **options)
+    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        yield pilot, watch
 
 
 async def select_session(pilot, session_id: str) -> None:
@@ -47,11 +60,8 @@ def bar(app) -> str:
 async def test_run_keys_do_not_act_from_the_sessions_pane(demo):
     """Sessions focused on chat-jobs, the runs pane on run-orphan: R opens no
     preflight for the orphan, and says where R acts."""
-    watch = AppWatch()
-    app = make_app(demo.files, agent_spec="lovia_tui.demo:agent")
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched(demo, agent_spec="lovia_tui.demo:agent") as (pilot, watch):
+        app = pilot.app
         await select_run(pilot, demo.orphan_run)
         await select_session(pilot, demo.batch_session)
         for key in ("R", "P", "d", "D", "F"):
@@ -65,11 +75,8 @@ async def test_run_keys_do_not_act_from_the_sessions_pane(demo):
 
 async def test_transcript_keys_do_not_act_from_the_runs_pane(demo):
     """With the Runs pane focused, w does not rewind the transcript's cursor."""
-    watch = AppWatch()
-    app = make_app(demo.files)
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched(demo) as (pilot, watch):
+        app = pilot.app
         await select_session(pilot, demo.trip_session)
         await pilot.press("2", "up")
         assert app.screen.selection.entry_index is not None
@@ -97,11 +104,8 @@ async def test_the_key_bar_shows_the_focused_panes_keys(demo):
 async def test_keys_that_do_not_apply_say_why(demo):
     """P on an interrupted run, K with nothing running, and w, t, u under
     --readonly: shown dimmed, and pressed, one line says why."""
-    watch = AppWatch()
-    app = make_app(demo.files, readonly=True)
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched(demo, readonly=True) as (pilot, watch):
+        app = pilot.app
         await select_run(pilot, demo.interrupted_run)
         assert app.screen.check_action("replay", ()) is None
         await pilot.press("P", "K")
@@ -118,11 +122,8 @@ async def test_keys_that_do_not_apply_say_why(demo):
 
 
 async def test_replay_says_why_on_a_run_that_is_not_completed(demo):
-    watch = AppWatch()
-    app = make_app(demo.files)
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched(demo) as (pilot, watch):
+        app = pilot.app
         await select_run(pilot, demo.interrupted_run)
         await pilot.press("P")
         await settle(pilot)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 
@@ -71,15 +71,15 @@ class RunFlows(InspectorBase):
 
         agent = await self._load_agent()
         chosen = choice or FIRST_LOOK
+        options: dict[str, Any] = {
+            "session_id": chosen.session_id,
+            "no_session": chosen.no_session,
+            "delete_on_success": chosen.delete_on_success,
+            "force": chosen.force,
+        }
         if mode == "replay":
             return await preflight_replay(
-                self.workspace,
-                run_id,
-                agent=agent,
-                session_id=chosen.session_id,
-                no_session=chosen.no_session,
-                delete_on_success=chosen.delete_on_success,
-                force=chosen.force,
+                self.workspace, run_id, agent=agent, **options
             )
         return await preflight(
             self.workspace,
@@ -87,11 +87,8 @@ class RunFlows(InspectorBase):
             agent=agent,
             deps=self._deps,
             stale_after=self.stale_after,
-            session_id=chosen.session_id,
-            no_session=chosen.no_session,
-            delete_on_success=chosen.delete_on_success,
-            force=chosen.force,
             max_turns=chosen.max_turns,
+            **options,
         )
 
     @work(exclusive=True, group=Group.PREFLIGHT)
