@@ -321,3 +321,27 @@ async def test_the_preflight_lists_sessions_with_their_file_and_no_cli_flags(dem
         from lovia_tui.screens.preflight import in_the_app
 
         assert "--session" not in in_the_app(text) and "--force" not in in_the_app(text)
+
+
+async def test_a_key_right_after_a_move_acts_on_the_session_highlighted(demo):
+    """The transcript follows the sessions list a moment after a move; C
+    pressed in that moment clears the highlighted session, not the previous."""
+    app = make_app(demo.files)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        pane = app.screen.sessions
+        # A session below which one with no unfinished run is listed.
+        start = next(
+            key
+            for key, below in zip(pane.shown, pane.shown[1:], strict=False)
+            if below not in pane.badges
+        )
+        await select_session(pilot, start[1])
+        app.simulate_key("down")
+        app.simulate_key("C")
+        await settle(pilot)
+        highlighted = pane.selected
+        assert highlighted is not None and highlighted != start
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        assert dialog.title_text == f"Clear session {highlighted[1]}"

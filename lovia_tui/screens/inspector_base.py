@@ -109,9 +109,14 @@ class InspectorBase(WorkerErrors):
     def selection(self) -> Selection:
         """What the user looks at, read from the panes now."""
         run = self.runs.selected
+        pane = self.focused_pane
         return Selection(
-            pane=self.focused_pane,
-            session=self.session_key,
+            pane=pane,
+            # In the list, the highlighted session: the transcript follows it
+            # a moment later, and a key pressed meanwhile acts on what is lit.
+            session=self.sessions.selected
+            if pane is Pane.SESSIONS
+            else self.session_key,
             row=self.transcript.current_row,
             run=run,
             run_status=self.runs.status_of(run) if run else None,
