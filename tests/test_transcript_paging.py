@@ -85,3 +85,20 @@ async def test_the_transcript_keeps_a_window_of_segments_both_ways(
             and indices[0] > 0
             and indices == list(range(indices[0], indices[0] + len(indices)))
         )
+
+
+async def test_a_reload_keeps_the_cursor_on_its_row(snap_dir, monkeypatch):
+    """ctrl+r (as after an action or a change by another process) keeps the
+    transcript's cursor on the row it was on, not on the newest entry."""
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
+        await settle(pilot)
+        await pilot.press("2", "home", "down", "down")
+        before = screen.transcript.current_row.key
+        assert before != screen.transcript.rows[-1].key
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert screen.transcript.current_row.key == before

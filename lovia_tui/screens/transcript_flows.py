@@ -33,6 +33,9 @@ from lovia_tui.transcript_loader import (
 class TranscriptFlows(InspectorBase):
     """Loads the transcript of the selected session and pages through it."""
 
+    shown_key: SessionKey | None = None
+    """The session whose rows the transcript holds (a load of it is a reload)."""
+
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def load_transcript(self, key: SessionKey, settle: float = 0.0) -> None:
         if settle:
@@ -52,8 +55,22 @@ class TranscriptFlows(InspectorBase):
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
         if message.key != self.session_key:
             return
+        transcript = self.transcript
+        current = transcript.current_row
+        # A reload of the session shown (ctrl+r, an action, a change elsewhere)
+        # keeps the cursor on its row, unless it was on the newest (following).
+        keep = (
+            current.key
+            if self.shown_key == message.key
+            and current is not None
+            and current is not transcript.rows[-1]
+            else None
+        )
+        self.shown_key = message.key
         self.flat_starts = None
-        self.transcript.show(message.rows)
+        transcript.show(message.rows)
+        if keep and not self.pending_row:
+            transcript.select_key(keep)
         self.transcript.set_needle(self.search_needle)
         self.follow_inflight(message.run_seqs)
         if self.pending_row:
