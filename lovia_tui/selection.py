@@ -48,6 +48,23 @@ class Selection:
             return None
         return row.entry.index
 
+    @property
+    def id_under_cursor(self) -> str | None:
+        """What ``y`` copies: a session's id, a run's, or in the transcript the
+        tool call's id (on a call or its result), else the row's run id."""
+        if self.pane is Pane.SESSIONS:
+            return self.session[1] if self.session else None
+        if self.pane is Pane.RUNS:
+            return self.run.run_id if self.run else None
+        row = self.row
+        if self.pane is not Pane.TRANSCRIPT or row is None:
+            return None
+        if row.entry is not None and row.entry.data.get("call_id"):
+            return str(row.entry.data["call_id"])
+        if row.segment is not None:
+            return row.segment.run_id
+        return row.run.run_id if row.run else None
+
 
 Test = Callable[[Selection], bool]
 Why = Callable[[Selection], str]
@@ -110,13 +127,7 @@ RUN_GOING = Need(
     ),
 )
 UNDER_CURSOR = Need(
-    lambda s: (
-        s.run is not None
-        if s.pane is Pane.RUNS
-        else s.session is not None
-        if s.pane is Pane.SESSIONS
-        else s.row is not None and s.row.kind is not RowKind.OLDER
-    ),
+    lambda s: s.id_under_cursor is not None,
     lambda s: "nothing with an id under the cursor",
 )
 RAW = Need(

@@ -30,7 +30,7 @@ from lovia_tui.screens.run_reads import RunReads
 from lovia_tui.screens.session_reads import FirstPage, SessionReads
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
-from lovia_tui.selection import Selection, SessionKey
+from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
@@ -155,8 +155,7 @@ class InspectorScreen(
 
     def action_copy_id(self) -> None:
         """``y``: the id under the cursor to the clipboard (OSC 52)."""
-        selection = self.selection
-        text = _id_under_cursor(selection)
+        text = self.selection.id_under_cursor
         if text:
             self.app.copy_to_clipboard(text)
             self.notify(f"copied {text}")
@@ -269,23 +268,6 @@ class InspectorScreen(
 
     def action_quit(self) -> None:
         self.app.exit()
-
-
-def _id_under_cursor(selection: Selection) -> str | None:
-    """A session's id, a run's, or in the transcript the tool call's id
-    (on a call or its result), else the id of the row's run."""
-    if selection.pane is Pane.SESSIONS:
-        return selection.session[1] if selection.session else None
-    if selection.pane is Pane.RUNS:
-        return selection.run.run_id if selection.run else None
-    row = selection.row
-    if row is None:
-        return None
-    if row.entry is not None and row.entry.data.get("call_id"):
-        return str(row.entry.data["call_id"])
-    if row.segment is not None:
-        return row.segment.run_id
-    return row.run.run_id if row.run else None
 
 
 def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
