@@ -203,7 +203,7 @@ class InspectorScreen(
         pane = self.sessions
         # One scan of the list (130,000 keys at a million segments), not three.
         position = _position(pane.shown, key)
-        if position is None and (pane.filter_text or pane.matches is not None):
+        if position is None and pane.narrowed:
             self.action_back()
             position = _position(pane.shown, key)
         self.pending_row = focus_row

@@ -42,25 +42,20 @@ class SessionSearch(InspectorBase):
 
     async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
         self.filter_mode = mode
-        box = await self.sessions.filter_box()
-        box.placeholder, box.value = placeholder, value
-        box.remove_class("hidden")
         self.action_focus_pane("sessions")
-        box.focus()
+        await self.sessions.open_input(placeholder, value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "session-filter" and self.filter_mode == "filter":
-            self.sessions.filter_text = event.value
-            self.sessions.apply_filter()
+            self.sessions.filter_by(event.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "session-filter":
             return
         if self.filter_mode == "search" and event.value:
             self.search_needle = event.value
-            self.sessions.matches = set()
-            self.sessions.apply_filter()
-            self._search_progress("searching… (esc cancels)")
+            self.sessions.show_matches(set())
+            self.sessions.show_progress("searching… (esc cancels)")
             self.search(event.value)
         self.sessions.row_list.focus()
 
@@ -85,43 +80,28 @@ class SessionSearch(InspectorBase):
     def on_search_progress(self, message: messages.SearchProgress) -> None:
         if message.needle != self.search_needle:
             return
-        self._search_progress(f"searching {message.fraction:.0%} (esc cancels)")
+        pane = self.sessions
+        pane.show_progress(f"searching {message.fraction:.0%} (esc cancels)")
         keys = set(message.keys)
-        if message.done or keys != self.sessions.matches:
+        if message.done or keys != pane.matches:
             # Re-filtering walks every session: only when the matches changed.
-            self.sessions.matches = keys
-            self.sessions.apply_filter()
+            pane.show_matches(keys)
             self.transcript.set_needle(self.search_needle)
         if message.done:
-            self._search_progress("")
+            pane.show_progress("")
             self.notify(f"{len(message.keys)} session(s) contain {message.needle!r}")
-
-    def _search_progress(self, text: str) -> None:
-        """A search's progress, in the sessions title: no bar to lay out."""
-        self.sessions.progress = text
-        self.sessions.show_title()
 
     def action_back(self) -> None:
         if self.workers and any(
             w.group == Group.SEARCH and w.is_running for w in self.workers
         ):
             self.workers.cancel_group(self, Group.SEARCH)
-            self._search_progress("")
+            self.sessions.show_progress("")
             self.notify("search cancelled")
             return
-        if (
-            self.sessions.filter_open
-            or self.sessions.matches is not None
-            or self.sessions.filter_text
-        ):
-            for box in self.query("#session-filter").results(Input):
-                box.add_class("hidden")
-                box.value = ""
-            self.sessions.filter_text = ""
-            self.sessions.matches = None
+        if self.sessions.narrowed:
             self.search_needle = ""
             self.transcript.set_needle("")
-            self.sessions.apply_filter()
-            self.sessions.row_list.focus()
+            self.sessions.clear_narrowing()
             return
         self.back_a_pane()

@@ -59,6 +59,42 @@ class SessionsPane(Vertical):
         await self.mount(box, after="#sessions-title")
         return box
 
+    async def open_input(self, placeholder: str, value: str) -> None:
+        """Show the filter/search box with ``value``, focused."""
+        box = await self.filter_box()
+        box.placeholder, box.value = placeholder, value
+        box.remove_class("hidden")
+        box.focus()
+
+    def filter_by(self, text: str) -> None:
+        """Show the sessions whose id or title holds ``text``."""
+        self.filter_text = text
+        self.apply_filter()
+
+    def show_matches(self, keys: set[SessionKey] | None) -> None:
+        """Show only ``keys`` (a content search's matches; None: every session)."""
+        self.matches = keys
+        self.apply_filter()
+
+    def show_progress(self, text: str) -> None:
+        """A search's progress, in the title: no bar to lay out."""
+        self.progress = text
+        self.show_title()
+
+    @property
+    def narrowed(self) -> bool:
+        """A filter or a search narrows the list (or its box is open)."""
+        return self.filter_open or self.matches is not None or bool(self.filter_text)
+
+    def clear_narrowing(self) -> None:
+        """Every session again, the box closed and emptied, the list focused."""
+        for box in self.query("#session-filter").results(Input):
+            box.add_class("hidden")
+            box.value = ""
+        self.filter_text = ""
+        self.show_matches(None)
+        self.row_list.focus()
+
     @property
     def filter_open(self) -> bool:
         return any(not box.has_class("hidden") for box in self.query("#session-filter"))
