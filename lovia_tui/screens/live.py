@@ -18,7 +18,7 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
-from lovia_tui.kinds import Group, Pane, RowKind
+from lovia_tui.kinds import Group, Pane
 from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
@@ -111,41 +111,17 @@ class LiveTail(InspectorBase):
             if key[1] in touched:
                 self.load_transcript(key)
                 return
-        self._update_seams(changes)
+        transcript = self.transcript
+        transcript.set_seam_statuses(
+            {head.run_id: head.status for head in changes.heads}
+        )
         entries = changes.run_entries
         if entries and self.followed == (message.path, entries.run_id):
-            run = self._seam_run(entries.run_id)
+            run = transcript.seam_run(entries.run_id)
             if run is not None:
-                offset = sum(
-                    1
-                    for row in self.transcript.rows
-                    if row.kind == RowKind.ENTRY
-                    and row.run is not None
-                    and row.run.run_id == run.run_id
-                )
-                self.transcript.extend(run_entry_rows(run, entries, offset))
+                offset = transcript.entries_of_run(run.run_id)
+                transcript.extend(run_entry_rows(run, entries, offset))
                 self.title_transcript()
-
-    def _update_seams(self, changes) -> None:
-        statuses = {head.run_id: head.status for head in changes.heads}
-        for row in self.transcript.rows:
-            if (
-                row.kind == RowKind.SEAM
-                and row.run is not None
-                and row.run.run_id in statuses
-            ):
-                row.status = statuses[row.run.run_id]
-        self.transcript.refresh()
-
-    def _seam_run(self, run_id: str) -> RunInfo | None:
-        for row in self.transcript.rows:
-            if (
-                row.kind == RowKind.SEAM
-                and row.run is not None
-                and row.run.run_id == run_id
-            ):
-                return row.run
-        return None
 
     def follow_inflight(self, run_seqs: dict[str, int]) -> None:
         """Follow the running checkpoint shown at the seam, from the batch shown."""
@@ -155,7 +131,7 @@ class LiveTail(InspectorBase):
         if not self.follow_enabled:
             return
         for run_id, seq in run_seqs.items():
-            run = self._seam_run(run_id)
+            run = self.transcript.seam_run(run_id)
             if run is not None and run.status == "running" and run.file in self.tails:
                 self.tails[run.file].follow_run(run_id, seq)
                 self.followed = (run.file, run_id)

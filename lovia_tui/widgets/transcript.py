@@ -17,6 +17,7 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 
+from lovia_tui.core.models import RunInfo
 from lovia_tui.kinds import RowKind
 from lovia_tui.widgets.line_view import LineCache, LineView
 from lovia_tui.widgets.transcript_rows import (
@@ -213,6 +214,30 @@ class Transcript(LineView, can_focus=True):
         else:
             self.new_below += sum(1 for row in rows if row.kind == RowKind.ENTRY)
         self.refresh()
+
+    def seam_run(self, run_id: str) -> RunInfo | None:
+        """The in-flight run shown behind a seam, if ``run_id`` is one."""
+        for row in self.rows:
+            if row.kind == RowKind.SEAM and row.run and row.run.run_id == run_id:
+                return row.run
+        return None
+
+    def entries_of_run(self, run_id: str) -> int:
+        """How many of an in-flight run's own entries are shown."""
+        return sum(
+            1
+            for row in self.rows
+            if row.kind == RowKind.ENTRY and row.run and row.run.run_id == run_id
+        )
+
+    def set_seam_statuses(self, statuses: dict[str, str]) -> None:
+        """Seams say their run's status as the live tail last saw it."""
+        changed = False
+        for row in self.rows:
+            if row.kind == RowKind.SEAM and row.run and row.run.run_id in statuses:
+                row.status, changed = statuses[row.run.run_id], True
+        if changed:
+            self.refresh()
 
     def set_needle(self, needle: str) -> None:
         """Highlight ``needle`` (case-insensitively) wherever it shows."""
