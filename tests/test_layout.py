@@ -17,7 +17,7 @@ def rows(row_list) -> list[str]:
 
 
 async def test_ids_and_titles_whole_at_200_columns(demo_dir):
-    app = make_app(demo_dir.files)
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
     async with app.run_test(size=(200, 40)) as pilot:
         await settle(pilot)
         screen = app.screen
@@ -32,7 +32,7 @@ async def test_ids_and_titles_whole_at_200_columns(demo_dir):
 
 
 async def test_at_120_columns_runs_keep_their_age_and_session(demo_dir):
-    app = make_app(demo_dir.files)
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
         runs = rows(app.screen.runs.row_list)
