@@ -213,7 +213,7 @@ async def test_deleting_several_checkpoints_needs_their_count_typed(demo):
         assert isinstance(dialog, ActionScreen) and dialog.token is not None
         count = int(dialog.token[0])
         assert count > 1
-        await pilot.press("tab", "tab", "enter", "enter", "enter")
+        await pilot.press("enter", "enter", "enter", "enter")
         await settle(pilot)
         assert heads(demo) == before and app.screen is dialog, app.focused
         await confirm(pilot)
@@ -345,3 +345,23 @@ async def test_a_key_right_after_a_move_acts_on_the_session_highlighted(demo):
         dialog = app.screen
         assert isinstance(dialog, ActionScreen)
         assert dialog.title_text == f"Clear session {highlighted[1]}"
+
+
+async def test_trim_opens_in_its_reason_not_its_options(demo):
+    """A reason typed at once is kept, not typed into keep_chars above it."""
+    async with watched(demo) as (pilot, _):
+        await select_session(pilot, demo.untrimmed_session)
+        await pilot.press("t")
+        await settle(pilot)
+        first = pilot.app.screen
+        assert isinstance(first, ActionScreen)
+        first.query_one("#field-keep_chars").value = "10"
+        first.query_one("#field-keep_runs").value = "0"
+        await pilot.click("#again")
+        await settle(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, ActionScreen) and not dialog.noop, dialog.lines
+        assert pilot.app.focused.id == "reason"
+        await pilot.press(*"tidy", "enter")
+        assert pilot.app.focused.id == "confirm"
+        assert dialog.query_one("#field-keep_chars").value == "10"

@@ -3,9 +3,9 @@
 Nothing is changed from here: the dialog returns the user's answer and the
 inspector performs the previewed action through lovia.
 
-Confirming is a deliberate act: the focus starts in the first field (the
-Reason, so what the user types is kept), Enter in a field moves on to the
-next one and then to Confirm, and an action that removes more than one run
+Confirming is a deliberate act: the focus starts in the Reason (so what the
+user types at once is kept; option fields are above it, shift+tab), Enter in
+a field moves on to the next one and then to Confirm, and an action that removes more than one run
 or checkpoint, or a whole session, is confirmed only once its count or the
 session's id is typed (:func:`confirm_token`).
 """
@@ -149,8 +149,12 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        fields = self.query("Input, Select")
-        if fields:
+        # The Reason first, even above option fields (shift+tab reaches
+        # them): a reason typed at once is kept, not typed into an option.
+        fields = self.query("#reason")
+        if not len(fields):
+            fields = self.query("Input, Select")
+        if len(fields):
             fields.first().focus()
         else:
             self.query_one("#cancel" if self.noop else "#confirm", Button).focus()
