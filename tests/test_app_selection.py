@@ -365,3 +365,16 @@ async def test_trim_opens_in_its_reason_not_its_options(demo):
         await pilot.press(*"tidy", "enter")
         assert pilot.app.focused.id == "confirm"
         assert dialog.query_one("#field-keep_chars").value == "10"
+
+
+async def test_the_key_bar_dims_rewind_off_an_entry(demo):
+    async with watched(demo) as (pilot, _):
+        await select_session(pilot, demo.trip_session)
+        await pilot.press("2", "home")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert screen.transcript.current_row.kind == "segment"
+        assert screen.active_bindings["w"].enabled is False
+        await pilot.press("down")
+        await settle(pilot)
+        assert screen.active_bindings["w"].enabled is True

@@ -28,6 +28,7 @@ from lovia_tui.transcript_loader import (
     session_rows,
     set_indices,
 )
+from lovia_tui.widgets.transcript import Transcript
 
 
 class TranscriptFlows(InspectorBase):
@@ -35,6 +36,8 @@ class TranscriptFlows(InspectorBase):
 
     shown_key: SessionKey | None = None
     """The session whose rows the transcript holds (a load of it is a reload)."""
+    row_kind: tuple[str, bool] | None = None
+    """The cursor row's kind, and whether it has a flat index (the key bar's say)."""
 
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def load_transcript(self, key: SessionKey, settle: float = 0.0) -> None:
@@ -92,6 +95,7 @@ class TranscriptFlows(InspectorBase):
             self.flat_starts = message.starts
             set_indices(self.transcript.rows, message.starts)
             self.transcript.refresh()
+            self.refresh_bindings()  # rewind applies now that entries are counted
 
     def reload_transcript(self) -> None:
         if self.session_key:
@@ -115,8 +119,19 @@ class TranscriptFlows(InspectorBase):
         if title != label.content:
             label.update(title, layout=False)
 
-    def on_transcript_row_highlighted(self) -> None:
+    def on_transcript_row_highlighted(self, message: Transcript.RowHighlighted) -> None:
         self.title_transcript()
+        row = message.row
+        kind = (
+            (row.kind, row.entry is not None and row.entry.index is not None)
+            if row
+            else None
+        )
+        if kind != self.row_kind:
+            # w, W, o, r apply to some rows only: the key bar says so, redrawn
+            # when the kind of row changes, not on every move.
+            self.row_kind = kind
+            self.refresh_bindings()
 
     def on_transcript_load_older(self) -> None:
         rows = self.transcript.rows
