@@ -35,12 +35,10 @@ class RunFlows(InspectorBase):
 
     async def console(self) -> RunConsole:
         """The console, mounted above the footer on first use: not in the first frame."""
-        found = self.query(RunConsole)
-        if found:
-            return found.first()
-        console = RunConsole(id="console", classes="hidden")
-        await self.mount(console, before=self.query_one(KeyBar))
-        return console
+        if self.run_console is None:
+            self.run_console = RunConsole(id="console", classes="hidden")
+            await self.mount(self.run_console, before=self.query_one(KeyBar))
+        return self.run_console
 
     async def _load_agent(self) -> AgentSpec | None:
         """The --agent given on the command line, imported once (off the UI thread)."""
@@ -125,8 +123,8 @@ class RunFlows(InspectorBase):
         (await self.console()).toggle_class("hidden")
 
     def action_cancel_run(self) -> None:
-        for console in self.query(RunConsole):
-            console.cancel()
+        if self.run_console is not None:
+            self.run_console.cancel()
 
     def on_run_console_finished(self, message: RunConsole.Finished) -> None:
         self.notify(f"run {message.run_id}: {message.status}")
