@@ -11,11 +11,14 @@ from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
+from rich.text import Text
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.screens.goto import GotoProvider
 from lovia_tui.screens.inspector import FirstPage, InspectorScreen
@@ -60,7 +63,7 @@ class LoviaTui(App):
             self.workspace = await Workspace.open(self.paths, readonly=self.readonly)
         except LoviaTuiError as exc:
             self.open_error = (
-                f"lovia-tui: {exc}"  # said on mount, once there is a screen
+                f"lovia-tui: {printable(exc)}"  # said on mount, once there is a screen
             )
             return
         # A full collection walks every object (~40-90 ms with a long session
@@ -72,7 +75,8 @@ class LoviaTui(App):
 
     def on_mount(self) -> None:
         if self.open_error:
-            self.exit(return_code=2, message=self.open_error)
+            # Text: Textual prints a string message as markup.
+            self.exit(return_code=2, message=Text(self.open_error))
 
     def get_default_screen(self) -> Screen:
         if self.workspace is None:
@@ -88,6 +92,25 @@ class LoviaTui(App):
     async def on_unmount(self) -> None:
         if self.workspace is not None:
             await self.workspace.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (the screens' ``notify`` comes here too) quotes
+        ids, paths and errors: shown as printable text, never read as markup."""
+        super().notify(
+            printable(message),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def action_command_palette(self) -> None:
         """Show the command palette (ours: Textual's, safe to page at once)."""

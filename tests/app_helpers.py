@@ -32,20 +32,28 @@ def _waits_on_user(worker, app) -> bool:
     return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
 
 
-def _retrieved(wait: asyncio.Future) -> None:
-    """A worker's failure is the test's to look at (AppWatch), not asyncio's to log."""
+SETTLE_SECONDS = 60
+"""How long settle waits for busy workers before it fails (a loaded machine)."""
+
+
+def _consume(wait: asyncio.Future) -> None:
+    """A waiter's outcome is the worker's, reported by the app: only retrieve it."""
     if not wait.cancelled():
         wait.exception()
 
 
-async def settle(pilot, rounds: int = 100) -> None:
+async def settle(pilot) -> None:
     """Wait until no worker is busy but those waiting on the user (a dialog) or
     living for the whole session (the live tail), and the messages they posted
-    are handled. Bounded; no fixed sleeps.
+    are handled. Bounded by time, not by rounds: on a loaded machine a worker
+    may take seconds, and returning early would let a test read too soon.
     """
     quiet = 0
-    deadline = time.monotonic() + 30
-    for _ in range(rounds):
+    deadline = time.monotonic() + SETTLE_SECONDS
+    # One waiter per worker, never cancelled: Worker.wait awaits the worker's
+    # own task, so cancelling a waiter would cancel the work itself.
+    waiting: dict[object, asyncio.Future] = {}
+    while quiet < 3:
         busy = [
             worker
             for worker in pilot.app.workers
@@ -53,19 +61,15 @@ async def settle(pilot, rounds: int = 100) -> None:
         ]
         if busy:
             quiet = 0
+            for worker in busy:
+                if worker not in waiting:
+                    waiting[worker] = asyncio.ensure_future(worker.wait())
+                    waiting[worker].add_done_callback(_consume)
             # Short waits: a worker may open a dialog and wait on the user.
-            # Never cancel a wait: Worker.wait awaits the worker's own task,
-            # so cancelling it cancelled the worker (a read slower than the
-            # wait, under load, never arrived).
-            waits = [asyncio.ensure_future(worker.wait()) for worker in busy]
-            for wait in waits:
-                wait.add_done_callback(_retrieved)
-            await asyncio.wait(waits, timeout=0.05)
+            await asyncio.wait([waiting[worker] for worker in busy], timeout=0.05)
             assert time.monotonic() < deadline, f"workers still busy: {busy}"
         else:
             quiet += 1
-            if quiet >= 3:
-                return
         await pilot.pause()
 
 

@@ -39,6 +39,25 @@ def snap_dir(snapshot_template, tmp_path):
     return tmp_path
 
 
+@pytest.fixture(scope="session")
+def hostile_text_template(tmp_path_factory: pytest.TempPathFactory):
+    """The database whose text attacks the terminal (tests/hostile_text_db.py)."""
+    import asyncio
+
+    from hostile_text_db import build_hostile_text_db
+
+    return asyncio.run(build_hostile_text_db(tmp_path_factory.mktemp("hostile")))
+
+
+@pytest.fixture
+def hostile_text(hostile_text_template, scratch):
+    """A private copy of the hostile-text database."""
+    from lovia_factory import copy_db
+
+    (scratch / "db").mkdir()
+    return copy_db(hostile_text_template, scratch / "db" / "web.db")
+
+
 @pytest.fixture(autouse=True)
 def isolated_journal(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

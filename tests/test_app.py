@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 
 from app_helpers import settle, snapshot_app
+from reliability_helpers import until
 
+from lovia_tui.core.export import export_name
+from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_detail import RunDetail
@@ -129,8 +132,10 @@ async def test_export_writes_the_transcript(snap_dir, monkeypatch):
         await settle(pilot)
         key = app.screen.session_key
         await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, ExportScreen))
+        await pilot.press("enter")  # the name it proposes
         await settle(pilot)
-    exported = (snap_dir / f"{key[1]}.md").read_text(encoding="utf-8")
+    exported = (snap_dir / export_name(key[1], "md")).read_text(encoding="utf-8")
     assert exported.startswith(f"# Session {key[1]}")
 
 

@@ -362,6 +362,7 @@ def test_the_cli_prints_hostile_rows_without_a_traceback(
                 fmt,
                 "-o",
                 scratch / "out",
+                "--force",  # one file, replaced each time
             )
             assert code == 0 and "Traceback" not in err, session_id
     shown = json.loads(cli(capsys, "show", hostile, BAD_SEGMENTS_SESSION, "--json")[1])

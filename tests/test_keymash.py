@@ -27,6 +27,8 @@ from textual.command import CommandPalette
 
 from lovia_tui.app import make_app
 from lovia_tui.commands import INSPECTOR_COMMANDS
+from lovia_tui.core.export import export_name
+from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.transcript import Transcript
@@ -74,7 +76,12 @@ async def test_browsing_every_view_leaves_every_file_byte_identical(
             ].index(session_id)
             await settle(pilot)
             await visit_transcript(pilot, most=5)
-            await pilot.press("x", "X", "o")
+            for key in ("x", "X"):  # the names it proposes
+                await pilot.press(key)
+                await until(pilot, lambda: isinstance(app.screen, ExportScreen))
+                await pilot.press("enter")
+                await settle(pilot)
+            await pilot.press("o")
             await settle(pilot)
             exported.append(session_id)
         # Runs of both layouts: detail, raw head; Enter to a seam, to a run alone; follow.
@@ -108,7 +115,7 @@ async def test_browsing_every_view_leaves_every_file_byte_identical(
         await settle(pilot)
     watch.assert_healthy(app)
     assert {path.name for path in Path.cwd().iterdir()} == {
-        f"{sid}.{fmt}" for sid in exported for fmt in ("md", "json")
+        export_name(sid, fmt) for sid in exported for fmt in ("md", "json")
     }
     assert_untouched(demo_copy, before, WAL_FILES)
 

@@ -14,7 +14,6 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from lovia_tui.cli.command import (
     EXIT_OK,
@@ -45,7 +44,7 @@ def _print_lines(lines: list[str]) -> None:
         style = (
             "bold" if number == 0 else "yellow" if line.startswith("WARNING") else ""
         )
-        out.print(Text(line, style=style))
+        out.print(line, style=style)
 
 
 def _configure_action(
@@ -297,14 +296,12 @@ async def _undo(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = console()
     out.print(
-        Text(
-            f"undo journal entry {entry.id}: {entry.action} of {_subject(entry)} "
-            f"at {timestamp(entry.created_at)} by {entry.user}"
-            + (f" ({entry.reason})" if entry.reason else ""),
-            style="bold",
-        )
+        f"undo journal entry {entry.id}: {entry.action} of {_subject(entry)} "
+        f"at {timestamp(entry.created_at)} by {entry.user}"
+        + (f" ({entry.reason})" if entry.reason else ""),
+        style="bold",
     )
-    out.print(Text(f"restores its rows in {', '.join(entry.databases)}"))
+    out.print(f"restores its rows in {', '.join(entry.databases)}")
     if result is None:
         out.print("nothing changed: add --yes to do it", style="dim")
     else:

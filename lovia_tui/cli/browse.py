@@ -25,8 +25,8 @@ from lovia_tui.cli.command import (
 from lovia_tui.core import queries
 from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, shorten
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.export import FORMATS, export_session
-from lovia_tui.core.formatting import age, timestamp
+from lovia_tui.core.export import FORMATS, export_session, export_to_file
+from lovia_tui.core.formatting import age, printable, timestamp
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.workspace import Workspace
 
@@ -131,7 +131,7 @@ async def _show(args: argparse.Namespace) -> int:
     for item in out:
         out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
         if "unreadable" in item:
-            out_console.print(f"[red]unreadable: {item['unreadable']}[/]")
+            out_console.print(f"unreadable: {item['unreadable']}", style="red")
             continue
         for entry in item["entries"]:
             label = entry.get("role") if entry["type"] == "input" else entry["type"]
@@ -238,7 +238,12 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
         "--format", choices=FORMATS, default="md", help="md (default) or json"
     )
     parser.add_argument(
-        "-o", "--output", type=Path, help="write here instead of stdout"
+        "-o", "--output", type=Path, help="write a new file here instead of stdout"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file (never a symbolic link)",
     )
     add_readonly(parser)
 
@@ -248,13 +253,18 @@ async def _export(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        count = await export_session(
-            db, session_id, args.format, args.output or sys.stdout
-        )
+        if args.output:
+            count = await export_to_file(
+                db, session_id, args.format, args.output, replace=args.force
+            )
+        else:
+            # stdout is a terminal as far as the export knows, piped or not:
+            # nothing stored reaches it as a control sequence.
+            await export_session(db, session_id, args.format, sys.stdout, terminal=True)
     finally:
         await ws.close()
     if args.output:
-        print(f"wrote {count} entries to {args.output}", file=sys.stderr)
+        print(printable(f"wrote {count} entries to {args.output}"), file=sys.stderr)
     return EXIT_OK
 
 

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
-from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.errors import LoviaTuiError, os_error_text
+from lovia_tui.core.formatting import printable, printable_json
 from lovia_tui.core.workspace import Workspace
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -118,24 +120,40 @@ def tolerate_narrow_output() -> None:
             stream.reconfigure(errors="replace")
 
 
-def print_json(data: Any) -> None:
-    # \u escapes where stdout cannot encode a character: still exact JSON.
-    print(
+def json_text(data: Any, *, indent: int | None = 2) -> str:
+    """``data`` as JSON to print: exact, with what a terminal would act on
+    escaped (\\u escapes also where stdout cannot encode a character)."""
+    return printable_json(
         json.dumps(
             data,
             ensure_ascii=not _encodes_everything(sys.stdout),
-            indent=2,
+            indent=indent,
             default=str,
         )
     )
 
 
-def console() -> Console:
-    return Console(highlight=False)
+def print_json(data: Any) -> None:
+    print(json_text(data))
+
+
+class DataConsole(Console):
+    """A console for text that quotes stored data: strings are never read as
+    markup and come out printable (table cells, rules, plain prints alike).
+    Code that builds a :class:`~rich.text.Text` passes data through
+    :func:`printable` itself."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        kwargs["markup"] = kwargs["emoji"] = False
+        return super().render_str(printable(text, multiline=True), **kwargs)
+
+
+def console(*, stderr: bool = False) -> Console:
+    return DataConsole(highlight=False, markup=False, emoji=False, stderr=stderr)
 
 
 def fail(message: str) -> int:
-    print(f"lovia-tui: {message}", file=sys.stderr)
+    print(f"lovia-tui: {printable(message)}", file=sys.stderr)
     return EXIT_ERROR
 
 
@@ -155,3 +173,7 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         # The reader went away (`| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:
+        # A file the command writes (export -o): a missing directory, no
+        # permission, a full disk.
+        return fail(os_error_text(exc))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -27,7 +26,7 @@ from lovia_tui.cli.command import (
 )
 from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
 from lovia_tui.core.doctor_findings import SEVERITY_STYLES, summary
-from lovia_tui.core.formatting import size
+from lovia_tui.core.formatting import printable, size
 from lovia_tui.core.workspace import Workspace
 
 
@@ -52,13 +51,14 @@ async def _diagnose(args: argparse.Namespace) -> Report:
                 ws, stale_after=args.stale_after, older_than_days=args.older_than
             )
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=True,
+            TextColumn("{task.description}", markup=False), BarColumn(),
+            TimeElapsedColumn(),
+            console=console(stderr=True), transient=True,
         ) as bar:  # fmt: skip
             task = bar.add_task("reading", total=1.0)
 
             def progress(what: str, fraction: float) -> None:
-                bar.update(task, description=what, completed=fraction)
+                bar.update(task, description=printable(what), completed=fraction)
 
             return await diagnose(
                 ws,
@@ -114,9 +114,9 @@ async def _doctor(args: argparse.Namespace) -> int:
                 ],
             )
         )
-        text = Text(finding.message)
+        text = Text(printable(finding.message, multiline=True))
         if finding.fix:
-            text.append(f"\n→ {finding.fix.text}", style="cyan")
+            text.append(printable(f"\n→ {finding.fix.text}", multiline=True), "cyan")
         kind = Text(finding.severity, style=SEVERITY_STYLES[finding.severity]).append(
             f"\n{finding.kind}", style=""
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -25,12 +24,14 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     fail,
+    json_text,
     open_workspace,
     split_paths_and_id,
 )
 from lovia_tui.core.agents import load_agent, load_deps
 from lovia_tui.core.console import ConsoleEvent
 from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
+from lovia_tui.core.redact import error_line
 from lovia_tui.core.resume import RunControl, replay, resume
 
 _STYLES = {
@@ -238,7 +239,7 @@ def _preflight_data(pf: Preflight) -> dict[str, Any]:
 
 
 def _print_json(event: ConsoleEvent) -> None:
-    print(json.dumps(event.to_json(), ensure_ascii=False, default=str), flush=True)
+    print(json_text(event.to_json(), indent=None), flush=True)
 
 
 class _TextPrinter:
@@ -281,9 +282,7 @@ class _TextPrinter:
                 f"  session     {data['session_id']} in {data['session_file']} ({source})"
             )
         if data["error"]:
-            self._line(
-                f"  error       {data['error'].get('type')}: {data['error'].get('message')}"
-            )
+            self._line(f"  error       {error_line(data['error'])}")
         for call in data["dangling"]:
             self._line(
                 f"  runs again  {call['name']}({call['arguments']}) [{call['call_id']}]"

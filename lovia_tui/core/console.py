@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lovia_tui.core.entries import entry_text, shorten
+from lovia_tui.core.redact import redact
 
 EventKind = Literal[
     "preflight",
@@ -78,8 +79,9 @@ class ConsoleEvent:
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception as one line: lovia's errors append an indented hint line."""
-    text = shorten(str(exc), ERROR_WIDTH)
+    """An exception as one line (lovia's errors append an indented hint line),
+    with any credential it quotes redacted."""
+    text = shorten(redact(str(exc)), ERROR_WIDTH)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -88,7 +90,7 @@ def _call(call: Any) -> dict[str, Any]:
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
-    return {"error_type": type(exc).__name__, "error": str(exc)}
+    return {"error_type": type(exc).__name__, "error": redact(str(exc))}
 
 
 def usage_event(usage: Mapping[str, Any], turns: int) -> ConsoleEvent:
@@ -304,7 +306,7 @@ class LogCapture(logging.Handler):
             return
         event = ConsoleEvent(
             "log",
-            f"{record.levelname.lower()} {record.name}: {message}",
+            f"{record.levelname.lower()} {record.name}: {redact(message)}",
             _level_style(record.levelno),
             {"level": record.levelname, "logger": record.name},
             record.created,

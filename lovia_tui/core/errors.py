@@ -15,3 +15,9 @@ class ActionError(LoviaTuiError):
 
 class LiveRunError(ActionError):
     """Refused because a run looks live; the user may force it once sure."""
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as one line naming its file: "/x/out.md: Permission denied"."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"

@@ -1,40 +1,146 @@
 """Exporting a session's transcript to Markdown or JSON (for the app and CLI).
 
-Streams segment by segment into the target file, so a long session never has
-to sit in memory whole.
+Streams segment by segment into the target, so a long session never has to
+sit in memory whole, and writes from a thread, so the app's event loop never
+waits on the disk. A file export keeps the text exactly as stored; an export
+to a terminal is neutralized like every other output (see ``printable``).
+
+A file is only ever created new (``O_EXCL``): an existing name is replaced
+only when the caller says so (after asking the user), by a new file moved
+over it, never by writing through it; a symbolic link at the name is never
+followed or replaced. Files get the user's umask like any document they
+save: an export is a file the user asked for, named by them, where they chose.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
+import os
+import re
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text
-from lovia_tui.core.formatting import timestamp
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import printable, printable_json, timestamp
 
 FORMATS = ("md", "json")
+NAME_CHARS = 40
+"""Characters of the session id kept in a default file name (a hash tells ids apart)."""
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ExportError(LoviaTuiError):
+    """The export target is refused (it exists, or is a link or a directory)."""
+
+
+def export_name(session_id: str, fmt: str) -> str:
+    """A file name for ``session_id``'s export: safe on every file system, and
+    distinct for distinct ids (``a/b`` and ``a_b``, or two ids sharing their
+    first characters, differ in the hash of the exact id)."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:NAME_CHARS]
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{readable.strip('._') or 'session'}-{digest[:12]}.{fmt}"
+
+
+def free_path(directory: Path, session_id: str, fmt: str) -> Path:
+    """The export name of ``session_id`` in ``directory``, numbered on if taken."""
+    name = export_name(session_id, fmt)
+    stem = name[: -len(fmt) - 1]
+    path, number = directory / name, 2
+    while target_state(path) != "free":
+        path, number = directory / f"{stem}-{number}.{fmt}", number + 1
+    return path
+
+
+def target_state(path: Path) -> str:
+    """``"free"``, ``"file"`` (a regular file: replaceable once confirmed), or
+    ``"link"`` / ``"other"`` (never written to). Never follows a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "free"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _refusal(path: Path) -> ExportError:
+    state = target_state(path)
+    if state == "link":
+        return ExportError(f"{path} is a symbolic link: not followed, not replaced")
+    if state == "file":
+        return ExportError(f"{path} exists: not replaced without a confirmation")
+    return ExportError(f"{path} exists and is not a regular file")
+
+
+def _create(path: Path) -> IO[str]:
+    """A new file at ``path`` (exclusive, never through a link)."""
+    try:
+        fd = os.open(path, _CREATE, 0o666)
+    except FileExistsError:
+        raise _refusal(path) from None
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+async def export_to_file(
+    db: Database, session_id: str, fmt: str, path: Path, *, replace: bool = False
+) -> int:
+    """Write the export to a new file at ``path``; with ``replace``, an existing
+    regular file there is replaced whole once the export is complete. A failed
+    export leaves no partial file. Returns entries written."""
+    if not replace:
+        handle, written_to = await asyncio.to_thread(_create, path), path
+    else:
+        if await asyncio.to_thread(target_state, path) not in ("free", "file"):
+            raise _refusal(path)
+        written_to = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        handle = await asyncio.to_thread(_create, written_to)
+    try:
+        with handle:
+            count = await export_session(db, session_id, fmt, handle)
+        if written_to != path:
+            await asyncio.to_thread(os.replace, written_to, path)
+    except BaseException:
+        await asyncio.to_thread(written_to.unlink, missing_ok=True)
+        raise
+    return count
 
 
 async def export_session(
-    db: Database, session_id: str, fmt: str, target: Path | IO[str]
+    db: Database,
+    session_id: str,
+    fmt: str,
+    target: IO[str],
+    *,
+    terminal: bool = False,
 ) -> int:
-    """Write ``session_id``'s transcript to ``target``; returns entries written."""
+    """Write ``session_id``'s transcript to ``target``; returns entries written.
+    ``terminal``: the target is a screen (stdout), so what it would act on is
+    made visible (Markdown) or escaped (JSON, still the same data)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
-    if isinstance(target, Path):
-        with target.open("w", encoding="utf-8") as handle:
-            return await export_session(db, session_id, fmt, handle)
+    neutral: Callable[[str], str] = (
+        (printable_json if fmt == "json" else _printable_lines) if terminal else str
+    )
+
+    async def write(text: str) -> None:
+        await asyncio.to_thread(target.write, neutral(text))
+
     written = 0
     segments = await queries.segments(db, session_id)
     if fmt == "md":
-        target.write(
+        await write(
             f"# Session {session_id}\n\n_{len(segments)} runs, from {db.path}_\n"
         )
     else:
-        target.write(
+        await write(
             json.dumps(
                 {"session_id": session_id, "file": str(db.path)}, ensure_ascii=False
             )[:-1]
@@ -51,7 +157,7 @@ async def export_session(
             entries, problem = [], str(exc)
         written += len(entries)
         if fmt == "md":
-            target.write(
+            await write(
                 _markdown_segment(
                     segment.run_id, timestamp(segment.created_at), entries, problem
                 )
@@ -64,12 +170,16 @@ async def export_session(
             }
             if problem:
                 record["unreadable"] = problem
-            target.write(
+            await write(
                 ("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n"
             )
     if fmt == "json":
-        target.write("]}\n")
+        await write("]}\n")
     return written
+
+
+def _printable_lines(text: str) -> str:
+    return printable(text, multiline=True)
 
 
 def _markdown_segment(

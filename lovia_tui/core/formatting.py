@@ -1,8 +1,64 @@
-"""Human formatting of times, ages and sizes, shared by the CLI and the UI."""
+"""Human formatting shared by the CLI and the UI: stored text made safe to
+show, times, ages and sizes."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
+
+_C0 = "\x00-\x08\x0b-\x1f"
+"""C0 controls but tab and newline: ESC starts every escape sequence."""
+_ACTIVE = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""DEL, C1 controls (CSI and OSC are sequences by themselves), and the
+separators and bidirectional overrides that move or reorder what is drawn."""
+_INVISIBLE = "\u200b\u2060-\u2064\ufeff\U000e0000-\U000e007f"
+"""Characters that draw nothing: two ids that look the same must not be
+(zero-width space, word joiner, BOM, the tag characters that hide text).
+Joiners that shape scripts and emoji (U+200C, U+200D) are left alone."""
+_UNSAFE_LINES = re.compile(f"[{_C0}{_ACTIVE}{_INVISIBLE}]")
+"""For views laid out over lines: tab and newline are left to them."""
+_UNSAFE = re.compile(f"[{_C0}{_ACTIVE}{_INVISIBLE}\t\n]")
+_JSON_UNSAFE = re.compile(f"[{_ACTIVE}{_INVISIBLE}]")
+"""What JSON text may hold raw and a terminal acts on or hides (JSON escapes C0)."""
+
+
+def _visible(match: re.Match[str]) -> str:
+    """C0 and DEL as their Unicode control pictures (one cell each: ␛ ␇ ␀ ␍ ␊),
+    the rest as an escape (``\x9b``, ``\u202e``, ``\U000e0041``)."""
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def printable(text: object, *, multiline: bool = False) -> str:
+    """``text`` as a terminal shows it and never acts on it.
+
+    The one gate between stored text (ids, titles, entries, errors, tool
+    outputs: whatever a model, a tool or a user wrote) and a screen: every
+    control character comes out visible (``ESC[2J`` as ``␛[2J``), so nothing
+    stored can move the cursor, clear the screen, set the title or the
+    clipboard, or make the terminal type an answer into the shell.
+    ``multiline`` keeps newlines and tabs for views laid out over lines; CR is
+    always shown (a bare CR lets a line overwrite itself).
+    """
+    text = str(text)
+    pattern = _UNSAFE_LINES if multiline else _UNSAFE
+    return pattern.sub(_visible, text) if pattern.search(text) else text
+
+
+def printable_json(dumped: str) -> str:
+    """JSON text (``json.dumps`` output) with the characters a terminal acts on
+    escaped as ``\\uXXXX``: the same JSON value, exact data, safe to print."""
+    if not _JSON_UNSAFE.search(dumped):
+        return dumped
+    # json.dumps' own escape: \u007f, or a surrogate pair beyond the BMP.
+    return _JSON_UNSAFE.sub(lambda m: json.dumps(m.group())[1:-1], dumped)
 
 
 def timestamp(epoch: float | None) -> str:

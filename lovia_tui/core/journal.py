@@ -31,6 +31,7 @@ import orjson
 
 from lovia_tui.core.database import BUSY_TIMEOUT_MS, sqlite_uri
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.private_files import private_database
 from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_sync, restore
 
 _SCHEMA = """
@@ -142,10 +143,11 @@ class Journal:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or journal_path()
+        self._own_directory = path is None and not os.environ.get("LOVIA_TUI_JOURNAL")
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(self.path, own_directory=self._own_directory)
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

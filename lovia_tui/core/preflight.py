@@ -20,6 +20,7 @@ from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER, SessionSource
+from lovia_tui.core.redact import error_line
 from lovia_tui.core.workspace import Workspace
 
 Mode = Literal["resume", "replay"]
@@ -212,7 +213,7 @@ def _check_status(
         )
     elif run.status == "failed" and run.error:
         found.warnings.append(
-            f"it failed with {run.error.get('type')}: {run.error.get('message')}; resuming "
+            f"it failed with {error_line(run.error)}; resuming "
             "continues from its last save and the same error may recur"
         )
     return run.is_stale(now, stale_after)

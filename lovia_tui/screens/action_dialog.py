@@ -26,6 +26,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 if TYPE_CHECKING:
     from lovia_tui.core.previews import Preview
+from lovia_tui.core.formatting import printable
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def preview_text(lines: list[str]) -> Text:
             if number == 0
             else ("bold red" if line.startswith("WARNING") else "")
         )
-        text.append(line + "\n", style=style)
+        text.append(printable(line, multiline=True) + "\n", style=style)
     return text
 
 
@@ -113,12 +114,14 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(
+                printable(self.title_text), classes="dialog-title", markup=False
+            )
             yield Static(preview_text(self.lines), id="preview")
             for spec in self.fields:
-                yield Label(spec.label)
+                yield Label(spec.label, markup=False)
                 if spec.choices:
-                    options = [(choice, choice) for choice in spec.choices]
+                    options = [(Text(printable(c)), c) for c in spec.choices]
                     value = spec.value if spec.value in spec.choices else Select.NULL
                     yield Select(
                         options, value=value, id=f"field-{spec.name}", prompt=spec.label
@@ -222,16 +225,28 @@ class ForceScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog"):
             yield Label("Refused: a run looks live", classes="dialog-title")
-            yield Static(Text(self.message, style="bold red"))
-            yield Label(f"If its process is really gone, type {self.token} to force:")
-            yield Input(id="typed", placeholder=self.token)
+            yield Static(
+                Text(printable(self.message, multiline=True), style="bold red")
+            )
+            yield Label(
+                printable(
+                    f"If its process is really gone, type {self.token} to force:"
+                ),
+                markup=False,
+            )
+            yield Input(id="typed", placeholder=printable(self.token))
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Force", id="force", variant="error", disabled=True)
                 yield Button("Cancel", id="cancel")
 
     @on(Input.Changed, "#typed")
     def _typed(self, event: Input.Changed) -> None:
-        self.query_one("#force", Button).disabled = event.value.strip() != self.token
+        # The id as shown will do: the control characters it may hold cannot be typed.
+        typed = event.value.strip()
+        self.query_one("#force", Button).disabled = typed not in {
+            self.token,
+            printable(self.token),
+        }
 
     @on(Input.Submitted)
     def _next(self, event: Input.Submitted) -> None:

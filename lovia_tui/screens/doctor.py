@@ -28,6 +28,7 @@ from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Finding, Report, diag
 from lovia_tui.core.doctor_findings import SEVERITY_STYLES, FixAction, summary
 from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.previews import Preview
 from lovia_tui.kinds import Group
 from lovia_tui.screens.action_dialog import FormField
@@ -98,7 +99,7 @@ class DoctorScreen(WorkerErrors):
         self.audits = 0
 
     def compose(self) -> ComposeResult:
-        yield Label("Doctor · reading…", id="doctor-title")
+        yield Label("Doctor · reading…", id="doctor-title", markup=False)
         yield ProgressBar(total=1.0, show_eta=False, id="doctor-progress")
         table: DataTable[str | Text] = DataTable(
             id="doctor-table", cursor_type="row", zebra_stripes=True
@@ -145,7 +146,7 @@ class DoctorScreen(WorkerErrors):
     def on_doctor_screen_scanning(self, message: Scanning) -> None:
         self.query_one(ProgressBar).update(progress=message.fraction)
         self.query_one("#doctor-title", Label).update(
-            f"Doctor · reading {message.what}…"
+            printable(f"Doctor · reading {message.what}…")
         )
 
     def on_doctor_screen_diagnosed(self, message: Diagnosed) -> None:
@@ -159,9 +160,9 @@ class DoctorScreen(WorkerErrors):
             table.add_row(
                 Text(finding.severity, style=SEVERITY_STYLES[finding.severity]),
                 finding.kind,
-                finding.run_id or "",
-                finding.session_id or "",
-                finding.message,
+                Text(printable(finding.run_id or "")),
+                Text(printable(finding.session_id or "")),
+                Text(printable(finding.message)),
             )
         if self.findings:
             table.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
@@ -172,7 +173,9 @@ class DoctorScreen(WorkerErrors):
     def _title(self) -> None:
         found = summary(self.findings) or "no findings: the stores are consistent"
         busy = f" · {self.busy}" if self.busy else ""
-        self.query_one("#doctor-title", Label).update(f"Doctor · {found}{busy}")
+        self.query_one("#doctor-title", Label).update(
+            printable(f"Doctor · {found}{busy}")
+        )
 
     @on(DataTable.RowHighlighted)
     def _show_detail(self) -> None:
@@ -183,12 +186,16 @@ class DoctorScreen(WorkerErrors):
             return
         text = Text()
         text.append(
-            f"{finding.severity} · {finding.kind} · {finding.file.name}\n",
+            printable(f"{finding.severity} · {finding.kind} · {finding.file.name}")
+            + "\n",
             style=SEVERITY_STYLES[finding.severity],
         )
-        text.append(finding.message + "\n")
+        text.append(printable(finding.message, multiline=True) + "\n")
         if finding.fix is not None:
-            text.append(f"fix (enter): {finding.fix.text}", style="cyan")
+            text.append(
+                printable(f"fix (enter): {finding.fix.text}", multiline=True),
+                style="cyan",
+            )
         else:
             text.append("no one-key fix for this finding", style="dim")
         detail.update(text)
@@ -241,6 +248,10 @@ class DoctorScreen(WorkerErrors):
             for worker in going:
                 await _finished(worker)
         else:
+            # Busy until the dialog is answered and the fix done: an audit
+            # finishing meanwhile is not the one after the fix.
+            self.busy = f"{action}: waiting for its dialog"
+            self._title()
             fields = self._fields(finding, action, instead)
 
             def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:

@@ -1,10 +1,18 @@
-"""Command palette provider: go to a session or a run by id."""
+"""Command palette provider: go to a session or a run by id.
+
+The palette reads a hit's help, and the match highlight its text, as markup:
+stored text (ids, a run's status and agent) goes only into the hit's text, as
+printable Content; a text with brackets is shown without the highlight.
+"""
 
 from __future__ import annotations
 
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from lovia_tui.core.formatting import printable
 
 MAX_HITS = 50
 
@@ -19,14 +27,20 @@ class GotoProvider(Provider):
         if not isinstance(screen, InspectorScreen):
             return []
         targets = [
-            (f"Go to session {key[1]}", partial(screen.go_to_session, key), "session")
+            (
+                printable(f"Go to session {key[1]}"),
+                partial(screen.go_to_session, key),
+                "session",
+            )
             for key in screen.sessions.keys
         ]
         targets += [
             (
-                f"Go to run {run.run_id}",
+                printable(
+                    f"Go to run {run.run_id} · {screen.runs.status_of(run)} · {run.agent_name}"
+                ),
                 partial(screen.go_to_run, run.run_id),
-                f"run · {screen.runs.status_of(run)} · {run.agent_name}",
+                "run",
             )
             for run in screen.runs.runs
         ]
@@ -38,11 +52,12 @@ class GotoProvider(Provider):
         for title, callback, help_text in self._targets():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+                shown = matcher.highlight(title) if "[" not in title else Content(title)
+                yield Hit(score, shown, callback, help=help_text)
                 hits += 1
                 if hits >= MAX_HITS:
                     return
 
     async def discover(self) -> Hits:
         for title, callback, help_text in self._targets()[:10]:
-            yield DiscoveryHit(title, callback, help=help_text)
+            yield DiscoveryHit(Content(title), callback, help=help_text)

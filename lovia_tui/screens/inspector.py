@@ -7,9 +7,6 @@ user has already left is dropped.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
@@ -20,6 +17,7 @@ from lovia_tui.commands import (
     RUN_STATUS_FILTERS,
     bindings,
 )
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
@@ -79,11 +77,16 @@ class InspectorScreen(
     # ----- layout -----
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status-line")
+        yield Static(id="status-line", markup=False)
         with Horizontal(id="panes"):
             yield SessionsPane(id="sessions-pane", classes="pane")
             with Vertical(id="transcript-pane", classes="pane"):
-                yield Label("Transcript", classes="pane-title", id="transcript-title")
+                yield Label(
+                    "Transcript",
+                    classes="pane-title",
+                    id="transcript-title",
+                    markup=False,
+                )
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
         yield KeyBar(pinned=PINNED, shown=self._on_key_bar)
@@ -119,7 +122,7 @@ class InspectorScreen(
             parts.append(f"{db.name} [{stores}, {mode}, {live}]")
             if db.notice and not self.described:
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
-        self.query_one("#status-line", Static).update(" · ".join(parts))
+        self.query_one("#status-line", Static).update(printable(" · ".join(parts)))
         self.described = True
 
     def _tick(self) -> None:
@@ -236,17 +239,11 @@ class InspectorScreen(
 
     def action_export(self, fmt: str) -> None:
         key = self.selection.session
-        if key is not None:
-            self.export(key, fmt)
+        if key is None:
+            return
+        from lovia_tui.screens.export_dialog import export_flow
 
-    @work(exclusive=True, group=Group.EXPORT)
-    async def export(self, key: SessionKey, fmt: str) -> None:
-        from lovia_tui.core.export import export_session
-
-        target = Path.cwd() / f"{_safe_name(key[1])}.{fmt}"
-        db = self.workspace.database(Path(key[0]))
-        await export_session(db, key[1], fmt, target)
-        self.notify(f"exported {key[1]} to {target}")
+        self.run_worker(export_flow(self, key, fmt), group=Group.EXPORT, exclusive=True)
 
     def action_refresh(self) -> None:
         """Re-read every pane: sessions (their counts and titles too), runs,
@@ -275,13 +272,6 @@ def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
         return keys.index(key)
     except ValueError:
         return None
-
-
-def _safe_name(text: str) -> str:
-    return (
-        "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
-        or "session"
-    )
 
 
 __all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]

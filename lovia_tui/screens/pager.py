@@ -1,4 +1,8 @@
-"""Opening an entry in the user's $PAGER, with the app suspended meanwhile."""
+"""Opening an entry in the user's $PAGER, with the app suspended meanwhile.
+
+The pager writes to the terminal (``less -R`` passes escape sequences
+through): it gets the entry's printable lines, like every other view.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +13,23 @@ import subprocess
 
 from textual.app import App, SuspendNotSupported
 
+from lovia_tui.core.formatting import printable_json
 from lovia_tui.widgets.transcript_rows import Row, detail_lines
+
+
+def pager_text(row: Row) -> str:
+    """What the pager shows for an entry row: all of it, printable."""
+    assert row.entry is not None
+    lines = detail_lines(row, raw=False, full=True, clip=False)
+    return "\n".join(line.plain for line in lines) or printable_json(
+        json.dumps(row.entry.data, ensure_ascii=False, indent=2)
+    )
 
 
 def open_in_pager(app: App, row: Row) -> None:
     if row.entry is None:
         return
-    lines = detail_lines(row, raw=False, full=True, clip=False)
-    body = "\n".join(line.plain for line in lines) or json.dumps(
-        row.entry.data, ensure_ascii=False, indent=2
-    )
+    body = pager_text(row)
     command = shlex.split(os.environ.get("PAGER") or "less -R")
     try:
         with app.suspend():

@@ -21,8 +21,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.preflight import Preflight
-from lovia_tui.widgets.run_detail import dangling_panel
+from lovia_tui.core.redact import error_line
+from lovia_tui.widgets.run_detail import dangling_panel, data_text
 
 WRONG_SESSION = (
     "lovia does not check this link: a wrong session feeds the agent the wrong "
@@ -78,12 +80,14 @@ def describe(pf: Preflight) -> RenderableType:
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     status = run.status + (" (stale: its process most likely died)" if pf.stale else "")
-    table.add_row("run", f"{run.run_id} · {run.agent_name} · {run.turns} turns")
-    table.add_row("status", status)
+    table.add_row(
+        "run", data_text(f"{run.run_id} · {run.agent_name} · {run.turns} turns")
+    )
+    table.add_row("status", data_text(status))
     if run.error:
         table.add_row(
             "error",
-            Text(f"{run.error.get('type')}: {run.error.get('message')}", style="red"),
+            data_text(error_line(run.error), "red"),
         )
     if pf.mode == "resume":
         entry = (
@@ -92,10 +96,10 @@ def describe(pf: Preflight) -> RenderableType:
             else "none (start lovia-tui with --agent MODULE:ATTR)"
         )
         reach = {True: "reaches", False: "does NOT reach", None: "—"}[pf.reachable]
-        table.add_row("agent", f"{entry} · {reach} {run.agent_name!r}")
+        table.add_row("agent", data_text(f"{entry} · {reach} {run.agent_name!r}"))
     if pf.session_id:
         how = SOURCES.get(pf.session_source or "", "")
-        table.add_row("session", f"{pf.session_id} ({how})")
+        table.add_row("session", data_text(f"{pf.session_id} ({how})"))
         if pf.session_source == "given":
             table.add_row("", Text(WRONG_SESSION, style="yellow"))
     else:
@@ -112,9 +116,9 @@ def describe(pf: Preflight) -> RenderableType:
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
     for warning in pf.warnings:
-        parts.append(Text(f"⚠ {in_the_app(warning)}", style="yellow"))
+        parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
     for problem in pf.problems:
-        parts.append(Text(f"✗ {in_the_app(problem)}", style="bold red"))
+        parts.append(data_text(f"✗ {in_the_app(problem)}", "bold red"))
     return Group(*parts)
 
 
@@ -141,7 +145,9 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
         pf = self.pf
         with VerticalScroll(id="dialog", classes="dialog"):
             yield Label(
-                f"{pf.mode.capitalize()} run {pf.run.run_id}", classes="dialog-title"
+                printable(f"{pf.mode.capitalize()} run {pf.run.run_id}"),
+                classes="dialog-title",
+                markup=False,
             )
             yield Static(describe(pf))
             if pf.session_source in (None, "given"):
@@ -165,9 +171,12 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
             )
             if self.live:
                 yield Label(
-                    f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):"
+                    printable(
+                        f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):"
+                    ),
+                    markup=False,
                 )
-                yield Input(id="typed", placeholder=pf.run.run_id)
+                yield Input(id="typed", placeholder=printable(pf.run.run_id))
             with Horizontal(classes="dialog-buttons"):
                 yield Button(
                     pf.mode.capitalize(), id="go", variant="warning", disabled=not pf.ok
@@ -175,11 +184,14 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
                 yield Button("Check again", id="recheck")
                 yield Button("Cancel", id="cancel")
 
-    def session_options(self) -> list[tuple[str, str]]:
+    def session_options(self) -> list[tuple[str | Text, str]]:
         """(label, session id) for the session picker: each with its file."""
         return [
             (NO_SESSION, NO_SESSION),
-            *[(f"{sid}  ({Path(file).name})", sid) for file, sid in self.sessions],
+            *[
+                (Text(printable(f"{sid}  ({Path(file).name})")), sid)
+                for file, sid in self.sessions
+            ],
         ]
 
     def on_mount(self) -> None:
@@ -209,10 +221,9 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
         if self.query("#max-turns"):
             text = self.query_one("#max-turns", Input).value.strip()
             max_turns = int(text) if text.lstrip("-").isdigit() else None
-        force = (
-            bool(self.query("#typed"))
-            and self.query_one("#typed", Input).value.strip() == self.pf.run.run_id
-        )
+        force = bool(self.query("#typed")) and self.query_one(
+            "#typed", Input
+        ).value.strip() in {self.pf.run.run_id, printable(self.pf.run.run_id)}
         return PreflightChoice(
             go,
             session_id,

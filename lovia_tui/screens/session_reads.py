@@ -15,6 +15,7 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core import queries
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionSummary
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group
@@ -129,7 +130,7 @@ class SessionReads(InspectorBase):
             self.refresh_bindings()
         self.runs.highlight_session(key)
         self.query_one("#transcript-title", Label).update(
-            f"Transcript · {key[1]} · loading…", layout=False
+            printable(f"Transcript · {key[1]} · loading…"), layout=False
         )
         if self.runs_loaded:
             # Otherwise on_runs_loaded loads it: the seam needs the runs' links.

@@ -17,6 +17,7 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core import queries
+from lovia_tui.core.formatting import printable
 from lovia_tui.kinds import Group, RowKind
 from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.selection import SessionKey
@@ -116,6 +117,7 @@ class TranscriptFlows(InspectorBase):
         if self.transcript.new_below:
             title += f" · {self.transcript.new_below} new entries ↓"
         label = self.query_one("#transcript-title", Label)
+        title = printable(title)
         if title != label.content:
             label.update(title, layout=False)
 

@@ -10,6 +10,7 @@ and drops the rest.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
@@ -62,6 +63,12 @@ def cell(text: str, width: int, *, right: bool = False) -> str:
     return " " * pad + text if right else text + " " * pad
 
 
-def widest(values, cap: int, least: int = 1) -> int:
+def widest(values: Iterable[str], cap: int, least: int = 1) -> int:
     """The widest of ``values`` in cells, at most ``cap``."""
     return min(cap, max((cell_len(value) for value in values), default=least))
+
+
+def longest(values: Iterable[str], cap: int, least: int = 1) -> int:
+    """The longest of ``values`` in characters, at most ``cap``: for long
+    lists, where measuring cells would cost (``cell`` still cuts by cells)."""
+    return min(cap, max(map(len, values), default=least))

@@ -17,6 +17,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, RichLog, Static
 
+from lovia_tui.core.console import one_line
+from lovia_tui.core.formatting import printable
 from lovia_tui.kinds import Group
 
 if TYPE_CHECKING:
@@ -56,7 +58,7 @@ class RunConsole(Vertical):
         self._partial = Text()
 
     def compose(self) -> ComposeResult:
-        yield Label("Console", id="console-title", classes="pane-title")
+        yield Label("Console", id="console-title", classes="pane-title", markup=False)
         yield RichLog(id="console-log", wrap=True, markup=False, max_lines=5_000)
         yield Static(id="console-partial")
 
@@ -70,7 +72,7 @@ class RunConsole(Vertical):
         self.remove_class("hidden")
         self.query_one(RichLog).clear()
         self.query_one("#console-title", Label).update(
-            f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)"
+            printable(f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)")
         )
         self.control = RunControl()
         self._run(pf, starter, self.control)
@@ -89,23 +91,23 @@ class RunConsole(Vertical):
                 if event.kind in ("run_completed", "run_failed"):
                     status = str(event.data.get("status", status))
         except Exception as exc:  # a lovia/SQLite failure: one line, never a traceback
-            self._line(Text(f"✗ {type(exc).__name__}: {exc}", style="bold red"))
+            self._line(Text(printable(f"✗ {one_line(exc)}"), style="bold red"))
         finally:
             self.control = None
             self._flush()
             self.query_one("#console-title", Label).update(
-                f"Console · {pf.mode} {pf.run.run_id} · {status}"
+                printable(f"Console · {pf.mode} {pf.run.run_id} · {status}")
             )
             self.post_message(self.Finished(pf.run.run_id, status))
 
     def _show(self, event: ConsoleEvent) -> None:
         style = STYLES.get(event.style, "")
         if event.kind in DELTAS:
-            self._partial.append(event.text, style=style)
+            self._partial.append(printable(event.text, multiline=True), style=style)
             self.query_one("#console-partial", Static).update(self._partial)
             return
         self._flush()
-        self._line(Text(event.text, style=style))
+        self._line(Text(printable(event.text, multiline=True), style=style))
 
     def _flush(self) -> None:
         if self._partial:

@@ -12,8 +12,9 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from lovia_tui.core.formatting import age, timestamp
+from lovia_tui.core.formatting import age, printable, printable_json, timestamp
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
+from lovia_tui.core.redact import error_line
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 
 RESUME_WARNING = (
@@ -45,6 +46,11 @@ def usage_text(usage: dict) -> str:
     )
 
 
+def data_text(text: object, style: str = "") -> Text:
+    """Stored text for a table cell: never markup, never a control sequence."""
+    return Text(printable(text, multiline=True), style=style)
+
+
 def head_table(
     run: RunInfo, link: SessionLink | None, now: float, stale_after: float
 ) -> Table:
@@ -56,34 +62,42 @@ def head_table(
         status = (
             f"running, but no save for {age(now - run.updated_at)}: stale (crashed?)"
         )
-    table.add_row("run", run.run_id)
+    table.add_row("run", data_text(run.run_id))
     table.add_row(
         "status",
-        Text(status, style=STATUS_STYLES.get(status_label(run, now, stale_after), "")),
+        data_text(status, STATUS_STYLES.get(status_label(run, now, stale_after), "")),
     )
     table.add_row(
         "agent",
-        run.agent_name
-        + (
-            f" → handoff pending to {run.pending_handoff}"
-            if run.pending_handoff
-            else ""
+        data_text(
+            run.agent_name
+            + (
+                f" → handoff pending to {run.pending_handoff}"
+                if run.pending_handoff
+                else ""
+            )
         ),
     )
-    table.add_row("turns", str(run.turns))
+    table.add_row("turns", data_text(run.turns))
     table.add_row(
         "usage",
-        usage_text(run.usage)
-        + (f" · last input {run.last_input_tokens:,}" if run.last_input_tokens else ""),
+        data_text(
+            usage_text(run.usage)
+            + (
+                f" · last input {run.last_input_tokens:,}"
+                if run.last_input_tokens
+                else ""
+            )
+        ),
     )
-    table.add_row("entries", f"{run.entries} (last seq {run.last_seq})")
+    table.add_row("entries", data_text(f"{run.entries} (last seq {run.last_seq})"))
     table.add_row("started", timestamp(run.started_at))
     table.add_row(
         "updated", f"{timestamp(run.updated_at)} ({age(now - run.updated_at)} ago)"
     )
     if link:
         how = "appended to it" if link.kind == "segment" else "web UI record"
-        table.add_row("session", f"{link.session_id} ({how})")
+        table.add_row("session", data_text(f"{link.session_id} ({how})"))
     else:
         table.add_row(
             "session",
@@ -95,10 +109,7 @@ def head_table(
     if run.error:
         table.add_row(
             "error",
-            Text(
-                f"{run.error.get('type', '')}: {run.error.get('message', '')}",
-                style="bold red",
-            ),
+            data_text(error_line(run.error), "bold red"),
         )
     if run.status == "completed":
         output = (
@@ -106,7 +117,7 @@ def head_table(
             if isinstance(run.output, str)
             else json.dumps(run.output, ensure_ascii=False)
         )
-        table.add_row("output", output)
+        table.add_row("output", data_text(output))
     context = (
         run.context_state.get("context")
         if isinstance(run.context_state, dict)
@@ -119,7 +130,7 @@ def head_table(
             "context",
             f"{offloaded} offloaded results · {summary} · {_count(context.get('cleared'))} cleared",
         )
-    table.add_row("file", str(run.file))
+    table.add_row("file", data_text(run.file))
     return table
 
 
@@ -135,8 +146,8 @@ def dangling_panel(calls: list[DanglingCall]) -> RenderableType:
         )
     items: list[RenderableType] = [Text(RESUME_WARNING, style="bold")]
     for call in calls:
-        items.append(Text(f"\n{call.name}  ({call.call_id})", style="bold"))
-        items.append(Text(pretty_arguments(call.arguments)))
+        items.append(data_text(f"\n{call.name}  ({call.call_id})", "bold"))
+        items.append(data_text(pretty_arguments(call.arguments)))
     return Panel(
         Group(*items), title=f"{len(calls)} dangling tool call(s)", border_style="red"
     )
@@ -175,7 +186,9 @@ class RunDetail(VerticalScroll):
         now = time.time()
         self._age = age(now - run.updated_at)
         if raw:
-            body.update(Text(json.dumps(run.head, ensure_ascii=False, indent=2)))
+            body.update(
+                Text(printable_json(json.dumps(run.head, ensure_ascii=False, indent=2)))
+            )
             return
         parts: list[RenderableType] = [
             head_table(run, link, now, stale_after),
@@ -184,7 +197,7 @@ class RunDetail(VerticalScroll):
         ]
         for problem in [run.unreadable, *problems]:
             if problem:
-                parts.append(Text(f"⚠ unreadable: {problem}", style="bold red"))
+                parts.append(data_text(f"⚠ unreadable: {problem}", "bold red"))
         body.update(Group(*parts))
 
     @property

@@ -15,9 +15,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label
 
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import age, printable
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.widgets.columns import Column, cell, fit, widest
+from lovia_tui.widgets.columns import Column, cell, fit, longest
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
 
@@ -45,7 +45,7 @@ class RunsPane(Vertical):
         self._widths: tuple[int, dict[str, int]] = (-1, {})
 
     def compose(self) -> ComposeResult:
-        yield Label("Runs", classes="pane-title", id="runs-title")
+        yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
         yield RowList(self._render_row, empty="no checkpoints", id="runs")
         yield RunDetail(id="run-detail")
 
@@ -137,17 +137,18 @@ class RunsPane(Vertical):
 
     def _measure(self) -> list[Column]:
         """The columns, sized to the runs shown; ids first, ages before agents."""
+        # By length, not cells: a file may hold a great many checkpoints.
         sessions = [
             link.session_id if (link := self.links.get(run.run_id)) else "unlinked"
             for run in self.shown
         ]
         return [
             Column("status", 11, 1),
-            Column("id", widest((r.run_id for r in self.shown), 40, 8), 0),
-            Column("agent", widest((r.agent_name for r in self.shown), 16), 4),
+            Column("id", longest((r.run_id for r in self.shown), 40, 8), 0),
+            Column("agent", longest((r.agent_name for r in self.shown), 16), 4),
             Column("turns", 3, 5),
             Column("age", 4, 2),
-            Column("session", widest(sessions, 40, 8), 3, least=6, grows=True),
+            Column("session", longest(sessions, 40, 8), 3, least=6, grows=True),
         ]
 
     def _render_row(self, index: int, width: int) -> Text:
@@ -158,12 +159,14 @@ class RunsPane(Vertical):
         status = self.status_of(run)
         link = self.links.get(run.run_id)
         values = {
-            "status": (status, STATUS_STYLES.get(status, "")),
-            "id": (run.run_id, "bold"),
-            "agent": (run.agent_name, ""),
+            "status": (printable(status), STATUS_STYLES.get(status, "")),
+            "id": (printable(run.run_id), "bold"),
+            "agent": (printable(run.agent_name), ""),
             "turns": (f"{run.turns}t", "dim"),
             "age": (age(time.time() - run.updated_at), "dim"),
-            "session": ((link.session_id, "") if link else ("unlinked", "italic dim")),
+            "session": (
+                (printable(link.session_id), "") if link else ("unlinked", "italic dim")
+            ),
         }
         text = Text()
         for column in self._columns:

@@ -9,10 +9,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Label
 
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import age, printable
 from lovia_tui.core.models import SessionSummary
 from lovia_tui.selection import SessionKey
-from lovia_tui.widgets.columns import Column, cell, fit, widest
+from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 from lovia_tui.widgets.row_list import RowList
 
 BADGE_STYLES = {
@@ -47,7 +47,7 @@ class SessionsPane(Vertical):
         """What a running content search says in the title (its progress)."""
 
     def compose(self) -> ComposeResult:
-        yield Label("Sessions", classes="pane-title", id="sessions-title")
+        yield Label("Sessions", classes="pane-title", id="sessions-title", markup=False)
         yield RowList(self._render_row, empty="no sessions", id="sessions")
 
     async def filter_box(self) -> Input:
@@ -131,10 +131,11 @@ class SessionsPane(Vertical):
         """Columns sized to the ids shown and the titles read so far."""
         summaries = self.summaries.values()
         self._columns = [
-            Column("id", widest((key[1] for key in self.shown), 40, 10), 0),
+            # Ids by length, not cells: a walk of 130,000 keys must stay cheap.
+            Column("id", longest((key[1] for key in self.shown), 40, 10), 0),
             Column(
                 "title",
-                widest((summary.title for summary in summaries), 32, 8),
+                widest((printable(summary.title) for summary in summaries), 32, 8),
                 1,
                 least=5,
                 grows=True,
@@ -194,7 +195,7 @@ class SessionsPane(Vertical):
             title += f" (of {len(self.keys):,})"
         if self.progress:
             title += f" · {self.progress}"
-        self.query_one("#sessions-title", Label).update(title, layout=False)
+        self.query_one("#sessions-title", Label).update(printable(title), layout=False)
 
     def on_row_list_highlighted(self) -> None:
         self.show_title()
@@ -231,7 +232,7 @@ class SessionsPane(Vertical):
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        text.append(cell(key[1], widths["id"]), style="bold")
+        text.append(cell(printable(key[1]), widths["id"]), style="bold")
         if summary is None:
             text.append(" …", style="dim")
             return text
@@ -239,7 +240,7 @@ class SessionsPane(Vertical):
             age(time.time() - summary.last_activity) if summary.last_activity else "-"
         )
         if "title" in widths:
-            text.append(" " + cell(summary.title, widths["title"]))
+            text.append(" " + cell(printable(summary.title), widths["title"]))
         for name, value in (("runs", f"{summary.runs}r"), ("age", when)):
             if name in widths:
                 text.append(" " + cell(value, widths[name], right=True), style="dim")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
-from lovia_tui.core.formatting import size, timestamp
+from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 from lovia_tui.kinds import RowKind, newer_key, older_key
 
@@ -186,21 +186,23 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
             f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load"
         )
     if row.kind == RowKind.UNREADABLE and row.problem:
-        return Text(f"⚠ unreadable: {row.problem}")
+        return Text(printable(f"⚠ unreadable: {row.problem}"))
     if row.kind == RowKind.SEGMENT and row.segment:
-        return Text(segment_title(row.segment, expanded))
+        return Text(printable(segment_title(row.segment, expanded)))
     if row.kind == RowKind.SEAM and row.run:
         return Text(
-            f"━━ not yet in the session — run {row.run.run_id}, status {row.status or row.run.status} ━━"
+            printable(
+                f"━━ not yet in the session — run {row.run.run_id}, status {row.status or row.run.status} ━━"
+            )
         )
     assert row.entry is not None
     data = row.entry.data
     marker = "▾" if expanded else "▸"
-    head = Text(f"{index_text(row):>6} {marker} {row.label:<11} ")
+    head = Text(f"{index_text(row):>6} {marker} {printable(row.label):<11} ")
     kind = data.get("type")
     if kind == "tool_call":
-        head.append(f"{data.get('name', '')} ", style="bold")
-        head.append(shorten(str(data.get("arguments", "")), 200))
+        head.append(f"{printable(data.get('name', ''))} ", style="bold")
+        head.append(printable(shorten(str(data.get("arguments", "")), 200)))
         if row.partner is not None:
             head.append(f"  {partner_text(row, rows, '→')}", style="dim")
         else:
@@ -208,20 +210,20 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         return head
     if kind == "tool_result":
         if row.tool_name:
-            head.append(f"{row.tool_name} ", style="bold")
+            head.append(f"{printable(row.tool_name)} ", style="bold")
         if row.partner is not None:
             head.append(f"{partner_text(row, rows, '←')} ", style="dim")
         if is_trimmed(data):
             head.append("✂ trimmed ", style="reverse")
         output = str(data.get("output", ""))
-        head.append(shorten(output, 200))
+        head.append(printable(shorten(output, 200)))
         if len(output) > 200:
             head.append(f"  ({size(len(output.encode()))})", style="dim")
         return head
     if kind == "reasoning":
-        head.append(shorten(entry_text(data), 200), style="italic")
+        head.append(printable(shorten(entry_text(data), 200)), style="italic")
         return head
-    head.append(shorten(entry_text(data), 300))
+    head.append(printable(shorten(entry_text(data), 300)))
     return head
 
 
@@ -256,7 +258,7 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
     data = row.entry.data
     limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
     if raw:
-        body = json.dumps(data, ensure_ascii=False, indent=2)
+        body = printable_json(json.dumps(data, ensure_ascii=False, indent=2))
         return _fold(body.splitlines(), full, limit)
     kind = data.get("type")
     if kind == "tool_call":
@@ -287,12 +289,21 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _marked(line: str, offset: int, marks: Sequence[tuple[int, int]]) -> Text:
-    """``line`` (at ``offset`` in its text) with the trim markers in reverse video."""
-    text = Text(line)
+    """``line`` (at ``offset`` in its text), printable, with the trim markers in
+    reverse video (marked piece by piece: printable text may be longer)."""
+    cuts = {0, len(line)}
     for start, end in marks:
         start, end = max(start, offset) - offset, min(end, offset + len(line)) - offset
         if start < end:
-            text.stylize("reverse", start, end)
+            cuts.update((start, end))
+    text = Text()
+    bounds = sorted(cuts)
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        middle = offset + (start + end) // 2
+        marked = any(a <= middle < b for a, b in marks)
+        text.append(
+            printable(line[start:end], multiline=True), "reverse" if marked else ""
+        )
     return text
 
 
