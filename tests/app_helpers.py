@@ -83,8 +83,14 @@ async def ready_to_confirm(pilot) -> None:
     if token:
         dialog.query_one("#typed", Input).value = token[0]
         await pilot.pause()  # the typed text enables Confirm
-    dialog.query("#confirm, #go").first(Button).focus()
-    await pilot.pause()
+    button = dialog.query("#confirm, #go").first(Button)
+    for _ in range(200):  # bounded: focus() is applied later, on a loaded machine late
+        if pilot.app.focused is button:
+            return
+        if not button.disabled:
+            button.focus()
+        await pilot.pause()
+    raise AssertionError(f"{button} never took the focus")
 
 
 async def confirm(pilot) -> None:
