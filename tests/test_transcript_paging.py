@@ -11,9 +11,10 @@ from lovia_tui.widgets import transcript as transcript_widget
 
 
 @asynccontextmanager
-async def kyoto(snap_dir, monkeypatch):
-    """The app showing chat-kyoto, whose 2 runs are 2 batches of one segment."""
-    monkeypatch.setattr(transcript_loader, "BATCH", 1)
+async def kyoto(snap_dir, monkeypatch, batch: int = 1):
+    """The app showing chat-kyoto, whose 2 runs are 2 batches of one segment
+    (or one batch, with a larger ``batch``)."""
+    monkeypatch.setattr(transcript_loader, "BATCH", batch)
     app = snapshot_app(snap_dir, monkeypatch)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
@@ -90,12 +91,8 @@ async def test_the_transcript_keeps_a_window_of_segments_both_ways(
 async def test_a_reload_keeps_the_cursor_on_its_row(snap_dir, monkeypatch):
     """ctrl+r (as after an action or a change by another process) keeps the
     transcript's cursor on the row it was on, not on the newest entry."""
-    app = snapshot_app(snap_dir, monkeypatch)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
-        await settle(pilot)
+    async with kyoto(snap_dir, monkeypatch, batch=30) as pilot:
+        screen = pilot.app.screen
         await pilot.press("2", "home", "down", "down")
         before = screen.transcript.current_row.key
         assert before != screen.transcript.rows[-1].key
