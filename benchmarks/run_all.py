@@ -360,6 +360,18 @@ def clear_session(path: str, session_id: str) -> None:
     asyncio.run(SQLiteSession(path, wal=True).clear(session_id))
 
 
+def append_latencies(alone: list[float], beside: list[float]) -> dict:
+    """A writer's append latencies alone and beside something, in ms."""
+    return {
+        "appends": WRITER_APPENDS,
+        "alone_p50_ms": round(percentile(alone, 50) * 1000, 2),
+        "alone_p99_ms": round(percentile(alone, 99) * 1000, 2),
+        "beside_p50_ms": round(percentile(beside, 50) * 1000, 2),
+        "beside_p99_ms": round(percentile(beside, 99) * 1000, 2),
+        "beside_max_ms": round(max(beside) * 1000, 2),
+    }
+
+
 def measure_writer(info: dict) -> list[Measure]:
     path = info["path"]
     alone_id, beside_id = "bench-writer-alone", "bench-writer-beside-app"
@@ -394,17 +406,8 @@ def measure_writer(info: dict) -> list[Measure]:
     finally:
         clear_session(path, alone_id)
         clear_session(path, beside_id)
-    p99_alone = percentile(alone, 99) * 1000
-    p99_beside = percentile(beside, 99) * 1000
-    details = {
-        "appends": WRITER_APPENDS,
-        "alone_p50_ms": round(percentile(alone, 50) * 1000, 2),
-        "alone_p99_ms": round(p99_alone, 2),
-        "beside_p50_ms": round(percentile(beside, 50) * 1000, 2),
-        "beside_p99_ms": round(p99_beside, 2),
-        "beside_max_ms": round(max(beside) * 1000, 2),
-        "app_activity": rounds,
-    }
+    details = {**append_latencies(alone, beside), "app_activity": rounds}
+    p99_alone, p99_beside = details["alone_p99_ms"], details["beside_p99_ms"]
     return [
         Measure(
             "6",

@@ -71,6 +71,9 @@ class Group(StrEnum):
     DOCTOR = "doctor"
     DOCTOR_FIX = "action-doctor"
     LIVE = "live"
+    SEARCH_INDEX = "live:search-index"
+    """The content index's build and commit follower: lives as the screen does."""
+    HITS = "hits"
 
     def of(self, path: Path | str) -> str:
         """A per-file group (the live tail runs one worker per database)."""

@@ -133,3 +133,25 @@ class SearchProgress(Message):
     keys: list[tuple[str, str]]
     fraction: float
     done: bool
+    note: str = ""
+    """How the answer was made (what was scanned instead of looked up)."""
+
+
+@dataclass
+class IndexProgress(Message):
+    """The search index's build: the fraction of rows indexed so far."""
+
+    fraction: float
+    done: bool
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, IndexProgress)
+
+
+@dataclass
+class SearchHits(Message):
+    """The transcript rows (by key, in order) of the search's hits in a session."""
+
+    key: tuple[str, str]
+    needle: str
+    rows: list[str]

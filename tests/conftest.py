@@ -70,3 +70,13 @@ def isolated_journal(
     path = tmp_path_factory.mktemp("journal") / "journal.db"
     monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
+    """Every test keeps its search indexes in its own cache, never ~/.cache."""
+    path = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(path))
+    return path

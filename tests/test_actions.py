@@ -518,3 +518,68 @@ async def test_actions_while_another_process_appends(
     assert done == DONE
     busy = [r for r in rows(sessions)["session_runs"] if r[1] == "'busy'"]
     assert len(busy) == int(written)
+
+
+async def test_a_count_differing_from_the_preview_is_reported_not_failed(
+    two_files: tuple[Path, Path], scratch: Path
+) -> None:
+    """A preview that got lovia's count wrong: done, both numbers said, rows journaled."""
+    import dataclasses
+
+    from lovia_tui.core.actions import undo
+
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    ws = await Workspace.open([sessions, runs])
+    try:
+        preview = await preview_rewind(ws, "s", 4)
+        wrong = dataclasses.replace(
+            preview, entries_removed=preview.entries_removed - 1
+        )
+        result = await perform(ws, wrong)
+        [warning] = result.warnings
+        assert "BUG (please report): entries removed: lovia 8, the preview 7" in warning
+        assert result.counts["entries_removed"] == 8
+        assert len(rows(sessions)["session_runs"]) == 1  # it is done
+        await undo(ws, result.journal_id)  # and the journal held every row
+    finally:
+        await ws.close()
+    assert (rows(sessions), rows(runs)) == before
+
+
+async def test_a_journal_that_cannot_record_the_end_leaves_it_undoable(
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Committed, then the journal fails: done with a warning, and undo still works."""
+    from lovia_tui.core.actions import undo
+    from lovia_tui.core.journal import Journal
+
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    finish = Journal._finish
+
+    def failing(self, entry_id, status, *args, **kwargs):
+        if status == "done" and self is not undoing:
+            raise sqlite3.OperationalError("disk I/O error")
+        return finish(self, entry_id, status, *args, **kwargs)
+
+    monkeypatch.setattr(Journal, "_finish", failing)
+    undoing = Journal()
+    ws = await Workspace.open([sessions, runs])
+    try:
+        result = await perform(ws, await preview_clear(ws, "s"))
+        [warning] = result.warnings
+        assert "stays pending" in warning and "disk I/O error" in warning
+        entry = await undoing.get(result.journal_id)
+        assert (entry.status, entry.unfinished) == ("pending", True)
+        undone = await undo(ws, result.journal_id, undoing)
+        linked = [
+            r
+            for table in ("snapshot_heads", "snapshot_turns")
+            for r in before[1][table]
+            if r[0].startswith("'s-")
+        ]  # the checkpoints of s-0..s-2, deleted with the session
+        assert undone.rows_restored == len(before[0]["session_runs"]) + len(linked)
+    finally:
+        await ws.close()
+    assert (rows(sessions), rows(runs)) == before

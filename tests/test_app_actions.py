@@ -152,3 +152,35 @@ async def test_actions_are_shown_disabled_when_read_only(snap_dir, monkeypatch):
             await pilot.press(pane)
             for action in actions:
                 assert app.screen.check_action(action, ()) is None, (pane, action)
+
+
+async def test_rows_moved_on_before_confirm_show_the_new_preview(snap_dir, monkeypatch):
+    """An agent appends between the preview and Confirm: nothing is done, the app
+    says so and shows the clear as it would be now; confirming that one clears all."""
+    from lovia_factory import append_entries
+    from reliability_helpers import AppWatch
+
+    app = snapshot_app(snap_dir, monkeypatch)
+    db = snap_dir / "snap.db"
+    watch = AppWatch()
+    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        await _open_kyoto(pilot)
+        await pilot.press("C")
+        await settle(pilot)
+        first = app.screen
+        assert isinstance(first, ActionScreen)
+        assert "remove 2 segments" in "\n".join(first.lines)
+        await append_entries(db, "chat-kyoto", 1, prefix="meanwhile")
+        await confirm(pilot)
+        await settle(pilot)
+        again = app.screen
+        assert isinstance(again, ActionScreen) and again is not first
+        assert any("rows moved on since the preview" in t for _, t in watch.notes)
+        assert "remove 3 segments" in "\n".join(again.lines)  # the new run too
+        assert any(row[1] == "chat-kyoto" for row in _rows(db))  # nothing was done
+        await confirm(pilot)
+        await settle(pilot)
+        assert not isinstance(app.screen, ActionScreen)
+    assert not any(row[1] == "chat-kyoto" for row in _rows(db))

@@ -154,3 +154,43 @@ async def test_the_demo_is_healed_from_the_doctor_view(
             copy.orphan_run,
         }
         assert not {run_id for _, run_id in subjects(screen)} & healed
+
+
+async def test_an_unfinished_action_is_found_and_undone_from_the_doctor(
+    snap_dir, monkeypatch
+):
+    """A clear whose process died once lovia had committed: the doctor lists the
+    pending journal entry, and its fix (the undo, previewed) puts the rows back."""
+    from journal_faults import perform_then_die
+    from lovia_factory import rows
+
+    from lovia_tui.core.session_plans import preview_clear
+    from lovia_tui.core.workspace import Workspace
+
+    db = snap_dir / "snap.db"
+    before = rows(db)
+    ws = await Workspace.open([db])
+    try:
+        preview = await preview_clear(ws, "chat-kyoto", force=True)
+        await perform_then_die(ws, preview, monkeypatch)
+    finally:
+        await ws.close()
+    assert rows(db) != before
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = await open_doctor_view(pilot)
+        assert ("unfinished-action", None) in subjects(screen)
+        await select(pilot, screen, "unfinished-action", None)
+        assert "undo PATH... 1 --yes" in str(
+            screen.query_one("#doctor-detail").render()
+        )
+        audits = screen.audits
+        await pilot.press("enter")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        assert "never finished" in "\n".join(dialog.lines)
+        await pilot.press("enter")
+        await until_audited(pilot, screen, ("unfinished-action", None), audits)
+    assert rows(db) == before

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from lovia import SQLiteSession
 from lovia_factory import append_entries, rows
 
 from lovia_tui.core.actions import perform, undo
@@ -105,16 +106,31 @@ async def test_undo_keeps_values_lovia_never_writes(
 async def test_undo_refused_after_lovia_changed_the_rows(
     two_files: tuple[Path, Path],
 ) -> None:
+    """A row the rewind left (its truncated segment) rewritten since: undo would lose it."""
     sessions, runs = two_files
-    entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 4))
-    await append_entries(sessions, "s", 1, prefix="later")
+    entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 6))
+    await SQLiteSession(sessions, wal=True).rewind("s", keep_entries=4)
     changed = rows(sessions)
-    with pytest.raises(ActionError, match="changed since the rewind"):
+    with pytest.raises(
+        ActionError, match=r"\(rewind\): the session_runs rows for 's' changed since"
+    ):
         await _undo([sessions, runs], entry_id)
     assert rows(sessions) == changed
     assert (
         await Journal().get(entry_id)
     ).undoable is None  # still undoable once it matches
+
+
+async def test_undo_keeps_runs_appended_since(two_files: tuple[Path, Path]) -> None:
+    """An agent kept appending after the rewind: undo puts the cut runs back, keeps its runs."""
+    sessions, runs = two_files
+    before = rows(sessions)["session_runs"]
+    entry_id = await _perform([sessions, runs], lambda ws: preview_rewind(ws, "s", 4))
+    await append_entries(sessions, "s", 2, prefix="later")
+    await _undo([sessions, runs], entry_id)
+    after = rows(sessions)["session_runs"]
+    assert after[: len(before)] == before
+    assert [r[2] for r in after[len(before) :]] == ["'later-0'", "'later-1'"]
 
 
 async def test_undo_ignores_other_sessions(two_files: tuple[Path, Path]) -> None:
@@ -209,8 +225,10 @@ def test_journal_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     assert journal_path() == tmp_path / ".local" / "state" / "lovia-tui" / "journal.db"
 
 
-async def test_failed_action_stays_undoable(two_files: tuple[Path, Path]) -> None:
-    """lovia failing half way (checkpoints deleted, rewind refused) is journaled as failed."""
+async def test_lovia_failing_rolls_everything_back(
+    two_files: tuple[Path, Path],
+) -> None:
+    """lovia raising half way (checkpoints deleted, then its rewind refused) changes nothing."""
     sessions, runs = two_files
     before = [rows(sessions), rows(runs)]
     ws = await Workspace.open([sessions, runs])
@@ -223,13 +241,70 @@ async def test_failed_action_stays_undoable(two_files: tuple[Path, Path]) -> Non
                 "CREATE TRIGGER no_delete BEFORE DELETE ON session_runs "
                 "BEGIN SELECT RAISE(ABORT, 'deletes forbidden'); END"
             )
-        with pytest.raises(ActionError, match="deletes forbidden"):
+        with pytest.raises(
+            ActionError, match="rolled back, nothing changed: deletes forbidden"
+        ):
             await perform(ws, preview)
         with sqlite3.connect(sessions) as conn:
             conn.execute("DROP TRIGGER no_delete")
         [entry] = await Journal().entries([runs])
-        assert (entry.status, entry.error) == ("failed", "deletes forbidden")
-        await undo(ws, entry.id)
+        assert (entry.status, entry.error) == ("rolled back", "deletes forbidden")
+        assert "rolled back" in (entry.undoable or "")
     finally:
         await ws.close()
     assert [rows(sessions), rows(runs)] == before
+
+
+async def test_a_commit_failing_after_another_files_is_undone(
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runs.db committed, sessions.db's commit failed: the entry says so, undo mends it."""
+    from lovia_tui.core.locked_stores import HeldConnection
+
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    execute, failing = HeldConnection.execute, [True]
+
+    def failing_commit(self, sql, *params):
+        if failing and sql == "COMMIT" and self.path == sessions.resolve():
+            raise sqlite3.OperationalError("disk I/O error")
+        return execute(self, sql, *params)
+
+    monkeypatch.setattr(HeldConnection, "execute", failing_commit)
+    ws = await Workspace.open([sessions, runs])
+    try:
+        preview = await preview_rewind(ws, "s", 4)
+        with pytest.raises(ActionError, match="interrupted half way") as raised:
+            await perform(ws, preview)
+        failing.clear()
+        assert "undo PATH... 1 --yes" in str(raised.value)
+        assert rows(sessions) == before[0] and rows(runs) != before[1]
+        [entry] = await Journal().entries([runs])
+        assert (entry.status, entry.unfinished) == ("failed", True)
+        await undo(ws, entry.id)
+    finally:
+        await ws.close()
+    assert (rows(sessions), rows(runs)) == before
+
+
+async def test_an_unfinished_finalize_is_undone_with_its_segment(
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finalize committed, its journal entry never finished: undo takes out the
+    segment it appended (named in the entry beforehand) and puts the checkpoint back."""
+    from journal_faults import perform_then_die
+
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    ws = await Workspace.open([sessions, runs])
+    try:
+        preview = await preview_finalize(ws, "crashed", "s", stale_after=0)
+        await perform_then_die(ws, preview, monkeypatch)
+        assert any(r[2] == "'crashed'" for r in rows(sessions)["session_runs"])
+        [entry] = await Journal().entries([sessions])
+        assert entry.unfinished and entry.subject == "run crashed into session s"
+        result = await undo(ws, entry.id)
+    finally:
+        await ws.close()
+    assert result.rows_removed == 1
+    assert (rows(sessions), rows(runs)) == before

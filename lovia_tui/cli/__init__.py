@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli import actions, browse, demo, doctor, resume
+from lovia_tui.cli import actions, browse, demo, doctor, resume, search
 from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
 from lovia_tui.cli.launch import configure_app, launch_app
 
@@ -20,6 +20,7 @@ COMMANDS: list[Command] = [
     *resume.COMMANDS,
     *actions.COMMANDS,
     *doctor.COMMANDS,
+    *search.COMMANDS,
 ]
 
 

@@ -27,7 +27,7 @@ from lovia_tui.cli.command import (
     split_paths_and_id,
     split_paths_and_ids,
 )
-from lovia_tui.core.actions import perform, undo
+from lovia_tui.core.actions import load_lovia, perform, undo
 from lovia_tui.core.describe import describe
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import timestamp
@@ -70,6 +70,8 @@ async def _act(
     args: argparse.Namespace, make: Callable[[Workspace], Awaitable[Preview]]
 ) -> int:
     """Preview, then perform only with ``--yes``; print either way."""
+    if args.yes:
+        load_lovia()  # before the preview: the rows have less time to move on
     ws = await open_workspace(args)
     try:
         preview = await make(ws)
@@ -97,6 +99,8 @@ async def _act(
             style="green",
             markup=False,
         )
+        for warning in result.warnings:
+            console().print(warning, style="yellow", markup=False)
     return EXIT_OK
 
 
@@ -212,6 +216,9 @@ def _entry_dict(entry: JournalEntry) -> dict[str, Any]:
 
 
 def _subject(entry: JournalEntry) -> str:
+    """The entry's own summary; worked out from its parameters in older journals."""
+    if entry.subject:
+        return entry.subject
     params = entry.params
     if entry.action == "undo":
         return f"entry {params.get('entry')} ({params.get('action')})"
@@ -301,14 +308,31 @@ async def _undo(args: argparse.Namespace) -> int:
         + (f" ({entry.reason})" if entry.reason else ""),
         style="bold",
     )
+    if entry.unfinished:
+        out.print(
+            f"it never finished (interrupted, {entry.status}): the journaled rows "
+            "now missing or altered are put back, the others left as they are",
+            style="yellow",
+        )
     out.print(f"restores its rows in {', '.join(entry.databases)}")
     if result is None:
         out.print("nothing changed: add --yes to do it", style="dim")
-    else:
+        return EXIT_OK
+    removed = f", {result.rows_removed} it added removed" if result.rows_removed else ""
+    out.print(
+        f"done: {result.rows_restored} rows restored{removed} "
+        f"(journal entry {result.undo_entry_id})",
+        style="green",
+        markup=False,
+    )
+    if entry.unfinished and result.rows_in_place:
+        shown = ", ".join(result.in_place)
+        more = result.rows_in_place - len(result.in_place)
         out.print(
-            f"done: {result.rows_restored} rows restored (journal entry {result.undo_entry_id})",
-            style="green",
-            markup=False,
+            f"{result.rows_in_place} journaled rows were already in place (never "
+            f"removed, or back already): {shown}"
+            + (f" and {more} more" if more else ""),
+            style="dim",
         )
     return EXIT_OK
 

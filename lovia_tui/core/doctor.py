@@ -5,8 +5,8 @@ one, segments in id-range chunks) and returns :class:`Finding` records, each
 with a suggested :class:`Fix` that goes through the action layer
 (:func:`lovia_tui.core.doctor_fixes.fix_preview`) or through resume/replay.
 Nothing here writes. The checks live in :mod:`~lovia_tui.core.doctor_runs`
-(checkpoints and the web UI's records) and :mod:`~lovia_tui.core.doctor_segments`
-(segments).
+(checkpoints and the web UI's records), :mod:`~lovia_tui.core.doctor_segments`
+(segments) and :mod:`~lovia_tui.core.doctor_journal` (actions that never finished).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
 from lovia_tui.core.doctor_findings import Finding, FindingList, Fix, Progress, Severity
+from lovia_tui.core.doctor_journal import journal_findings
 from lovia_tui.core.doctor_runs import checkpoint_findings
 from lovia_tui.core.doctor_segments import segment_findings
 from lovia_tui.core.doctor_web import WebState, web_findings
@@ -93,6 +94,7 @@ async def diagnose(
         progress=report,
     )
     await web_findings(ws, found, web, now=now, stale_after=stale_after)
+    await journal_findings(ws, found)
     for db in ws.databases:
         if db.stores.session:
             await segment_findings(db, found, progress=report)

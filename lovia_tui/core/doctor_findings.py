@@ -21,8 +21,9 @@ SEVERITY_STYLES: dict[str, str] = {
 }
 """How the CLI table and the Doctor view show each severity (rich styles)."""
 FixAction = Literal[
-    "replay", "resume", "finalize", "delete-run", "clear-pointer", "rewind", "clear"
-]
+    "replay", "resume", "finalize", "delete-run", "clear-pointer", "rewind", "clear",
+    "undo",
+]  # fmt: skip
 Progress = Callable[[str, float], None]
 """Called with what is being scanned and the fraction of it done."""
 MAX_PER_KIND = 200
@@ -35,13 +36,14 @@ class Fix:
 
     ``session_id`` is the session a replay, resume or finalize goes into;
     ``None`` for finalize means nothing links the run and the user must choose.
-    ``keep_entries`` is a rewind's cut.
+    ``keep_entries`` is a rewind's cut; ``journal_entry`` the entry an undo undoes.
     """
 
     action: FixAction
     text: str
     session_id: str | None = None
     keep_entries: int | None = None
+    journal_entry: int | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,11 @@ class LiveRunError(ActionError):
     """Refused because a run looks live; the user may force it once sure."""
 
 
+class RowsChangedError(ActionError):
+    """Refused because the rows moved on since the preview: nothing was done,
+    and previewing again shows what the action would do now."""
+
+
 def os_error_text(exc: OSError) -> str:
     """An OSError as one line naming its file: "/x/out.md: Permission denied"."""
     where = f"{exc.filename}: " if exc.filename else ""

@@ -3,10 +3,12 @@
 Before an action changes a lovia file, the rows it touches (a session's every
 ``session_runs`` row, a run's ``snapshot_heads``/``snapshot_turns`` rows, the
 web UI's ``chat_sessions``/``chat_runs`` row) are copied here cell by cell with
-their SQLite storage class, so :meth:`Journal.undo` can put them back
-byte-identical.
-A fingerprint of the same rows right after the action lets undo refuse when
-anything changed them since: restoring would silently drop that change.
+their SQLite storage class, durably, so :meth:`Journal.undo` can put them back
+byte-identical. An entry is ``pending`` until the action reports back; one
+still pending later was interrupted, and undoing it puts back exactly the
+journaled rows now missing (:mod:`lovia_tui.core.row_undo`). A fingerprint of
+the rows the action left lets undo refuse when anything changed them since:
+restoring would silently drop that change.
 
 Location: ``$LOVIA_TUI_JOURNAL`` if set, else
 ``$XDG_STATE_HOME/lovia-tui/journal.db`` (by default
@@ -29,10 +31,12 @@ from typing import Any
 
 import orjson
 
-from lovia_tui.core.database import BUSY_TIMEOUT_MS, sqlite_uri
+from lovia_tui.core.database import BUSY_TIMEOUT_MS
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.journal_undo import UndoResult, read_journaled, undo_rows
 from lovia_tui.core.private_files import private_database
-from lovia_tui.core.rows import Captured, Cell, RowGroup, capture_sync, restore
+from lovia_tui.core.row_undo import after_state
+from lovia_tui.core.rows import Captured
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -47,7 +51,8 @@ CREATE TABLE IF NOT EXISTS entries (
     counts_json TEXT,
     error TEXT,
     undoes INTEGER,
-    undone_by INTEGER
+    undone_by INTEGER,
+    subject TEXT
 );
 CREATE TABLE IF NOT EXISTS groups (
     entry_id INTEGER NOT NULL,
@@ -59,6 +64,7 @@ CREATE TABLE IF NOT EXISTS groups (
     rowids_json TEXT NOT NULL,
     before_digest TEXT NOT NULL,
     after_digest TEXT,
+    added_json TEXT,
     PRIMARY KEY (entry_id, position)
 );
 CREATE INDEX IF NOT EXISTS idx_groups_database ON groups(database, entry_id);
@@ -72,6 +78,18 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (entry_id, position, row_no, col_no)
 );
 """
+# Columns a journal written by an older lovia-tui lacks: (table, column).
+_ADDED_COLUMNS = (("entries", "subject"), ("groups", "added_json"))
+UNFINISHED = ("pending", "failed")
+"""Statuses of an entry whose rows' state after the action is unknown."""
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    for table, column in _ADDED_COLUMNS:
+        names = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in names:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process won
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
 def journal_path() -> Path:
@@ -93,11 +111,18 @@ class JournalEntry:
     params: dict[str, Any]
     reason: str | None
     databases: tuple[str, ...]
-    status: str  # pending | done | failed | rolled back
+    status: str  # pending | done | failed (partly committed) | rolled back
     counts: dict[str, Any]
     error: str | None
     undoes: int | None
     undone_by: int | None
+    subject: str | None = None
+    """What it acted on, in a few words; None in entries from older journals."""
+
+    @property
+    def unfinished(self) -> bool:
+        """Interrupted: its rows may be as journaled, as the action left them, or between."""
+        return self.status in UNFINISHED and self.undone_by is None
 
     @property
     def undoable(self) -> str | None:
@@ -108,19 +133,7 @@ class JournalEntry:
             )
         if self.status == "rolled back":
             return f"journal entry {self.id} changed nothing (it was rolled back)"
-        if self.status == "pending":
-            return f"journal entry {self.id} never finished: its rows' state after it is unknown"
         return None
-
-
-@dataclass(frozen=True)
-class UndoResult:
-    """What an undo restored, and the journal entry recording the undo itself."""
-
-    entry_id: int
-    undo_entry_id: int
-    rows_restored: int
-    databases: tuple[str, ...]
 
 
 def _json(value: Any) -> str:
@@ -152,6 +165,7 @@ class Journal:
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.executescript(_SCHEMA)
+            _migrate(conn)
             yield conn
         finally:
             conn.close()
@@ -174,10 +188,17 @@ class Journal:
         params: dict[str, Any],
         reason: str | None,
         captured: Sequence[Captured],
+        *,
+        subject: str | None = None,
+        adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
-        """Record an action about to run, with the rows it will touch as they are."""
+        """Record an action about to run, with the rows it will touch as they are.
+
+        ``adds`` names, per group, the rows the action means to add (a
+        finalize's segment): undoing it unfinished takes them out.
+        """
         return await asyncio.to_thread(
-            self._begin, action, params, reason, captured, None
+            self._begin, action, params, reason, captured, None, subject, adds
         )
 
     def _begin(
@@ -187,28 +208,26 @@ class Journal:
         reason: str | None,
         captured: Sequence[Captured],
         undoes: int | None,
+        subject: str | None,
+        adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
         databases = sorted({str(c.group.file.resolve()) for c in captured})
         with self._write() as conn:
             entry_id = conn.execute(
                 "INSERT INTO entries (created_at, user, action, params_json, reason, "
-                "databases_json, status, undoes) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                (
-                    time.time(),
-                    _os_user(),
-                    action,
-                    _json(params),
-                    reason,
-                    _json(databases),
-                    undoes,
-                ),
-            ).lastrowid
+                "databases_json, status, undoes, subject) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                (time.time(), _os_user(), action, _json(params), reason,
+                 _json(databases), undoes, subject),
+            ).lastrowid  # fmt: skip
             for position, item in enumerate(captured):
+                added = adds[position] if position < len(adds) else ()
                 conn.execute(
                     "INSERT INTO groups (entry_id, position, database, tbl, key, columns_json, "
-                    "rowids_json, before_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "rowids_json, before_digest, added_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (entry_id, position, str(item.group.file.resolve()), item.group.table,
-                     item.group.key, _json(item.columns), _json(item.rowids), item.digest),
+                     item.group.key, _json(item.columns), _json(item.rowids), item.digest,
+                     _json(list(added))),
                 )  # fmt: skip
                 conn.executemany(
                     "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?)",
@@ -224,31 +243,35 @@ class Journal:
     async def finish(
         self,
         entry_id: int,
-        after: Sequence[Captured],
+        status: str,
         counts: dict[str, Any],
         error: str | None = None,
+        changes: Sequence[tuple[Captured, Captured]] = (),
     ) -> None:
-        """Record the outcome, and each row group's digest right after the action."""
-        status = "failed" if error else "done"
-        digests = [captured.digest for captured in after]
-        await asyncio.to_thread(self._finish, entry_id, status, digests, counts, error)
+        """Record the outcome and, per group, (rows before, rows the action left)."""
+        await asyncio.to_thread(self._finish, entry_id, status, counts, error, changes)
 
     def _finish(
         self,
         entry_id: int,
         status: str,
-        after: Sequence[str],
         counts: dict[str, Any],
         error: str | None,
+        changes: Sequence[tuple[Captured, Captured]] = (),
     ) -> None:
+        states = [after_state(before, after) for before, after in changes]
         with self._write() as conn:
             conn.execute(
                 "UPDATE entries SET status = ?, counts_json = ?, error = ? WHERE id = ?",
                 (status, _json(counts), error, entry_id),
             )
             conn.executemany(
-                "UPDATE groups SET after_digest = ? WHERE entry_id = ? AND position = ?",
-                ((value, entry_id, position) for position, value in enumerate(after)),
+                "UPDATE groups SET after_digest = ?, added_json = ? "
+                "WHERE entry_id = ? AND position = ?",
+                (
+                    (after, _json(list(added)), entry_id, position)
+                    for position, (after, added) in enumerate(states)
+                ),
             )
 
     async def entries(
@@ -275,6 +298,15 @@ class Journal:
                 ).fetchall()
         return [_entry(row) for row in rows]
 
+    async def unfinished(self, files: Iterable[Path]) -> list[JournalEntry]:
+        """Entries on ``files`` whose action never reported back (and not undone).
+
+        Reads only: no journal file is created for it.
+        """
+        if not self.path.exists():
+            return []
+        return [e for e in await self.entries(files, limit=1000) if e.unfinished]
+
     async def last_undoable(self, files: Iterable[Path]) -> JournalEntry | None:
         """The newest action on ``files`` not undone yet: what a bare "undo" means.
 
@@ -300,14 +332,16 @@ class Journal:
         return _entry(row) if row else None
 
     async def undo(self, entry_id: int, open_files: Iterable[Path]) -> UndoResult:
-        """Put an entry's rows back exactly as they were, or refuse and say why.
+        """Put back the rows an entry's action removed or changed, or refuse and say why.
 
         The one raw write lovia-tui makes: in one ``BEGIN IMMEDIATE``
-        transaction per file it checks the rows still match the fingerprint
-        taken right after the action, deletes them and re-inserts the
-        journaled ones with their original ids. The undo is journaled too (so
-        it can itself be undone) and marks the entry, which cannot be undone
-        twice. Only files in ``open_files`` are written.
+        transaction per file it checks the rows the action touched are as it
+        left them (an unfinished entry has nothing to check against), puts
+        back the journaled rows that are missing or altered with their
+        original ids, and takes out the rows the action added; rows others
+        added since are kept (:mod:`lovia_tui.core.row_undo`). The undo is
+        journaled too (so it can itself be undone) and marks the entry, which
+        cannot be undone twice. Only files in ``open_files`` are written.
         """
         entry = await self.get(entry_id)
         if why := entry.undoable:
@@ -322,95 +356,28 @@ class Journal:
 
     def _undo(self, entry: JournalEntry) -> UndoResult:
         with self._connect() as conn:
-            groups = self._journaled(conn, entry.id)
-        connections: dict[str, sqlite3.Connection] = {}
-        undo_id: int | None = None
-        try:
-            for database in entry.databases:
-                conn = sqlite3.connect(
-                    sqlite_uri(Path(database), "rw"), uri=True, isolation_level=None
-                )
-                connections[database] = conn
-                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                conn.execute("BEGIN IMMEDIATE")
-            current = [
-                _unchanged(connections[str(rows.group.file)], rows, after, entry)
-                for rows, after in groups
-            ]
+            groups = read_journaled(conn, entry.id)
+
+        def begin(current: Sequence[Captured]) -> int:
             params = {"entry": entry.id, "action": entry.action}
-            undo_id = self._begin("undo", params, None, current, entry.id)
-            restored, digests = 0, []
-            for rows, _ in groups:
-                conn = connections[str(rows.group.file)]
-                restored += restore(conn, rows)
-                digests.append(capture_sync(conn, rows.group).digest)
-                if digests[-1] != rows.digest:
-                    raise ActionError(
-                        f"undo of journal entry {entry.id} did not reproduce the "
-                        f"{rows.group.table} rows for {rows.group.key!r}; nothing changed"
-                    )
-            for conn in connections.values():
-                conn.execute("COMMIT")
-        except BaseException as exc:
-            for conn in connections.values():
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            if undo_id is not None:
-                self._finish(undo_id, "rolled back", [], {}, str(exc))
-            raise
-        finally:
-            for conn in connections.values():
-                conn.close()
-        self._finish(undo_id, "done", digests, {"rows_restored": restored}, None)
+            subject = f"entry {entry.id} ({entry.action})"
+            return self._begin("undo", params, None, current, entry.id, subject)
+
+        result = undo_rows(
+            entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
+            groups, begin, self._finish,
+        )  # fmt: skip
         with self._connect() as conn:
             conn.execute(
-                "UPDATE entries SET undone_by = ? WHERE id = ?", (undo_id, entry.id)
+                "UPDATE entries SET undone_by = ? WHERE id = ?",
+                (result.undo_entry_id, entry.id),
             )
-        return UndoResult(entry.id, undo_id, restored, entry.databases)
-
-    def _journaled(
-        self, conn: sqlite3.Connection, entry_id: int
-    ) -> list[tuple[Captured, str | None]]:
-        """An entry's journaled rows and each group's digest right after the action."""
-        groups = []
-        for (
-            position,
-            database,
-            table,
-            key,
-            columns_json,
-            rowids,
-            before,
-            after,
-        ) in conn.execute(
-            "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
-            "after_digest FROM groups WHERE entry_id = ? ORDER BY position",
-            (entry_id,),
-        ).fetchall():
-            columns = tuple(orjson.loads(columns_json))
-            rows: dict[int, list[Cell]] = {}
-            for row_no, kind, value in conn.execute(
-                "SELECT row_no, type, value FROM cells WHERE entry_id = ? AND position = ? "
-                "ORDER BY row_no, col_no",
-                (entry_id, position),
-            ):
-                rows.setdefault(row_no, []).append((kind, value))
-            group = RowGroup(Path(database), table, key)
-            cells = tuple(tuple(r) for r in rows.values())
-            groups.append(
-                (
-                    Captured(
-                        group, columns, cells, tuple(orjson.loads(rowids)), before
-                    ),
-                    after,
-                )
-            )
-        return groups
+        return result
 
 
 _ENTRY_COLUMNS = (
     "id, created_at, user, action, params_json, reason, databases_json, status, "
-    "counts_json, error, undoes, undone_by"
+    "counts_json, error, undoes, undone_by, subject"
 )
 
 
@@ -428,21 +395,5 @@ def _entry(row: Any) -> JournalEntry:
         error=row[9],
         undoes=row[10],
         undone_by=row[11],
+        subject=row[12],
     )
-
-
-def _unchanged(
-    conn: sqlite3.Connection,
-    journaled: Captured,
-    after: str | None,
-    entry: JournalEntry,
-) -> Captured:
-    """The group's current rows, provided they are what the action left behind."""
-    now = capture_sync(conn, journaled.group)
-    if after is None or now.digest != after:
-        raise ActionError(
-            f"cannot undo journal entry {entry.id}: the {journaled.group.table} rows "
-            f"for {journaled.group.key!r} changed since the {entry.action}; "
-            "undoing would lose that change"
-        )
-    return now

@@ -6,14 +6,16 @@ counts equal what lovia returns; nothing here writes.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lovia_tui.core import queries
-from lovia_tui.core.database import Database
+from lovia_tui.core.database import BUSY_TIMEOUT_MS, Database, sqlite_uri
 from lovia_tui.core.entries import (
     UnreadableError,
     parse_entries,
@@ -27,7 +29,7 @@ from lovia_tui.core.previews import (
     Plan,
     ToolCallRef,
 )
-from lovia_tui.core.rows import Captured, RowGroup, capture, combined
+from lovia_tui.core.rows import Captured, RowGroup, capture_all, combined
 from lovia_tui.core.schema import known_version
 from lovia_tui.core.workspace import Workspace
 
@@ -188,7 +190,25 @@ def checkpoint_groups(deletions: Iterable[CheckpointDeletion]) -> list[RowGroup]
 
 
 async def capture_groups(ws: Workspace, groups: Iterable[RowGroup]) -> list[Captured]:
-    return [await capture(ws.database(g.file), g) for g in groups]
+    """The groups' rows now, through short read connections of our own (in a thread)."""
+    refuse_readonly(ws)
+    return await asyncio.to_thread(_read_groups, list(groups))
+
+
+def _read_groups(groups: list[RowGroup]) -> list[Captured]:
+    conns: dict[Path, sqlite3.Connection] = {}
+
+    def conn_for(file: Path) -> sqlite3.Connection:
+        if file not in conns:
+            conns[file] = sqlite3.connect(sqlite_uri(file, "ro"), uri=True)
+            conns[file].execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return conns[file]
+
+    try:
+        return capture_all(conn_for, groups)
+    finally:
+        for conn in conns.values():
+            conn.close()
 
 
 async def make_plan(
@@ -200,5 +220,6 @@ async def make_plan(
     """Fingerprint the groups' rows now (reusing rows already read for the preview)."""
     have = {c.group: c for c in known}
     unique = list(dict.fromkeys(groups))
-    captured = [have.get(g) or await capture(ws.database(g.file), g) for g in unique]
+    read = iter(await capture_groups(ws, [g for g in unique if g not in have]))
+    captured = [have[g] if g in have else next(read) for g in unique]
     return Plan(tuple(unique), combined(captured), forced)

@@ -204,6 +204,30 @@ Preview = (
 )
 
 
+def subject(preview: Preview) -> str:
+    """What an action acts on, in a few words: the journal's one-line summary.
+
+    A bulk delete says how many and how they were chosen, not every id.
+    """
+    if isinstance(preview, FinalizePreview):
+        return f"run {preview.run_id} into session {preview.session_id}"
+    if not isinstance(preview, DeleteRunsPreview):
+        return f"session {preview.session_id}"
+    ids = [c.run_id for c in preview.checkpoints]
+    if len(ids) <= 3:
+        return ("checkpoint " if len(ids) == 1 else "checkpoints ") + ", ".join(ids)
+    chosen = [
+        *([f"{len(preview.run_ids):,} named"] if preview.run_ids else []),
+        *([preview.status] if preview.status else []),
+        *(
+            [f"older than {preview.older_than_days:g} days"]
+            if preview.older_than_days is not None
+            else []
+        ),
+    ]
+    return f"{len(ids):,} checkpoints: {', '.join(chosen)}"
+
+
 def preview_dict(preview: Preview) -> dict[str, Any]:
     """A preview as plain JSON-ready data (paths as strings, no plan)."""
     data = {"action": preview.action, **asdict(preview)}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from lovia_tui.core.errors import ActionError, LiveRunError
+from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
 from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import Build, InspectorBase
 
@@ -187,7 +187,11 @@ class ActionFlows(InspectorBase):
     async def action_flow(
         self, title: str, build: Build, fields: Sequence[FormField] = ()
     ) -> None:
-        """Preview, confirm (or preview again with new options), perform, refresh."""
+        """Preview, confirm (or preview again with new options), perform, refresh.
+
+        Rows that moved on between the preview and Confirm (an agent appended
+        meanwhile) refuse the action; the new preview is shown to confirm again.
+        """
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
         from lovia_tui.screens.action_dialog import (
@@ -247,35 +251,58 @@ class ActionFlows(InspectorBase):
             if not answer.confirm or answer.values != values:
                 values = answer.values
                 continue
+            if preview is None:  # a dialog with nothing to do offers no Confirm
+                return
+            try:
+                result = await perform(self.workspace, preview, reason=answer.reason)
+            except RowsChangedError:
+                self.notify(
+                    "the rows moved on since the preview, nothing was done: "
+                    f"here is the {preview.action} as it would be now",
+                    severity="warning",
+                )
+                continue
+            except ActionError as exc:
+                self.notify(str(exc), severity="error")
+                return
             break
-        if preview is None:  # a dialog with nothing to do offers no Confirm
-            return
-        try:
-            result = await perform(self.workspace, preview, reason=answer.reason)
-        except ActionError as exc:
-            self.notify(str(exc), severity="error")
-            return
         self.notify(
             f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
         )
+        for warning in result.warnings:
+            self.notify(warning, severity="warning")
         self.action_refresh()
 
     @work(exclusive=True, group=Group.ACTION)
-    async def action_undo(self) -> None:
-        """Undo the newest action on the open files, after saying what it was."""
+    async def action_undo(self, entry_id: int | None = None) -> None:
+        """Undo an action (the newest on the open files), after saying what it was."""
         from lovia_tui.core.actions import undo
         from lovia_tui.core.journal import Journal
         from lovia_tui.screens.action_dialog import ActionScreen
 
         journal = Journal()
         files = [db.path for db in self.workspace.databases]
-        entry = await journal.last_undoable([Path(f).resolve() for f in files])
+        try:
+            entry = (
+                await journal.get(entry_id)
+                if entry_id is not None
+                else await journal.last_undoable([Path(f).resolve() for f in files])
+            )
+        except ActionError as exc:
+            self.notify(str(exc), severity="error")
+            return
         if entry is None:
             self.notify("nothing to undo in the journal for these files")
             return
+        what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
         lines = [
-            f"undo journal entry #{entry.id}: {entry.action} by {entry.user}",
-            f"restores the rows exactly as they were before it ({_counts(entry.counts)})",
+            f"undo journal entry #{entry.id}: {what} by {entry.user}",
+            (
+                "it never finished (interrupted): puts back the journaled rows now "
+                "missing or altered, leaves the others as they are"
+                if entry.unfinished
+                else f"restores the rows exactly as they were before it ({_counts(entry.counts)})"
+            ),
             "refused if anything changed those rows since",
         ]
         answer = await self.app.push_screen_wait(
@@ -288,7 +315,12 @@ class ActionFlows(InspectorBase):
         except ActionError as exc:
             self.notify(str(exc), severity="error")
             return
+        in_place = (
+            f"; {result.rows_in_place} were already in place"
+            if entry.unfinished and result.rows_in_place
+            else ""
+        )
         self.notify(
-            f"undone: journal #{entry.id} ({result.rows_restored} rows restored)"
+            f"undone: journal #{entry.id} ({result.rows_restored} rows restored{in_place})"
         )
         self.action_refresh()

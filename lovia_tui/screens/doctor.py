@@ -247,6 +247,8 @@ class DoctorScreen(WorkerErrors):
                 self._title()
             for worker in going:
                 await _finished(worker)
+        elif action == "undo" and finding.fix is not None:
+            await _finished(inspector.action_undo(finding.fix.journal_entry))
         else:
             # Busy until the dialog is answered and the fix done: an audit
             # finishing meanwhile is not the one after the fix.

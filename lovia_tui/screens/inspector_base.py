@@ -165,6 +165,10 @@ class InspectorBase(WorkerErrors):
         """Read the session's newest batch into the transcript."""
 
     @abstractmethod
+    def load_older(self, key: SessionKey, before_id: int) -> Worker[None]:
+        """Read the batch of segments above what the transcript shows."""
+
+    @abstractmethod
     def reload_transcript(self) -> None:
         """Read what the transcript shows again."""
 
@@ -251,3 +255,7 @@ class InspectorBase(WorkerErrors):
     @abstractmethod
     def preflight_flow(self, mode: str, run_id: str) -> Worker[None]:
         """Resume or replay: the preflight dialog, then the console."""
+
+    @abstractmethod
+    def action_undo(self, entry_id: int | None = None) -> Worker[None]:
+        """Undo a journaled action (the newest on the open files), after asking."""

@@ -4,11 +4,12 @@ N writer processes (``writer.py``: real lovia, ``SQLiteSession`` and
 ``SQLiteCheckpointer`` with ``wal=True``, ScriptedProvider agents) append runs
 to one file, each logging every row it committed. Meanwhile the app, driven by
 the pilot, moves through sessions and runs, searches, follows runs, and trims,
-rewinds, clears and deletes checkpoints of OTHER sessions (victims seeded by
-lovia before the writers start) through its own dialogs. Afterwards every row
-a writer reported is read back: present and byte-identical, none duplicated;
-no writer saw "database is locked"; no exception reached the app and no worker
-failed.
+rewinds, clears and deletes checkpoints of other sessions (victims seeded by
+lovia before the writers start) through its own dialogs — and rewinds, trims
+and clears the very sessions the writers are appending to (``live_actions``,
+undone at the end). Afterwards every row a writer reported is read back:
+present and byte-identical, none duplicated; no writer saw "database is
+locked"; no exception reached the app and no worker failed.
 
 ``run_soak`` is what the short CI test (test_soak.py) and the long run
 (``benchmarks/soak.py --seconds N``) call.
@@ -36,11 +37,14 @@ from textual.widgets import Input
 from lovia_tui.app import make_app
 from lovia_tui.core.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen
+from soak.live_actions import act_live, is_live, undo_live
 
 WRITER = Path(__file__).with_name("writer.py")
 DEBUG = bool(__import__("os").environ.get("SOAK_DEBUG"))
 WAIT = 20.0
 KEY_PACE = 0.05
+RESHOWN = 6
+"""Confirms of a dialog the app shows again (rows moved on) before giving up."""
 """Seconds between two keys the soak types."""
 """Longest wait for any one thing the app should do (seconds)."""
 
@@ -60,6 +64,9 @@ class SoakReport:
     actions_done: Counter = field(default_factory=Counter)
     victims_wrong: list[str] = field(default_factory=list)
     app_errors: list[str] = field(default_factory=list)
+    live_done: Counter = field(default_factory=Counter)
+    live_refused: int = 0
+    live_undone: int = 0
 
     @property
     def lock_errors(self) -> int:
@@ -90,6 +97,8 @@ class SoakReport:
             f"lock errors {self.lock_errors}, writer failures {self.writer_failures}",
             f"app steps {dict(sorted(self.app_steps.items()))}",
             f"app actions done {dict(sorted(self.actions_done.items()))}, victims wrong {self.victims_wrong}",
+            f"on the writers' sessions: done {dict(sorted(self.live_done.items()))}, "
+            f"refused (rows moved on) {self.live_refused}, undone {self.live_undone}",
             f"app errors {len(self.app_errors)}"
             + (f": {self.app_errors[:5]}" if self.app_errors else ""),
         ]
@@ -154,6 +163,7 @@ async def run_soak(
                 report.writers[-1]["stderr"] = err.decode()[-2000:]
     if DEBUG:
         print(f"writers done at {time.monotonic() - started:.1f} s", flush=True)
+    await undo_live(db, report)
     verify_writers(db, directory, writers, report)
     await verify_victims(db, victims, report)
     if DEBUG:
@@ -196,10 +206,13 @@ async def drive_app(
         plan = ["trim", "rewind", "clear", "delete"]
         browse = [browse_sessions, browse_runs, follow_run, search]
         deadline = time.monotonic() + seconds
-        step = 0
+        step = live = 0
         # Until the deadline, and at least until each kind of action was done once.
         while time.monotonic() < deadline or step < 2 * len(plan):  # bounded
-            if pending and step % 2 == 1:
+            if step % 6 == 4:  # every third browse: act on a writer's own session
+                await act_live(act, pilot, screen, db, live, writers, watch, report)
+                live += 1
+            elif pending and step % 2 == 1:
                 action = plan[(len(victims) - len(pending)) % len(plan)]
                 victim = pending.pop(0)
                 report.app_steps[action] += 1
@@ -327,18 +340,32 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
         if action == "rewind":  # keep the first run's 4 entries (no call left dangling)
             transcript = screen.transcript
             position = next(
-                n for n, i in enumerate(transcript._visible)
-                if transcript.rows[i].entry is not None and transcript.rows[i].entry.index == 4
+                (n for n, i in enumerate(transcript._visible)
+                 if transcript.rows[i].entry is not None and transcript.rows[i].entry.index == 4),
+                None,
             )  # fmt: skip
+            if position is None:
+                return False
             transcript.move_cursor(position)
     await tap(pilot, key)
     if not await within(pilot, lambda: isinstance(app.screen, ActionScreen)):
         return False
-    await ready_to_confirm(pilot)  # a wide removal asks for its count typed
-    await tap(pilot, "enter")
-    return await within(
-        pilot, lambda: _idle(app, "action") and not isinstance(app.screen, ActionScreen)
-    )
+    for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
+        dialog = app.screen
+        await ready_to_confirm(pilot)  # a wide removal asks for its count typed
+        await tap(pilot, "enter")
+
+        def ended(dialog=dialog) -> bool:
+            if isinstance(app.screen, ActionScreen):
+                return app.screen is not dialog  # previewed again: rows moved on
+            return _idle(app, "action")
+
+        if not await within(pilot, ended):
+            return False
+        if not isinstance(app.screen, ActionScreen):
+            return True
+    await tap(pilot, "escape")
+    return await within(pilot, lambda: _idle(app, "action"))
 
 
 # ------------------------------------------------------------ verification
@@ -441,6 +468,8 @@ async def verify_victims(db: Path, victims: list[str], report: SoakReport) -> No
     try:
         for entry in entries:
             sid = entry.params.get("session_id")
+            if is_live(sid):
+                continue
             if (
                 entry.action == "clear"
                 and conn.execute(

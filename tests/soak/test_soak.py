@@ -1,5 +1,6 @@
 """The short soak, in the normal suite: 4 lovia writers for ~10 s while the app
-browses, searches, follows, trims, rewinds, clears and deletes on other sessions.
+browses, searches, follows, trims, rewinds, clears and deletes on other sessions,
+and rewinds, trims and clears the writers' own sessions as they append.
 The long one: ``.venv/bin/python benchmarks/soak.py --seconds 600``."""
 
 from __future__ import annotations
@@ -26,4 +27,6 @@ async def test_nothing_lost_nothing_locked_nothing_raised() -> None:
         report.app_errors
     )
     assert report.app_errors == [] and report.victims_wrong == []
+    live = sum(report.live_done.values())
+    assert live >= 1 and report.live_undone == live
     assert report.ok

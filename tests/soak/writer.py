@@ -1,6 +1,6 @@
 """One soak writer: a real lovia agent appending runs until told to stop.
 
-Usage: ``python writer.py DB WRITER LOG STOP PACE``. Runs ScriptedProvider
+Usage: ``python writer.py DB WRITER LOG STOP PACE [SESSION]``. Runs ScriptedProvider
 agents through ``Runner.run`` with ``SQLiteSession`` and ``SQLiteCheckpointer``
 (both ``wal=True``) into DB, one run after another, PACE seconds apart, until
 the file STOP exists. After each commit it appends to LOG (JSON lines) what it
@@ -8,7 +8,9 @@ wrote: a segment (session, run id, sha256 of the stored entries_json and
 meta_json), a checkpoint batch (run id, seq, sha256), a head (run id, sha256),
 computed exactly as lovia serialises them. Any "database is locked" (an
 exception, or lovia's own retry warning) counts as a lock error. Prints
-``READY`` after its first run and a JSON summary line at the end.
+``READY`` after its first run and a JSON summary line at the end. With
+SESSION every run goes to that one session (the one the actions target),
+else they rotate over three sessions of the writer's own.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class LockWatch(logging.Handler):
 
 
 async def main(
-    db: str, writer: str, log_path: str, stop: str, pace: float
+    db: str, writer: str, log_path: str, stop: str, pace: float, target: str | None
 ) -> dict[str, Any]:
     from lovia import (
         Agent,
@@ -150,7 +152,7 @@ async def main(
                 agent,
                 f"Request {runs} from {writer}.",
                 session=session,
-                session_id=f"{writer}-s{runs % 3}",
+                session_id=target or f"{writer}-s{runs % 3}",
                 checkpoint=CheckpointOptions(checkpointer, f"{writer}-r{runs}"),
             )
         except Exception as exc:  # counted and reported: the soak fails on any
@@ -174,5 +176,6 @@ async def main(
 
 if __name__ == "__main__":
     db, writer, log_path, stop, pace = sys.argv[1:6]
-    summary = asyncio.run(main(db, writer, log_path, stop, float(pace)))
+    target = sys.argv[6] if len(sys.argv) > 6 else None
+    summary = asyncio.run(main(db, writer, log_path, stop, float(pace), target))
     print(json.dumps(summary), flush=True)
