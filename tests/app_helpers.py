@@ -75,17 +75,24 @@ async def settle(pilot) -> None:
 
 async def ready_to_confirm(pilot) -> None:
     """Do what a user deliberately confirming does before pressing Enter: type
-    the confirmation a wide removal asks for, and move to the button that acts."""
+    the confirmation a wide removal asks for, and move to the button that acts
+    (Cancel, in a dialog with nothing to do)."""
     from textual.widgets import Button, Input
 
     dialog = pilot.app.screen
+    typed = list(dialog.query("#typed").results(Input))
     token = getattr(dialog, "token", None)
-    if token:
-        dialog.query_one("#typed", Input).value = token[0]
+    if token and typed:
+        typed[0].value = token[0]
         await pilot.pause()  # the typed text enables Confirm
-    button = dialog.query("#confirm, #go").first(Button)
+    buttons = list(dialog.query("#confirm, #go").results(Button)) or list(
+        dialog.query("#cancel").results(Button)
+    )
+    if not buttons:
+        return  # the dialog closed meanwhile
+    button = buttons[0]
     for _ in range(200):  # bounded: focus() is applied later, on a loaded machine late
-        if pilot.app.focused is button:
+        if pilot.app.focused is button or pilot.app.screen is not dialog:
             return
         if not button.disabled:
             button.focus()

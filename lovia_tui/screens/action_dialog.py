@@ -167,16 +167,16 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         """Enter in a field moves on (to the next field, then Confirm): it
         never confirms by itself, nor leaves the confirmation mistyped."""
         event.stop()
-        if event.input.id == "typed" and self.query_one("#confirm", Button).disabled:
+        confirm = self.query("#confirm").results(Button)
+        if event.input.id == "typed" and any(button.disabled for button in confirm):
             return
         self.focus_next()
 
     @on(Input.Changed, "#typed")
     def _typed(self, event: Input.Changed) -> None:
-        if self.token:
-            self.query_one("#confirm", Button).disabled = (
-                event.value.strip() != self.token[0]
-            )
+        # The dialog may be closing already (its widgets gone): nothing to do.
+        for button in self.query("#confirm").results(Button):
+            button.disabled = not self.token or event.value.strip() != self.token[0]
 
     def _values(self) -> dict[str, str]:
         values = {}
