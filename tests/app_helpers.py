@@ -80,6 +80,11 @@ async def ready_to_confirm(pilot) -> None:
     from textual.widgets import Button, Input
 
     dialog = pilot.app.screen
+    for _ in range(200):  # bounded: the dialog's own first focus lands after mount
+        focused = pilot.app.focused
+        if focused is not None and focused.screen is dialog:
+            break
+        await pilot.pause()
     typed = list(dialog.query("#typed").results(Input))
     token = getattr(dialog, "token", None)
     if token and typed:
@@ -91,11 +96,12 @@ async def ready_to_confirm(pilot) -> None:
     if not buttons:
         return  # the dialog closed meanwhile
     button = buttons[0]
-    for _ in range(200):  # bounded: focus() is applied later, on a loaded machine late
+    for _ in range(200):  # bounded: the typed text enables Confirm a moment later
         if pilot.app.focused is button or pilot.app.screen is not dialog:
             return
         if not button.disabled:
-            button.focus()
+            dialog.set_focus(button)  # at once (Widget.focus waits a refresh)
+            continue
         await pilot.pause()
     raise AssertionError(f"{button} never took the focus")
 

@@ -352,7 +352,8 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
         return False
     for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
         dialog = app.screen
-        await ready_to_confirm(pilot)  # a wide removal asks for its count typed
+        # Deliberately, as a user: the count typed where asked, Enter on Confirm.
+        await ready_to_confirm(pilot)
         await tap(pilot, "enter")
 
         def ended(dialog=dialog) -> bool:
