@@ -38,6 +38,7 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_shapes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -13,7 +13,16 @@ ones ending on a dangling tool call.
 A built file is cached under ``$LOVIA_TUI_BENCH_DIR`` (default
 ``benchmarks/cache/``) with a ``.json`` sidecar describing it, and reused.
 
-Run: ``.venv/bin/python benchmarks/generate.py [--size 10k|100k|1m] [--force]``
+Two profiles (``--profile``): ``skewed`` (the default, above) and
+``uniform``, a second shape so the suite exercises more than one: every
+segment ~11 entries and ~7 KB of ``entries_json`` (four tool calls of
+0.95–1.3 KB outputs, one reasoning block), runs per session log-normal with
+median 5 and few over 20 (so many more sessions), one of 5,000 runs,
+checkpoints for 5 % of the segments in the same file, and the file left in
+rollback-journal mode (``DELETE``), as a store opened without ``wal=True``.
+
+Run: ``.venv/bin/python benchmarks/generate.py [--size 10k|100k|1m]
+[--profile skewed|uniform] [--force]``
 """
 
 from __future__ import annotations
@@ -32,6 +41,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+PROFILES = ("skewed", "uniform")
+UNIFORM_CALLS = 4
+"""Tool calls in a uniform segment: input, reasoning, 4 calls, 4 results, answer = 11."""
+UNIFORM_CHECKPOINTS = 0.05
+"""Checkpoints per segment in the uniform profile (50,000 at 1M)."""
 GIANT_RUNS = 5_000
 NEEDLE = "zebra-quartz-7"
 """A word stored in about 1 segment in 400: what the search measure looks for."""
@@ -111,14 +125,16 @@ class BenchDb:
     needle_segments: int
     bytes: int
     generated_in_s: float
+    profile: str = "skewed"
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("LOVIA_TUI_BENCH_DIR", ROOT / "benchmarks" / "cache"))
 
 
-def db_path(size: str) -> Path:
-    return cache_dir() / f"lovia-{size}.db"
+def db_path(size: str, profile: str = "skewed") -> Path:
+    name = size if profile == "skewed" else f"{profile}-{size}"
+    return cache_dir() / f"lovia-{name}.db"
 
 
 def _sentence(rng: random.Random, words: int) -> str:
@@ -142,8 +158,11 @@ def _output_size(rng: random.Random) -> int:
     return min(100_000, max(20, int(rng.lognormvariate(math.log(1400), 1.35))))
 
 
-def _segment_entries(rng: random.Random, with_needle: bool) -> list:
-    """One finished run's entries, as lovia's loop would store them."""
+def _segment_entries(
+    rng: random.Random, with_needle: bool, uniform: bool = False
+) -> list:
+    """One finished run's entries, as lovia's loop would store them (``uniform``:
+    always four calls of 0.95–1.3 KB outputs after one reasoning block)."""
     from lovia.transcript import (
         AssistantTextEntry,
         ImagePart,
@@ -165,9 +184,9 @@ def _segment_entries(rng: random.Random, with_needle: bool) -> list:
     else:
         content = question
     entries: list = [InputEntry("user", content)]
-    calls = min(12, int(rng.expovariate(1 / 2.2)))
+    calls = UNIFORM_CALLS if uniform else min(12, int(rng.expovariate(1 / 2.2)))
     for turn in range(calls):
-        if rng.random() < 0.4:
+        if turn == 0 if uniform else rng.random() < 0.4:
             entries.append(
                 ReasoningEntry(
                     _paragraphs(rng, rng.randint(80, 600)),
@@ -181,7 +200,8 @@ def _segment_entries(rng: random.Random, with_needle: bool) -> list:
             {"q": _sentence(rng, rng.randint(2, 8)), "limit": rng.randint(1, 50)}
         )
         entries.append(ToolCallEntry(call_id, name, arguments))
-        output = _paragraphs(rng, _output_size(rng))
+        size = rng.randint(950, 1_300) if uniform else _output_size(rng)
+        output = _paragraphs(rng, size)
         if with_needle and turn == 0:
             output = (
                 f"{output[: len(output) // 2]} {NEEDLE} {output[len(output) // 2 :]}"
@@ -212,20 +232,30 @@ def serialise(entries: list) -> str:
     return json.dumps([entry_to_dict(e) for e in entries], ensure_ascii=False)
 
 
-def _pool(rng: random.Random) -> tuple[list[tuple[str, str]], set[int]]:
+def _pool(rng: random.Random, uniform: bool) -> tuple[list[tuple[str, str]], set[int]]:
     """Serialised segments split at the row mark, and which ones hold the needle."""
     needles = {POOL_SIZE // 2}
     pool = []
     for index in range(POOL_SIZE):
-        text = serialise(_segment_entries(rng, index in needles))
+        text = serialise(_segment_entries(rng, index in needles, uniform))
         head, tail = text.split(ROW_MARK, 1)
         pool.append((head, tail))
     return pool, needles
 
 
-def _session_sizes(rng: random.Random, total: int) -> list[int]:
-    """Runs per session: one giant, a few in the thousands, the rest lognormal (median 5)."""
+def _session_sizes(rng: random.Random, total: int, uniform: bool) -> list[int]:
+    """Runs per session: one giant, a few in the thousands (not ``uniform``), the
+    rest lognormal (median 5; ``uniform``: narrower, at most 60)."""
     sizes = [GIANT_RUNS]
+    if uniform:
+        remaining = total - GIANT_RUNS
+        while remaining > 0:
+            runs = min(
+                remaining, 60, max(1, round(rng.lognormvariate(math.log(5), 0.6)))
+            )
+            sizes.append(runs)
+            remaining -= runs
+        return sizes
     if total >= 100_000:
         sizes += [3_000, 2_000, 1_200]
     if total >= 1_000_000:
@@ -281,10 +311,10 @@ def _meta(rng: random.Random, created: float) -> str:
 
 
 def _insert_segments(
-    conn: sqlite3.Connection, rng: random.Random, total: int
+    conn: sqlite3.Connection, rng: random.Random, total: int, uniform: bool
 ) -> tuple[int, int, list[str], list[str]]:
-    pool, needles = _pool(rng)
-    sizes = _session_sizes(rng, total)
+    pool, needles = _pool(rng, uniform)
+    sizes = _session_sizes(rng, total, uniform)
     order = _timeline(rng, sizes)
     ids = [_session_id(rng, index) for index in range(len(sizes))]
     start = time.time() - SPAN_SECONDS - 86_400
@@ -406,6 +436,12 @@ def _insert_checkpoints(
             started_at=updated - rng.uniform(5, 600),
         )
         heads.append((run_id, head.to_json(), updated))
+    write_checkpoint_rows(conn, heads, turns)
+    return live
+
+
+def write_checkpoint_rows(conn: sqlite3.Connection, heads: list, turns: list) -> None:
+    """Heads and turn batches in one transaction, with lovia's own statements."""
     conn.execute("BEGIN")
     conn.executemany(
         "INSERT OR REPLACE INTO snapshot_heads (run_id, head_json, updated_at) VALUES (?, ?, ?)",
@@ -416,11 +452,12 @@ def _insert_checkpoints(
         turns,
     )
     conn.execute("COMMIT")
-    return live
 
 
 def refresh_live_runs(info: BenchDb) -> None:
-    """Make the "running fresh" heads fresh again, as their agent saving would."""
+    """Make the "running fresh" heads fresh again, as their agent saving would,
+    and put a uniform file back in rollback-journal mode (the app switched it
+    to WAL when it last opened it)."""
     now = time.time()
     with sqlite3.connect(info.path, isolation_level=None, timeout=10) as conn:
         conn.executemany(
@@ -428,12 +465,15 @@ def refresh_live_runs(info: BenchDb) -> None:
             "WHERE run_id = ?2",
             [(now, run_id) for run_id in info.live_runs],
         )
+        if info.profile == "uniform":
+            conn.execute("PRAGMA journal_mode=DELETE")
     conn.close()
 
 
-def generate(size: str, *, force: bool = False) -> BenchDb:
-    """The cached database of ``size`` segments, built first if needed."""
-    path = db_path(size)
+def generate(size: str, *, profile: str = "skewed", force: bool = False) -> BenchDb:
+    """The cached database of ``size`` segments in ``profile``, built first if needed."""
+    uniform = profile == "uniform"
+    path = db_path(size, profile)
     sidecar = path.with_suffix(".json")
     if path.exists() and sidecar.exists() and not force:
         return BenchDb(**json.loads(sidecar.read_text()))
@@ -448,10 +488,12 @@ def generate(size: str, *, force: bool = False) -> BenchDb:
     conn.execute("PRAGMA journal_mode=OFF")
     conn.execute("PRAGMA synchronous=OFF")
     conn.execute("PRAGMA cache_size=-512000")
-    sessions, needle_rows, ids, run_ids = _insert_segments(conn, rng, total)
-    checkpoints = max(25, total // 500)
+    sessions, needle_rows, ids, run_ids = _insert_segments(conn, rng, total, uniform)
+    checkpoints = int(total * UNIFORM_CHECKPOINTS) if uniform else max(25, total // 500)
     live = _insert_checkpoints(conn, rng, checkpoints, run_ids)
-    conn.execute("PRAGMA journal_mode=WAL")
+    # Completed checkpoints may share a run id: lovia's INSERT OR REPLACE keeps one.
+    (checkpoints,) = conn.execute("SELECT COUNT(*) FROM snapshot_heads").fetchone()
+    conn.execute(f"PRAGMA journal_mode={'DELETE' if uniform else 'WAL'}")
     conn.close()
     info = BenchDb(
         path=str(path),
@@ -466,6 +508,7 @@ def generate(size: str, *, force: bool = False) -> BenchDb:
         needle_segments=needle_rows,
         bytes=path.stat().st_size,
         generated_in_s=round(time.perf_counter() - started, 1),
+        profile=profile,
     )
     sidecar.write_text(json.dumps(asdict(info), indent=2))
     return info
@@ -474,10 +517,11 @@ def generate(size: str, *, force: bool = False) -> BenchDb:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=SIZES, default="10k")
+    parser.add_argument("--profile", choices=PROFILES, default="skewed")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     args = parser.parse_args()
-    cached = db_path(args.size).exists() and not args.force
-    info = generate(args.size, force=args.force)
+    cached = db_path(args.size, args.profile).exists() and not args.force
+    info = generate(args.size, profile=args.profile, force=args.force)
     how = "cached" if cached else f"generated in {info.generated_in_s:.1f} s"
     print(
         f"{info.path}: {info.segments:,} segments, {info.sessions:,} sessions, "

@@ -144,7 +144,7 @@ def first_frame(info: dict) -> None:
     from lovia_tui.app import make_app
     from lovia_tui.widgets.row_list import RowList
 
-    app = make_app([info["path"]])
+    app = make_app(info.get("paths") or [info["path"]])
     frames = Frames(app)
     marks: dict[str, float] = {}
     original = RowList.render_line

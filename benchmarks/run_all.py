@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ sys.path.insert(0, str(HERE.parent))
 import generate  # noqa: E402
 import machine  # noqa: E402
 import statements  # noqa: E402
+import user_db  # noqa: E402
 from probe import percentile  # noqa: E402
 
 PYTHON = sys.executable
@@ -449,20 +452,104 @@ def _group(record: dict) -> str:
     return record["details"].get("group") or by_number.get(record["number"], "browse")
 
 
+STEPS = ("frame", "browse", "writer", "statements")
+
+
+def run_groups(info: dict, groups: set[str]) -> tuple[dict, list[Measure]]:
+    """The trivial app's floors, then every measure of ``groups`` on ``info``'s file."""
+    trivial = probe("trivial")
+    steps = {
+        "frame": lambda: measure_first_frame(info),
+        "browse": lambda: measure_browsing(info, trivial),
+        "writer": lambda: measure_writer(info),
+        "statements": lambda: measure_statements(info),
+    }
+    measures: list[Measure] = []
+    for name in STEPS:
+        if name not in groups:
+            continue
+        for measure in steps[name]():
+            measure.details = {"group": name, **measure.details}
+            measures.append(measure)
+            if measure.number != "-":
+                print(measure.line(), flush=True)
+    return trivial, measures
+
+
+def run_user_files(args: argparse.Namespace, groups: set[str]) -> None:
+    """``--db``: the measures that only read, on files this suite did not build."""
+    if "writer" in groups:
+        raise SystemExit("--db: the writer measure appends to the file; not run")
+    # The app keeps a search index per file under $XDG_CACHE_HOME: a scratch
+    # one, so the run leaves nothing in the user's cache and starts cold.
+    scratch = tempfile.TemporaryDirectory(prefix="lovia-tui-bench-")
+    os.environ["XDG_CACHE_HOME"] = scratch.name
+    out: list[dict] = []
+    for path in args.db:
+        started = time.perf_counter()
+        info = user_db.describe(Path(path), args.giant, args.needle)
+        print(
+            f"database: {info['path']} ({info['segments']:,} segments, "
+            f"{info['sessions']:,} sessions, {info['checkpoints']:,} checkpoints, "
+            f"{info['bytes'] / 1e9:.2f} GB, journal {info['journal_mode']}); giant "
+            f"{info['giant_session']!r} ({info['giant_runs']:,} segments), "
+            f"needle {info['needle']!r}; found in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        print(f"load: {os.getloadavg()}", flush=True)
+        _, measures = run_groups(info, groups)
+        print(f"load: {os.getloadavg()}", flush=True)
+        search = next((m for m in measures if m.number == "4"), None)
+        if search and not search.details.get("sessions_found"):
+            print(
+                f"note: the app's search found no session for {info['needle']!r} "
+                f"({search.details.get('raw_matching_segments')} segments hold it "
+                "raw): measure 4 timed a search for nothing; try --needle",
+                flush=True,
+            )
+        out.extend(user_db.records(measures, info))
+    scratch.cleanup()
+    missed = sum(not r["ok"] for r in out)
+    print(f"\n{len(out)} measures, {missed} missed")
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False))
+        print(f"results in {args.out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description="lovia-tui benchmarks against measured floors"
     )
     parser.add_argument("--size", choices=generate.SIZES, default="10k")
+    parser.add_argument("--profile", choices=generate.PROFILES, default="skewed")
     parser.add_argument(
         "--only", help="comma-separated measure groups: frame,browse,writer,statements"
     )
+    parser.add_argument(
+        "--db",
+        action="append",
+        metavar="PATH",
+        help="measure this lovia file instead of a generated one (repeatable; "
+        "read-only: frame, browse, statements)",
+    )
+    parser.add_argument(
+        "--giant", help="--db: the long session to open (default: the most segments)"
+    )
+    parser.add_argument(
+        "--needle", help="--db: the text to search for (default: a rare sampled word)"
+    )
+    parser.add_argument("--out", help="--db: write the measures here as JSON")
     args = parser.parse_args()
-    groups = set((args.only or "frame,browse,writer,statements").split(","))
+    if args.db:
+        run_user_files(args, set((args.only or "frame,browse,statements").split(",")))
+        return
+    if args.giant or args.needle or args.out:
+        parser.error("--giant, --needle and --out go with --db")
+    groups = set((args.only or ",".join(STEPS)).split(","))
 
     started = time.perf_counter()
-    cached = generate.db_path(args.size).exists()
-    bench_db = generate.generate(args.size)
+    cached = generate.db_path(args.size, args.profile).exists()
+    bench_db = generate.generate(args.size, profile=args.profile)
     how = "cached" if cached else f"generated in {bench_db.generated_in_s:.1f} s"
     print(
         f"database: {bench_db.path} ({bench_db.segments:,} segments, {bench_db.sessions:,} sessions, "
@@ -474,26 +561,12 @@ def main() -> None:
     about = machine.describe(Path(bench_db.path))
     print("machine: " + ", ".join(f"{k} {v}" for k, v in about.items()), flush=True)
 
-    trivial = probe("trivial")
-    measures: list[Measure] = []
-    steps = [
-        ("frame", lambda: measure_first_frame(info)),
-        ("browse", lambda: measure_browsing(info, trivial)),
-        ("writer", lambda: measure_writer(info)),
-        ("statements", lambda: measure_statements(info)),
-    ]
-    for name, step in steps:
-        if name not in groups:
-            continue
-        for measure in step():
-            measure.details = {"group": name, **measure.details}
-            measures.append(measure)
-            if measure.number != "-":
-                print(measure.line(), flush=True)
+    trivial, measures = run_groups(info, groups)
 
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
-    target = results_dir / f"{args.size}.json"
+    name = args.size if args.profile == "skewed" else f"{args.profile}-{args.size}"
+    target = results_dir / f"{name}.json"
     records = [{**asdict(m), "ratio": m.ratio} for m in measures]
     if args.only and target.exists():
         # A partial run replaces its groups' measures and keeps the others.
@@ -502,12 +575,12 @@ def main() -> None:
             for m in json.loads(target.read_text())["measures"]
             if _group(m) not in groups
         ]
-        order = [name for name, _ in steps]
-        records = sorted(kept + records, key=lambda m: order.index(_group(m)))
+        records = sorted(kept + records, key=lambda m: STEPS.index(_group(m)))
     target.write_text(
         json.dumps(
             {
                 "size": args.size,
+                "profile": args.profile,
                 "command": " ".join(
                     [Path(PYTHON).name, "benchmarks/run_all.py", *sys.argv[1:]]
                 ),

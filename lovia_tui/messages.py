@@ -41,7 +41,8 @@ class SummariesLoaded(Message):
 
 @dataclass
 class RunsLoaded(Message):
-    """Every checkpoint with its session link."""
+    """The runs pane's files are walked: the unfinished and web-linked runs
+    (what badges and seams need) and the session links known so far."""
 
     runs: list[RunInfo]
     links: dict[str, SessionLink]

@@ -76,7 +76,8 @@ def isolated_journal(
 def isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ):
-    """Every test keeps its search indexes in its own cache, never ~/.cache."""
+    """Every test caches in its own directory, never ~/.cache (search indexes,
+    lovia's chat schema version)."""
     path = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(path))
     return path

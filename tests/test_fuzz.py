@@ -266,7 +266,7 @@ def test_run_head_panel_takes_any_head(head_json: str, output: Any) -> None:
     class Stub:
         name, path = "fuzz.db", Path("fuzz.db")
 
-    run = queries._run(Stub(), ("run-x", head_json, time.time(), 3, 1))
+    run = queries.run_info(Stub(), ("run-x", head_json, time.time(), 3, 1))
     link = SessionLink(Path("fuzz.db"), "s", "segment")
     for now in (run.updated_at, run.updated_at + 10_000):
         console.print(head_table(run, link, now, 300))

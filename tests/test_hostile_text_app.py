@@ -167,6 +167,8 @@ async def test_runs_dialogs_doctor_and_palette_show_hostile_text_literally(
             await settle(pilot)
             shots.take(f"detail {run_id!r}")
             await _dialog(pilot, keys, kind, shots)
+        # Export needs a session: the last run visited may have shown alone.
+        await _open(pilot, screen.sessions.keys[0][1])
         await _dialog(pilot, ["1", "x"], ExportScreen, shots)
         await pilot.press("exclamation_mark")
         await settle(pilot)

@@ -1,35 +1,75 @@
 """The ``lovia-tui`` command: the app by default, subcommands for scripts.
 
 ``lovia-tui [PATH...]`` opens the inspector; ``lovia-tui SUBCOMMAND ...`` runs
-one of the script-facing commands listed by ``lovia-tui --help``.
+one of the script-facing commands listed by ``lovia-tui --help``. Only the
+module of the chosen subcommand is imported: ``runs --json`` must not pay
+for the actions layer, Rich's tables or Textual.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli import actions, browse, demo, doctor, resume, search
 from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
-from lovia_tui.cli.launch import configure_app, launch_app
 
-COMMANDS: list[Command] = [
-    *demo.COMMANDS,
-    *browse.COMMANDS,
-    *resume.COMMANDS,
-    *actions.COMMANDS,
-    *doctor.COMMANDS,
-    *search.COMMANDS,
-]
+SUBCOMMANDS: dict[str, str] = {
+    "demo": "demo",
+    "sessions": "browse",
+    "show": "browse",
+    "runs": "browse",
+    "export": "browse",
+    "resume": "resume",
+    "replay": "resume",
+    "rewind": "actions",
+    "trim": "actions",
+    "delete-run": "actions",
+    "finalize": "actions",
+    "clear": "actions",
+    "journal": "actions",
+    "undo": "actions",
+    "doctor": "doctor",
+    "search": "search",
+    "index": "search",
+}
+"""Each subcommand's module under ``lovia_tui.cli``, in ``--help`` order."""
+
+
+def command_modules() -> list[str]:
+    return list(dict.fromkeys(SUBCOMMANDS.values()))
+
+
+def load_command(name: str) -> Command:
+    module = importlib.import_module(f"lovia_tui.cli.{SUBCOMMANDS[name]}")
+    return next(c for c in module.COMMANDS if c.name == name)
+
+
+def all_commands() -> list[Command]:
+    """Every subcommand (imports every command module: for ``--help`` only)."""
+    return [
+        command
+        for module in command_modules()
+        for command in importlib.import_module(f"lovia_tui.cli.{module}").COMMANDS
+    ]
+
+
+class _AppParser(argparse.ArgumentParser):
+    """The app's parser; the subcommand list is built only when help is shown."""
+
+    def format_help(self) -> str:
+        lines = "\n".join(f"  {c.name:<11} {c.help}" for c in all_commands())
+        self.epilog = f"subcommands (lovia-tui SUBCOMMAND --help):\n{lines}"
+        return super().format_help()
 
 
 def _app_parser() -> argparse.ArgumentParser:
-    lines = "\n".join(f"  {c.name:<11} {c.help}" for c in COMMANDS)
-    parser = argparse.ArgumentParser(
+    from lovia_tui.cli.launch import configure_app
+
+    parser = _AppParser(
         prog="lovia-tui",
         description="Inspect and debug lovia runs: sessions, checkpoints, dangling tool calls.",
-        epilog=f"subcommands (lovia-tui SUBCOMMAND --help):\n{lines}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -42,12 +82,13 @@ def _app_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     tolerate_narrow_output()
-    by_name = {command.name: command for command in COMMANDS}
-    if argv and argv[0] in by_name:
-        command = by_name[argv[0]]
+    if argv and argv[0] in SUBCOMMANDS:
+        command = load_command(argv[0])
         parser = argparse.ArgumentParser(
             prog=f"lovia-tui {command.name}", description=command.help
         )
         command.configure(parser)
         return run_command(command, parser.parse_args(argv[1:]))
+    from lovia_tui.cli.launch import launch_app
+
     return launch_app(_app_parser().parse_args(argv))

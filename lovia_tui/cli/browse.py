@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-from rich.table import Table
 
 from lovia_tui.cli.command import (
     EXIT_OK,
@@ -20,14 +19,20 @@ from lovia_tui.cli.command import (
     console,
     open_workspace,
     print_json,
+    print_json_lazy,
+    print_json_stream,
+    since_time,
     split_paths_and_id,
 )
-from lovia_tui.core import queries
-from lovia_tui.core.entries import UnreadableError, dangling_calls, entry_text, shorten
+from lovia_tui.core import queries, run_index
+from lovia_tui.core.database import Database
+from lovia_tui.core.entries import UnreadableError, entry_text, shorten
+from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import age, printable, timestamp
 from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.run_index import RunFilter
 from lovia_tui.core.workspace import Workspace
 
 
@@ -78,6 +83,8 @@ async def _sessions(args: argparse.Namespace) -> int:
             ]
         )
         return EXIT_OK
+    from rich.table import Table
+
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
@@ -106,47 +113,57 @@ async def _show(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        out = []
-        for segment in await queries.segments(db, session_id):
-            item: dict[str, Any] = {
-                "run_id": segment.run_id,
-                "created_at": segment.created_at,
-                "started_at": segment.started_at,
-                "finished_at": segment.finished_at,
-                "entry_count": segment.entry_count,
-                "first_index": segment.first_index,
-            }
-            try:
-                entries = await queries.segment_entries(db, segment)
-                item["entries"] = [{"index": e.index, **e.data} for e in entries]
-            except UnreadableError as exc:
-                item["unreadable"] = str(exc)
-            out.append(item)
+        out = _segment_items(db, session_id)
+        if args.json:
+            await print_json_lazy(
+                {"session_id": session_id, "file": str(db.path), "segments": out}
+            )
+            return EXIT_OK
+        out_console = console()
+        async for item in out:
+            out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
+            if "unreadable" in item:
+                out_console.print(f"unreadable: {item['unreadable']}", style="red")
+                continue
+            for entry in item["entries"]:
+                label = entry.get("role") if entry["type"] == "input" else entry["type"]
+                index = (
+                    "?" if entry["index"] is None else entry["index"]
+                )  # after an unreadable segment
+                out_console.print(
+                    f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
+                )
     finally:
         await ws.close()
-    if args.json:
-        print_json({"session_id": session_id, "file": str(db.path), "segments": out})
-        return EXIT_OK
-    out_console = console()
-    for item in out:
-        out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
-        if "unreadable" in item:
-            out_console.print(f"unreadable: {item['unreadable']}", style="red")
-            continue
-        for entry in item["entries"]:
-            label = entry.get("role") if entry["type"] == "input" else entry["type"]
-            index = (
-                "?" if entry["index"] is None else entry["index"]
-            )  # after an unreadable segment
-            out_console.print(
-                f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
-            )
     return EXIT_OK
+
+
+async def _segment_items(db: Database, session_id: str) -> AsyncIterator[dict]:
+    """Each segment as ``show`` prints it, its entries an iterator: one
+    segment's entries are read at a time, a large one entry by entry."""
+    for segment in await queries.segments(db, session_id):
+        item: dict[str, Any] = {
+            "run_id": segment.run_id,
+            "created_at": segment.created_at,
+            "started_at": segment.started_at,
+            "finished_at": segment.finished_at,
+            "entry_count": segment.entry_count,
+            "first_index": segment.first_index,
+        }
+        try:
+            entries = await segment_entries_stream(db, segment)
+            item["entries"] = ({"index": e.index, **e.data} for e in entries)
+        except UnreadableError as exc:
+            item["unreadable"] = str(exc)
+        yield item
 
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
     add_paths(parser)
     add_json(parser)
+    parser.add_argument(
+        "--jsonl", action="store_true", help="print one JSON object per line"
+    )
     add_readonly(parser)
     add_stale_after(parser)
     parser.add_argument(
@@ -154,27 +171,54 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         choices=["running", "stale", "interrupted", "failed", "completed"],
         help="only runs with this status (stale: running with no recent save)",
     )
+    parser.add_argument(
+        "--since",
+        type=since_time,
+        metavar="WHEN",
+        help="only runs saved since WHEN: an age (90s, 30m, 12h, 7d) or an ISO date/time",
+    )
+    parser.add_argument("--limit", type=int, help="at most N runs")
 
 
-async def run_records(ws: Workspace, stale_after: float) -> list[dict[str, Any]]:
-    """One plain record per checkpoint, as ``runs --json`` prints it."""
-    now = time.time()
-    all_runs = await ws.all_runs()
-    links = await ws.links(run.run_id for run in all_runs)
-    records = []
-    for run in all_runs:
-        entries, _ = await queries.snapshot_entries(ws.database(run.file), run.run_id)
-        records.append(_record(run, links.get(run.run_id), entries, now, stale_after))
-    return records
+async def stream_records(
+    ws: Workspace, wanted: RunFilter, limit: int | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """One plain record per checkpoint, as ``runs --json`` prints it: most
+    recently saved first across the files, one head range of each in memory."""
+    streams = [_file_records(ws, db, wanted, limit) for db in ws.checkpoint_dbs]
+    emitted = 0
+    async for record in merge_newest(streams):
+        if limit is not None and emitted >= limit:
+            return
+        yield record
+        emitted += 1
+
+
+async def _file_records(
+    ws: Workspace, db: Database, wanted: RunFilter, limit: int | None
+) -> AsyncIterator[dict[str, Any]]:
+    async for batch in run_index.stream_runs(db, wanted, limit):
+        links = await ws.links(run.run_id for run in batch)
+        dangling = await run_index.dangling_by_run(db, [r.run_id for r in batch])
+        for run in batch:
+            yield _record(run, links.get(run.run_id), dangling[run.run_id], wanted)
+
+
+async def merge_newest(
+    streams: list[AsyncIterator[dict[str, Any]]],
+) -> AsyncIterator[dict[str, Any]]:
+    """Records of several newest-first streams, newest first (one held per stream)."""
+    heads = {n: await anext(s, None) for n, s in enumerate(streams)}
+    while live := {n: r for n, r in heads.items() if r is not None}:
+        n = max(live, key=lambda k: live[k]["updated_at"])
+        yield live[n]
+        heads[n] = await anext(streams[n], None)
 
 
 def _record(
-    run: RunInfo,
-    link: SessionLink | None,
-    entries: list,
-    now: float,
-    stale_after: float,
+    run: RunInfo, link: SessionLink | None, dangling: list, wanted: RunFilter
 ) -> dict[str, Any]:
+    now = wanted.now
     return {
         "run_id": run.run_id,
         "status": run.status,
@@ -184,11 +228,11 @@ def _record(
         "started_at": run.started_at,
         "updated_at": run.updated_at,
         "age_s": round(now - run.updated_at, 3),
-        "stale": run.is_stale(now, stale_after),
+        "stale": run.is_stale(now, wanted.stale_after),
         "entries": run.entries,
         "dangling": [
             {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
-            for c in dangling_calls([e.data for e in entries])
+            for c in dangling
         ],
         "session_id": link.session_id if link else None,
         "session_link": link.kind if link else None,
@@ -197,18 +241,18 @@ def _record(
 
 
 async def _runs(args: argparse.Namespace) -> int:
+    wanted = RunFilter(args.status, args.since, time.time(), args.stale_after)
     ws = await open_workspace(args)
     try:
-        records = await run_records(ws, args.stale_after)
+        found = stream_records(ws, wanted, args.limit)
+        if args.json or args.jsonl:
+            await print_json_stream(found, lines=args.jsonl)
+            return EXIT_OK
+        records = [record async for record in found]
     finally:
         await ws.close()
-    if args.status == "stale":
-        records = [r for r in records if r["stale"]]
-    elif args.status:
-        records = [r for r in records if r["status"] == args.status]
-    if args.json:
-        print_json(records)
-        return EXIT_OK
+    from rich.table import Table
+
     table = Table(
         "run", "status", "agent", "turns", "age", "dangling", "session", "file"
     )

@@ -41,12 +41,17 @@ def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
             f"expected a JSON list of entries, got {type(data).__name__}"
         )
     for position, entry in enumerate(data):
-        if not isinstance(entry, dict):
-            raise UnreadableError(f"entry {position} is not an object")
-        kind = entry.get("type")
-        if kind not in ENTRY_TYPES:
-            raise UnreadableError(f"entry {position} has unknown type {kind!r}")
+        check_entry(position, entry)
     return data
+
+
+def check_entry(position: int, entry: Any) -> None:
+    """Raise :class:`UnreadableError` unless ``entry`` is an entry lovia knows."""
+    if not isinstance(entry, dict):
+        raise UnreadableError(f"entry {position} is not an object")
+    kind = entry.get("type")
+    if kind not in ENTRY_TYPES:
+        raise UnreadableError(f"entry {position} has unknown type {kind!r}")
 
 
 def parse_object(text: str | bytes | None) -> dict[str, Any] | None:

@@ -27,12 +27,15 @@ from typing import IO
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text
+from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
 """Characters of the session id kept in a default file name (a hash tells ids apart)."""
+WRITE_BYTES = 1 << 18
+"""Characters gathered before one write (through a thread) to the target."""
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -130,10 +133,31 @@ async def export_session(
         (printable_json if fmt == "json" else _printable_lines) if terminal else str
     )
 
-    async def write(text: str) -> None:
-        await asyncio.to_thread(target.write, neutral(text))
+    pending: list[str] = []
+    held = 0
 
-    written = 0
+    async def drain() -> None:
+        nonlocal held
+        if pending:
+            joined = "".join(pending)
+            pending.clear()
+            held = 0
+            await asyncio.to_thread(target.write, neutral(joined))
+
+    async def write(text: str, *, flush: bool = True) -> None:
+        """Write through a thread, in pieces of about ``WRITE_BYTES``: one
+        thread hop per entry of a 100,000-entry segment cost seconds. A large
+        text goes alone: joined to others it would be copied."""
+        nonlocal held
+        if len(text) >= WRITE_BYTES:
+            await drain()
+            await asyncio.to_thread(target.write, neutral(text))
+            return
+        pending.append(text)
+        held += len(text)
+        if flush or held >= WRITE_BYTES:
+            await drain()
+
     segments = await queries.segments(db, session_id)
     if fmt == "md":
         await write(
@@ -146,35 +170,46 @@ async def export_session(
             )[:-1]
             + ', "segments": [\n'
         )
+    written = 0
     for number, segment in enumerate(segments):
         try:
-            entries = [
-                {"index": e.index, **e.data}
-                for e in await queries.segment_entries(db, segment)
-            ]
+            entries = await segment_entries_stream(db, segment)
             problem = None
         except UnreadableError as exc:
-            entries, problem = [], str(exc)
-        written += len(entries)
+            entries, problem = iter(()), str(exc)
         if fmt == "md":
             await write(
-                _markdown_segment(
-                    segment.run_id, timestamp(segment.created_at), entries, problem
+                _markdown_header(
+                    segment.run_id, timestamp(segment.created_at), problem
+                ),
+                flush=False,
+            )
+            for entry in entries:
+                await write(
+                    _markdown_entry({"index": entry.index, **entry.data}), flush=False
                 )
-            )
-        else:
-            record = {
-                "run_id": segment.run_id,
-                "created_at": segment.created_at,
-                "entries": entries,
-            }
-            if problem:
-                record["unreadable"] = problem
+                written += 1
+            continue
+        head = {"run_id": segment.run_id, "created_at": segment.created_at}
+        if problem:
+            head["unreadable"] = problem
+        await write(
+            ("," if number else "")
+            + json.dumps(head, ensure_ascii=False)[:-1]
+            + ', "entries": [',
+            flush=False,
+        )
+        # One entry at a time: a segment of a million is never whole in memory.
+        for count, entry in enumerate(entries):
+            if count:
+                await write(",", flush=False)
             await write(
-                ("," if number else "") + json.dumps(record, ensure_ascii=False) + "\n"
+                json.dumps({"index": entry.index, **entry.data}, ensure_ascii=False),
+                flush=False,
             )
-    if fmt == "json":
-        await write("]}\n")
+            written += 1
+        await write("]}\n", flush=False)
+    await write("]}\n" if fmt == "json" else "")
     return written
 
 
@@ -182,24 +217,18 @@ def _printable_lines(text: str) -> str:
     return printable(text, multiline=True)
 
 
-def _markdown_segment(
-    run_id: str, when: str, entries: list[dict], problem: str | None
-) -> str:
-    lines = [f"\n## Run `{run_id}` · {when}\n"]
-    if problem:
-        lines.append(f"> unreadable: {problem}\n")
-    for entry in entries:
-        kind = entry.get("type")
-        label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
-        if kind == "tool_call":
-            lines.append(
-                f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n"
-            )
-        elif kind == "tool_result":
-            error = " (error)" if entry.get("is_error") else ""
-            lines.append(
-                f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n"
-            )
-        else:
-            lines.append(f"**#{entry['index']} {label}**\n\n{entry_text(entry)}\n")
-    return "\n".join(lines)
+def _markdown_header(run_id: str, when: str, problem: str | None) -> str:
+    return f"\n## Run `{run_id}` · {when}\n\n" + (
+        f"> unreadable: {problem}\n\n" if problem else ""
+    )
+
+
+def _markdown_entry(entry: dict) -> str:
+    kind = entry.get("type")
+    label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
+    if kind == "tool_call":
+        return f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n\n"
+    if kind == "tool_result":
+        error = " (error)" if entry.get("is_error") else ""
+        return f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n\n"
+    return f"**#{entry['index']} {label}**\n\n{entry_text(entry)}\n\n"

@@ -61,6 +61,24 @@ def printable_json(dumped: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: json.dumps(m.group())[1:-1], dumped)
 
 
+_JSON_UNSAFE_BYTES = re.compile(
+    rb"\x7f|\xc2[\x80-\x9f]|\xe2\x80[\x8b\xa8-\xae]|\xe2\x81[\xa0-\xa4\xa6-\xa9]"
+    rb"|\xef\xbb\xbf|\xf3\xa0[\x80\x81][\x80-\xbf]"
+)
+"""``_JSON_UNSAFE`` over UTF-8 bytes (a lead byte never continues another
+character, so a match is always a whole character)."""
+
+
+def printable_json_bytes(dumped: bytes) -> bytes:
+    """:func:`printable_json` on UTF-8 JSON bytes (orjson's output), without a
+    decoded copy: a 50 MB tool output is escaped where it lies."""
+    if not _JSON_UNSAFE_BYTES.search(dumped):
+        return dumped
+    return _JSON_UNSAFE_BYTES.sub(
+        lambda m: json.dumps(m.group().decode())[1:-1].encode(), dumped
+    )
+
+
 def timestamp(epoch: float | None) -> str:
     """Local time of ``epoch``; "?" for a stored value that is no usable time."""
     if epoch is None:

@@ -571,7 +571,8 @@ async def appended_runs(db: Database, run_ids: list[str]) -> list[tuple[str, str
     return found
 
 
-def _run(db: Database, row: Any) -> RunInfo:
+def run_info(db: Database, row: Any) -> RunInfo:
+    """A checkpoint from its row (``RUN_COLUMNS``); an unparsable head is marked, never fatal."""
     run_id, head_json, updated_at, entries, last_seq = row
     unreadable = None
     try:
@@ -610,15 +611,16 @@ def _run(db: Database, row: Any) -> RunInfo:
     )
 
 
-_RUNS_SQL = (
-    "SELECT h.run_id, h.head_json, h.updated_at, "
-    "(SELECT SUM({count}) FROM snapshot_turns t WHERE t.run_id = h.run_id), "
-    "(SELECT MAX(seq) FROM snapshot_turns t WHERE t.run_id = h.run_id) "
-    "FROM snapshot_heads h WHERE {where} ORDER BY h.run_id LIMIT ?"
-)
 _SAFE_COUNT = (
     "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
 )
+RUN_COLUMNS = (
+    "h.run_id, h.head_json, h.updated_at, "
+    f"(SELECT SUM({_SAFE_COUNT}) FROM snapshot_turns t WHERE t.run_id = h.run_id), "
+    "(SELECT MAX(seq) FROM snapshot_turns t WHERE t.run_id = h.run_id)"
+)
+"""What :func:`run_info` reads of a checkpoint (``h`` is ``snapshot_heads``)."""
+_RUNS_SQL = f"SELECT {RUN_COLUMNS} FROM snapshot_heads h WHERE {{where}} ORDER BY h.run_id LIMIT ?"
 
 
 async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
@@ -626,18 +628,16 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
     if not db.stores.checkpoint:
         return []
     if run_id is not None:
-        rows = await db.fetchall(
-            _RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id = ?"), (run_id, 1)
-        )
-        return [_run(db, row) for row in rows]
+        rows = await db.fetchall(_RUNS_SQL.format(where="h.run_id = ?"), (run_id, 1))
+        return [run_info(db, row) for row in rows]
     # By run id in chunks (the primary key): counting every checkpoint's
     # entries in one statement took 62 ms at 2,000 checkpoints.
     found: list[RunInfo] = []
     after = ""
     while rows := await db.fetchall(
-        _RUNS_SQL.format(count=_SAFE_COUNT, where="h.run_id > ?"), (after, RUNS_CHUNK)
+        _RUNS_SQL.format(where="h.run_id > ?"), (after, RUNS_CHUNK)
     ):
-        found.extend(_run(db, row) for row in rows)
+        found.extend(run_info(db, row) for row in rows)
         after = rows[-1][0]
     return sorted(found, key=lambda run: run.updated_at, reverse=True)
 

@@ -35,14 +35,14 @@ def known_version(store: str) -> int | None:
 
     Session and checkpoint stores are still at version 0; the chat store's
     version is its number of migrations (lovia's own rule in SQLiteStore),
-    looked up only when needed since lovia.web is slow to import.
+    counted from lovia's source so that no read path imports lovia.web.
     """
     if store in STORE_TABLES:
         return 0
     if store == "chat":
-        from lovia.web import store as chat_store
+        from lovia_tui.core.chat_schema import chat_version
 
-        return len(getattr(chat_store, "_MIGRATIONS", ()))
+        return chat_version()
     return None
 
 

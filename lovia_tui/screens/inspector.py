@@ -97,6 +97,8 @@ class InspectorScreen(
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)
+            if self.first_page.runs is not None:
+                self.runs.adopt(self.first_page.runs)
         self.load_sessions()
         self.load_runs()
         self.set_interval(1.0, self._tick)

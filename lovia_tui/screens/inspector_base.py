@@ -211,8 +211,8 @@ class InspectorBase(WorkerErrors):
         """Watch only the segments the transcript holds."""
 
     @abstractmethod
-    def load_runs(self) -> Worker[None]:
-        """Read every checkpoint and its session link."""
+    def load_runs(self) -> None:
+        """Have the runs pane walk the checkpoint files (RunsLoaded once linked)."""
 
     @abstractmethod
     def fetch_visible_summaries(self) -> None:

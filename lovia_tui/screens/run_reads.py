@@ -25,16 +25,13 @@ from lovia_tui.widgets.runs_pane import RunsPane
 class RunReads(InspectorBase):
     """Loads the runs list and the highlighted run's detail."""
 
-    @work(exclusive=True, group=Group.RUNS)
-    async def load_runs(self) -> None:
-        runs = await self.workspace.all_runs()
-        links = await self.workspace.links(run.run_id for run in runs)
-        self.post_message(messages.RunsLoaded(runs, links))
+    def load_runs(self) -> None:
+        """The runs pane walks the files; RunsLoaded comes once its links are known."""
+        self.runs.load(self.workspace)
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         first = not self.runs_loaded
         self.runs_loaded = True
-        self.runs.set_runs(message.runs, message.links)
         if first and self.session_key:
             self.load_transcript(self.session_key)
         self.sessions.badges = self._session_badges(message.runs, message.links)

@@ -8,7 +8,7 @@ A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import on, work
 from textual.widgets import Label
@@ -17,6 +17,8 @@ from lovia_tui import messages
 from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionSummary
+from lovia_tui.core.previews import DEFAULT_STALE_AFTER
+from lovia_tui.core.run_list import RunList
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import InspectorBase
@@ -36,14 +38,22 @@ class FirstPage:
 
     keys: list[SessionKey]
     summaries: dict[SessionKey, SessionSummary]
+    runs: RunList | None = None
+    """The newest checkpoints' first rows (``RunList.first_rows``)."""
 
     @classmethod
     async def read(cls, workspace: Workspace, rows: int) -> FirstPage | None:
         try:
             keys = await workspace.recent_sessions(FIRST_PAGE)
-            return cls(keys, await workspace.summaries(keys[:rows]))
+            page = cls(keys, await workspace.summaries(keys[:rows]))
         except EXPECTED:
             return None  # the screen's own worker reads again and says why
+        runs = RunList(workspace.checkpoint_dbs, workspace.links, DEFAULT_STALE_AFTER)
+        try:
+            await runs.first_rows(rows)
+        except EXPECTED:
+            return page  # the runs pane's own walk reads again and says why
+        return replace(page, runs=runs)
 
 
 class SessionReads(InspectorBase):

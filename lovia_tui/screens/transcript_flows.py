@@ -86,9 +86,7 @@ class TranscriptFlows(InspectorBase):
     def _inflight(self, key: SessionKey) -> Inflight:
         return [
             (self.workspace.database(run.file), run, self.runs.status_of(run))
-            for run in self.runs.runs
-            if (link := self.runs.links.get(run.run_id))
-            and (str(link.file), link.session_id) == key
+            for run in self.runs.linked_to(key)
         ]
 
     def on_indices_counted(self, message: messages.IndicesCounted) -> None:

@@ -287,7 +287,8 @@ async def browse_runs(pilot, screen, rng: random.Random, writers: int) -> None:
 async def follow_run(pilot, screen, rng: random.Random, writers: int) -> None:
     """Follow a running writer run if there is one (else the newest run)."""
     await tap(pilot, "3")
-    shown = screen.runs.shown
+    # Rows not read yet (off screen) are None.
+    shown = [run for run in screen.runs.shown if run is not None]
     running = [run for run in shown if run.status == "running"]
     target = running[0] if running else shown[0] if shown else None
     if target is not None and screen.runs.select_run(target.run_id):

@@ -1,0 +1,22 @@
+"""The Rich console of the human output, in its own module: ``--json`` and the
+app never import Rich's console for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from lovia_tui.core.formatting import printable
+
+
+class DataConsole(Console):
+    """A console for text that quotes stored data: strings are never read as
+    markup and come out printable (table cells, rules, plain prints alike).
+    Code that builds a :class:`~rich.text.Text` passes data through
+    :func:`printable` itself."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        kwargs["markup"] = kwargs["emoji"] = False
+        return super().render_str(printable(text, multiline=True), **kwargs)
