@@ -100,6 +100,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
     CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
     CommandDef("rewind_turn", "W", "Rewind turn", "Rewind to before the user turn holding the cursor (edit and resend)", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
+    CommandDef("fork_here", "b", "Fork here", "Copy the session up to the cursor into a new session (nothing is removed; a web chat forks before the user turn, as lovia web does)", show=False, group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
     CommandDef("export('md')", "x", "Export", "Export the session's transcript to Markdown", panes=(SESSIONS, TRANSCRIPT), needs=(SESSION,)),
     CommandDef("export('json')", "X", "Export JSON", "Export the session's transcript to JSON", show=False, panes=(SESSIONS, TRANSCRIPT), needs=(SESSION,)),
     CommandDef("trim", "t", "Trim", "Trim old tool outputs of the session (keep_chars, keep_runs)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION)),

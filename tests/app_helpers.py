@@ -110,3 +110,13 @@ async def confirm(pilot) -> None:
     """Confirm the dialog on top deliberately (see :func:`ready_to_confirm`)."""
     await ready_to_confirm(pilot)
     await pilot.press("enter")
+
+
+def user_rows(transcript) -> list[int]:
+    """Visible positions of the transcript's user messages (where turns start)."""
+    return [
+        n
+        for n, row in enumerate(transcript._visible)
+        if transcript.rows[row].kind == "entry"
+        and transcript.rows[row].entry.data.get("role") == "user"
+    ]

@@ -148,6 +148,13 @@ async def web_records(
     )
 
 
+async def web_restart(path: Path) -> None:
+    """What ``lovia web`` does at start-up: run records left running become interrupted."""
+    from lovia.web.store import ChatStore
+
+    await ChatStore.sqlite(path).sweep_stale_runs()
+
+
 async def append_entries(
     path: Path, session_id: str, count: int, prefix: str = "w"
 ) -> None:

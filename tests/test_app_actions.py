@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app_helpers import confirm, settle, snapshot_app
+from app_helpers import confirm, settle, snapshot_app, user_rows
 
 from lovia_tui.core.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
@@ -48,13 +48,8 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
     async with _kyoto(snap_dir, monkeypatch) as pilot:
         app = pilot.app
         transcript = app.screen.transcript
-        user_rows = [
-            n
-            for n, row in enumerate(transcript._visible)
-            if transcript.rows[row].kind == "entry"
-            and transcript.rows[row].entry.data.get("role") == "user"
-        ]
-        transcript.move_cursor(user_rows[1] + 1)  # inside the second user turn
+        # inside the second user turn
+        transcript.move_cursor(user_rows(transcript)[1] + 1)
         await pilot.press("W")
         await settle(pilot)
         dialog = app.screen

@@ -175,7 +175,9 @@ async def test_the_run_panel_follows_the_highlight_through_filters(demo, monkeyp
             assert (
                 highlighted is not None and screen.runs.status_of(highlighted) == status
             )
-            assert f"run     {highlighted.run_id}" in detail_text(app), status
+            assert ["run", highlighted.run_id] in [
+                line.split() for line in detail_text(app).splitlines()
+            ], status
         await pilot.press("d")
         await settle(pilot)
         dialog = app.screen

@@ -26,9 +26,10 @@ from lovia_tui.core.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
     "run_id", "status", "agent", "turns", "usage", "started_at", "updated_at",
-    "age_s", "stale", "entries", "dangling", "session_id", "session_link", "file",
+    "age_s", "stale", "stale_reason", "web_record", "entries", "dangling",
+    "session_id", "session_link", "file",
 }  # fmt: skip
-SESSION_KEYS = {"session_id", "title", "runs", "last_activity", "file"}
+SESSION_KEYS = {"session_id", "title", "pinned", "runs", "last_activity", "file"}
 
 
 def copy_db(src: Path, dest_dir: Path, name: str | None = None) -> Path:
@@ -281,11 +282,19 @@ def test_show_a_chat_with_no_segment_yet(
     demo: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     shown = cli_json(capsys, "show", demo.directory, demo.batch_session, "--json")
+    flight = shown.pop("in_flight")
     assert shown == {
         "session_id": demo.batch_session,
         "file": str(demo.web_db),
         "segments": [],
+        "in_flight_more": [],
     }
+    # Its only run, cancelled mid-batch: what lovia web's page shows of it.
+    assert (flight["run_id"], flight["status"]) == (demo.batch_run, "interrupted")
+    assert [e["index"] for e in flight["entries"]] == list(
+        range(len(flight["entries"]))
+    )
+    assert flight["entries"][0]["role"] == "user"
 
 
 def test_corrupt_rows_are_reported_not_fatal(

@@ -141,16 +141,11 @@ async def test_crash_window_is_replayed_into_its_chat_then_settled(
     assert finding.fix.action == "replay" and "lovia web deletes it" in finding.message
 
     assert await run_fix((path,), finding) == "run_completed"
-    report = await doctor(path)
-    assert ("crash-window", "lost") not in found(report)
-    # Stored now, but the web UI's pointer and run record are left over.
-    assert chat_state(path, "chat", "lost") == ("lost", "running", 1)
-    leftover = the(report, "completed-in-session", "lost")
-    assert leftover.severity == "warning" and leftover.fix.action == "finalize"
-
-    await fix((path,), leftover)
+    # One fix settles it all, as lovia web settles a run that ends: stored, its
+    # checkpoint gone, its record completed and the chat's pointer cleared.
     assert (await doctor(path)).findings == ()
-    assert chat_state(path, "chat", "lost") == (None, "cancelled", 1)
+    assert chat_state(path, "chat", "lost") == (None, "completed", 1)
+    assert not await SQLiteCheckpointer(path).load("lost")
 
 
 async def test_a_killed_run_is_resumed_then_settled(scratch: Path) -> None:
@@ -165,10 +160,8 @@ async def test_a_killed_run_is_resumed_then_settled(scratch: Path) -> None:
     )
 
     assert await run_fix((path,), finding, "lovia_tui.demo:agent") == "run_completed"
-    leftover = the(await doctor(path), "completed-in-session", "killed")
-    await fix((path,), leftover)
     assert (await doctor(path)).findings == ()
-    assert chat_state(path, "chat", "killed") == (None, "cancelled", 1)
+    assert chat_state(path, "chat", "killed") == (None, "completed", 1)
 
 
 async def test_completed_leftovers_are_deleted_and_an_unlinked_stale_run_finalized(

@@ -172,7 +172,7 @@ async def test_web_sessions_include_chats_with_no_segment_yet(demo: Any) -> None
         assert await queries.session_summary(db, "no-such-session") is None
 
 
-async def test_a_limit_keeps_the_newest_when_an_old_chat_is_touched(demo: Any) -> None:
+async def test_a_touched_chat_ranks_as_lovia_web_ranks_it(demo: Any) -> None:
     from lovia.web.store import ChatStore
 
     # What the web UI writes when messages are sent: a new chat, then an old chat
@@ -183,9 +183,10 @@ async def test_a_limit_keeps_the_newest_when_an_old_chat_is_touched(demo: Any) -
     async with opened(demo.web_db) as db:
         full = await queries.list_sessions(db, 100)
         order = [s.session_id for s in full]
-        assert order[0] == "chat-fresh"
-        # The touched chat still ranks by its last segment, on every page size.
-        assert order.index(demo.trip_session) > 1
+        # The touched chat ranks by its updated_at, as lovia web's sidebar,
+        # on every page size.
+        assert order[:2] == [demo.trip_session, "chat-fresh"]
+        assert order == [chat.id for chat in await store.list()]
         for limit in range(1, 5):
             assert [s for s, _ in await queries.recent_sessions(db, limit)] == order[
                 :limit

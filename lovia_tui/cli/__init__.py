@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "clear": "actions",
     "journal": "actions",
     "undo": "actions",
+    "fork": "fork",
     "doctor": "doctor",
     "search": "search",
     "index": "search",

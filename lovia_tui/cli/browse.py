@@ -30,9 +30,16 @@ from lovia_tui.core.entries import UnreadableError, entry_text, shorten
 from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session, export_to_file
-from lovia_tui.core.formatting import age, printable, timestamp
-from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.formatting import PIN, age, printable, timestamp
+from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, stale_reason
+from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.run_index import RunFilter
+from lovia_tui.core.spliced import (
+    in_flight,
+    in_flight_fields,
+    seam_title,
+    total_entries,
+)
 from lovia_tui.core.workspace import Workspace
 
 
@@ -65,7 +72,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                         summaries.append(summary)
             else:
                 summaries.extend(await queries.list_sessions(db, args.limit))
-        summaries.sort(key=lambda s: s.last_activity or 0, reverse=True)
+        summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
         summaries = summaries[: args.limit]
     finally:
         await ws.close()
@@ -75,6 +82,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                 {
                     "session_id": s.session_id,
                     "title": s.title,
+                    "pinned": s.pinned,
                     "runs": s.runs,
                     "last_activity": s.last_activity,
                     "file": str(s.file),
@@ -88,7 +96,11 @@ async def _sessions(args: argparse.Namespace) -> int:
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
-            s.session_id, s.title, str(s.runs), timestamp(s.last_activity), s.file.name
+            s.session_id,
+            f"{PIN}{s.title}" if s.pinned else s.title,
+            str(s.runs),
+            timestamp(s.last_activity),
+            s.file.name,
         )
     console().print(table)
     return EXIT_OK
@@ -98,6 +110,7 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
     add_json(parser)
     add_readonly(parser)
+    add_stale_after(parser)
 
 
 async def _session_db(ws: Workspace, session_id: str):
@@ -113,10 +126,19 @@ async def _show(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        out = _segment_items(db, session_id)
+        segments = await queries.segments(db, session_id)
+        flights = await in_flight(
+            ws, db, session_id, total_entries(segments), stale_after=args.stale_after
+        )
+        out = _segment_items(db, segments)
         if args.json:
             await print_json_lazy(
-                {"session_id": session_id, "file": str(db.path), "segments": out}
+                {
+                    "session_id": session_id,
+                    "file": str(db.path),
+                    "segments": out,
+                    **in_flight_fields(flights),
+                }
             )
             return EXIT_OK
         out_console = console()
@@ -133,15 +155,16 @@ async def _show(args: argparse.Namespace) -> int:
                 out_console.print(
                     f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
                 )
+        _print_flights(out_console, flights)
     finally:
         await ws.close()
     return EXIT_OK
 
 
-async def _segment_items(db: Database, session_id: str) -> AsyncIterator[dict]:
+async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
     """Each segment as ``show`` prints it, its entries an iterator: one
     segment's entries are read at a time, a large one entry by entry."""
-    for segment in await queries.segments(db, session_id):
+    for segment in segments:
         item: dict[str, Any] = {
             "run_id": segment.run_id,
             "created_at": segment.created_at,
@@ -156,6 +179,37 @@ async def _segment_items(db: Database, session_id: str) -> AsyncIterator[dict]:
         except UnreadableError as exc:
             item["unreadable"] = str(exc)
         yield item
+
+
+def _print_flights(out_console, flights: list) -> None:
+    """The in-flight runs behind the seam, as the app shows them."""
+    for flight in flights:
+        out_console.rule(seam_title(flight), characters="━")
+        for problem in flight.problems:
+            out_console.print(f"unreadable: {problem}", style="red")
+        pending = {call.call_id for call in flight.dangling}
+        for entry in flight.entries:
+            line = _entry_line(entry)
+            if (
+                entry.data.get("type") == "tool_call"
+                and entry.data.get("call_id") in pending
+            ):
+                line.append(
+                    f"  {RUNNING_CALL if flight.live else DANGLING_CALL}", style="bold"
+                )
+            out_console.print(line)
+
+
+def _entry_line(entry: Entry) -> Any:
+    """One in-flight entry as ``show`` prints it: would-be flat index, kind, text
+    (a Rich Text, to carry the call's marker)."""
+    from rich.text import Text
+
+    data = entry.data
+    label = data.get("role") if data.get("type") == "input" else data.get("type")
+    index = "?" if entry.index is None else entry.index
+    text = f"{index:>5}  {str(label):<14} {shorten(entry_text(data), 100)}"
+    return Text(printable(text))  # a Text is not made printable by the console
 
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
@@ -229,6 +283,8 @@ def _record(
         "updated_at": run.updated_at,
         "age_s": round(now - run.updated_at, 3),
         "stale": run.is_stale(now, wanted.stale_after),
+        "stale_reason": stale_reason(run, now, wanted.stale_after),
+        "web_record": run.web_status,
         "entries": run.entries,
         "dangling": [
             {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
@@ -259,7 +315,7 @@ async def _runs(args: argparse.Namespace) -> int:
     for column in (table.columns[0], table.columns[6]):
         column.overflow, column.no_wrap = "fold", False
     for r in records:
-        status = "stale (crashed?)" if r["stale"] else r["status"]
+        status = f"stale: {r['stale_reason']}" if r["stale"] else r["status"]
         dangling = ", ".join(d["name"] for d in r["dangling"]) or "-"
         session = r["session_id"] or "unlinked"
         table.add_row(
@@ -299,12 +355,14 @@ async def _export(args: argparse.Namespace) -> int:
         db = await _session_db(ws, session_id)
         if args.output:
             count = await export_to_file(
-                db, session_id, args.format, args.output, replace=args.force
+                db, session_id, args.format, args.output, replace=args.force, ws=ws
             )
         else:
             # stdout is a terminal as far as the export knows, piped or not:
             # nothing stored reaches it as a control sequence.
-            await export_session(db, session_id, args.format, sys.stdout, terminal=True)
+            await export_session(
+                db, session_id, args.format, sys.stdout, terminal=True, ws=ws
+            )
     finally:
         await ws.close()
     if args.output:
@@ -321,7 +379,7 @@ COMMANDS = [
     ),
     Command(
         "show",
-        "print a session's segments and entries with flat indices",
+        "print a session's segments and entries with flat indices, then its in-flight run",
         _configure_show,
         _show,
     ),

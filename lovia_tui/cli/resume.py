@@ -233,6 +233,9 @@ def _preflight_data(pf: Preflight) -> dict[str, Any]:
         ],
         "max_turns": pf.max_turns if pf.mode == "resume" else None,
         "delete_on_success": pf.delete_on_success,
+        "stale_reason": pf.stale_reason,
+        "web_chat": pf.web_chat,
+        "afterwards": list(pf.afterwards),
         "warnings": list(pf.warnings),
         "problems": list(pf.problems),
     }
@@ -264,7 +267,7 @@ class _TextPrinter:
 
     def _preflight(self, data: dict[str, Any]) -> None:
         status = (
-            f"{data['status']} (stale: likely crashed)"
+            f"{data['status']} (stale: {data['stale_reason']})"
             if data["stale"]
             else data["status"]
         )
@@ -289,8 +292,8 @@ class _TextPrinter:
             )
         if data["max_turns"] is not None:
             self._line(f"  max turns   {data['max_turns']}")
-        if data["delete_on_success"]:
-            self._line("  then        delete the checkpoint")
+        for line in data["afterwards"]:
+            self._line(f"  afterwards  {line}")
         for warning in data["warnings"]:
             self._line(f"  ! {warning}", "yellow")
         for problem in data["problems"]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lovia_tui.core.fork import ForkPreview, describe_fork
 from lovia_tui.core.formatting import size, timestamp
 from lovia_tui.core.previews import (
     CheckpointDeletion,
@@ -34,7 +35,7 @@ def _plural(count: int, word: str, words: str | None = None) -> str:
 def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
     lines = []
     for c in checkpoints:
-        state = "stale (crashed?)" if c.stale else c.status
+        state = f"stale: {c.stale_reason}" if c.stale_reason else c.status
         line = f"delete checkpoint {c.run_id} ({state}, {_plural(c.entries, 'entry', 'entries')}): {c.reason}"
         if c.web_pointer:
             line += f"; web chat {c.web_pointer!r} stops pointing at it"
@@ -63,9 +64,15 @@ def _rewind(p: RewindPreview) -> list[str]:
         return [
             f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"
         ]
+    kept = p.total_entries - p.entries_removed
     lines = [
-        f"rewind {p.session_id}: keep {p.keep_entries} of {p.total_entries} entries, "
+        f"rewind {p.session_id}: keep {kept} of {p.total_entries} entries, "
         f"remove {p.entries_removed}"
+        + (
+            f" (the first {p.keep_entries}, less the tool calls the cut leaves without a result)"
+            if kept != p.keep_entries
+            else ""
+        )
     ]
     lines += [f"delete run {run_id}" for run_id in p.runs_deleted]
     if t := p.truncated:
@@ -101,7 +108,7 @@ def _trim(p: TrimPreview) -> list[str]:
         fate = (
             "archived (recall_tool_result can fetch it)"
             if c.archived
-            else "lost for good"
+            else "gone for the agent (no result store)"
         )
         parts = "; its parts (images) are dropped" if c.drops_parts else ""
         lines.append(
@@ -110,7 +117,8 @@ def _trim(p: TrimPreview) -> list[str]:
     if p.lost_for_good:
         lines.append(
             f"WARNING: {_plural(p.lost_for_good, 'output')} not archived to a result store "
-            "cannot be recovered by lovia once trimmed"
+            "cannot be recovered by lovia or the agent once trimmed; only lovia-tui's "
+            "journal keeps the full text"
         )
     return lines
 
@@ -165,13 +173,31 @@ def _clear(p: ClearPreview) -> list[str]:
     ]
 
 
-def describe(preview: Preview) -> list[str]:
-    """What ``preview`` will do, one sentence per line, headline first."""
+_JOURNAL = "byte for byte from lovia-tui's journal (as long as its file is kept)"
+_UNDO = {
+    RewindPreview: f"undo restores the removed entries and deleted checkpoints {_JOURNAL}; "
+    "it cannot undo what tool calls did",
+    TrimPreview: f"undo restores the full tool outputs {_JOURNAL}",
+    DeleteRunsPreview: f"undo restores the deleted checkpoints {_JOURNAL}",
+    FinalizePreview: "undo removes the appended segment and restores the checkpoint and "
+    f"web records {_JOURNAL}",
+    ClearPreview: f"undo restores the removed segments and deleted checkpoints {_JOURNAL}; "
+    "it cannot undo what tool calls did",
+    ForkPreview: "undo deletes the copy (for a web chat, its chat row too); the source "
+    "is never touched",
+}
+"""What undo can and cannot put back: the journal keeps what lovia no longer has."""
+
+
+def describe(preview: Preview | ForkPreview) -> list[str]:
+    """What ``preview`` will do, one sentence per line, headline first, then what undo restores."""
     render = {
         RewindPreview: _rewind,
         TrimPreview: _trim,
         DeleteRunsPreview: _delete,
         FinalizePreview: _finalize,
         ClearPreview: _clear,
+        ForkPreview: describe_fork,
     }[type(preview)]
-    return render(preview)  # type: ignore[operator]
+    lines = render(preview)  # type: ignore[operator]
+    return lines if preview.noop else [*lines, _UNDO[type(preview)]]

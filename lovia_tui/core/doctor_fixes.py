@@ -138,10 +138,13 @@ async def fix_preflight(
     agent: AgentSpec | None,
     deps: DepsSpec | None = None,
     stale_after: float = DEFAULT_STALE_AFTER,
-    delete_on_success: bool = False,
+    delete_on_success: bool = True,
     force: bool = False,
 ) -> Preflight:
-    """The preflight of a replay or resume fix; :mod:`lovia_tui.core.resume` carries it out."""
+    """The preflight of a replay or resume fix; :mod:`lovia_tui.core.resume` carries it out.
+
+    The checkpoint goes once the run is stored: kept, it would be the next finding.
+    """
     if (
         finding.fix is None
         or finding.fix.action not in RUN_FIXES

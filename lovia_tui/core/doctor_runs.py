@@ -22,6 +22,7 @@ from lovia_tui.core.doctor_findings import (
 from lovia_tui.core.doctor_web import WebState
 from lovia_tui.core.entries import UnreadableError, drop_dangling, parse_entries
 from lovia_tui.core.formatting import age
+from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.workspace import Workspace
 
@@ -74,6 +75,7 @@ class _Checkup:
         self.ws, self.run, self.link, self.web = ws, run, link, web
         self.now, self.older_than_days = now, older_than_days
         self.status = "stale running" if run.status == "running" else run.status
+        self.dead = stale_reason(run, now, 0.0)
 
     def _found(
         self, kind: str, severity: Severity, message: str, fix: Fix | None
@@ -152,7 +154,7 @@ class _Checkup:
                 if chats
                 else ""
             )
-            replay = f"replay it into session {sid!r}, which stores it ({command('replay', rid)}); or finalize it"
+            replay = f"replay it into session {sid!r}, which stores it ({command('replay', rid, '--delete-on-success')}); or finalize it"
             return self._found(
                 "crash-window", "error" if chats else "warning",
                 f"completed but stored in no session (its append was lost: the crash window); {where}; "
@@ -160,10 +162,10 @@ class _Checkup:
                 Fix("replay", replay, sid) if link else _choose(rid),
             )  # fmt: skip
         if run.status == "running":
-            resume = f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR')}); or finalize or delete it"
+            resume = f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR', '--delete-on-success')}); or finalize or delete it"
             return self._found(
                 "stale-running", "warning",
-                f"running with no save for {ago}: its process most likely died; {where}",
+                f"running in its head, but not live ({self.dead}); {where}",
                 Fix("resume", resume, sid) if link else _choose(rid),
             )  # fmt: skip
         if link is None:

@@ -30,6 +30,14 @@ from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
+from lovia_tui.core.previews import DEFAULT_STALE_AFTER
+from lovia_tui.core.spliced import (
+    in_flight,
+    in_flight_fields,
+    seam_title,
+    total_entries,
+)
+from lovia_tui.core.workspace import Workspace
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
@@ -93,11 +101,19 @@ def _create(path: Path) -> IO[str]:
 
 
 async def export_to_file(
-    db: Database, session_id: str, fmt: str, path: Path, *, replace: bool = False
+    db: Database,
+    session_id: str,
+    fmt: str,
+    path: Path,
+    *,
+    replace: bool = False,
+    ws: Workspace | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
 ) -> int:
     """Write the export to a new file at ``path``; with ``replace``, an existing
     regular file there is replaced whole once the export is complete. A failed
-    export leaves no partial file. Returns entries written."""
+    export leaves no partial file. Returns entries written (``ws``: as
+    :func:`export_session`)."""
     if not replace:
         handle, written_to = await asyncio.to_thread(_create, path), path
     else:
@@ -107,7 +123,9 @@ async def export_to_file(
         handle = await asyncio.to_thread(_create, written_to)
     try:
         with handle:
-            count = await export_session(db, session_id, fmt, handle)
+            count = await export_session(
+                db, session_id, fmt, handle, ws=ws, stale_after=stale_after
+            )
         if written_to != path:
             await asyncio.to_thread(os.replace, written_to, path)
     except BaseException:
@@ -123,10 +141,14 @@ async def export_session(
     target: IO[str],
     *,
     terminal: bool = False,
+    ws: Workspace | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
 ) -> int:
     """Write ``session_id``'s transcript to ``target``; returns entries written.
     ``terminal``: the target is a screen (stdout), so what it would act on is
-    made visible (Markdown) or escaped (JSON, still the same data)."""
+    made visible (Markdown) or escaped (JSON, still the same data). With
+    ``ws`` the in-flight runs lovia web links to the chat follow the stored
+    history, behind the seam, as ``show`` prints them."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
     neutral: Callable[[str], str] = (
@@ -209,7 +231,29 @@ async def export_session(
             )
             written += 1
         await write("]}\n", flush=False)
-    await write("]}\n" if fmt == "json" else "")
+    flights = (
+        await in_flight(
+            ws, db, session_id, total_entries(segments), stale_after=stale_after
+        )
+        if ws is not None
+        else []
+    )
+    if fmt == "md":
+        for flight in flights:
+            problem = "; ".join(flight.problems) or None
+            await write(f"\n## {seam_title(flight)}\n\n", flush=False)
+            if problem:
+                await write(f"> unreadable: {problem}\n\n", flush=False)
+            for entry in flight.entries:
+                await write(
+                    _markdown_entry({"index": entry.index, **entry.data}), flush=False
+                )
+                written += 1
+        await write("")
+        return written
+    written += sum(len(flight.entries) for flight in flights)
+    tail = json.dumps(in_flight_fields(flights), ensure_ascii=False)
+    await write(f"], {tail[1:]}\n")
     return written
 
 

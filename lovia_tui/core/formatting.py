@@ -89,6 +89,10 @@ def timestamp(epoch: float | None) -> str:
         return "?"
 
 
+PIN = "⚑ "
+"""The badge of a chat pinned in lovia web's sidebar."""
+
+
 def age(seconds: float) -> str:
     """A compact age: 42s, 7m, 3h, 12d."""
     seconds = max(0.0, seconds)

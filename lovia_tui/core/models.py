@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 RunStatus = Literal["running", "interrupted", "completed", "failed"]
 LinkKind = Literal["segment", "web"]
+WEB_SETTLED = frozenset({"interrupted", "failed", "cancelled", "completed"})
+"""``chat_runs`` statuses lovia web writes once a run is over (never while live)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class SessionSummary:
     last_id: int
     last_activity: float | None
     title: str = ""
+    pinned: bool = False
+    """Pinned in lovia web's sidebar (listed first, as there)."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +108,21 @@ class RunInfo:
     last_seq: int | None
     head: dict[str, Any] = field(repr=False)
     unreadable: Unreadable | None = None
+    web_status: str | None = None
+    """``chat_runs.status`` of this run in the same file, when lovia web keeps one."""
+
+    @property
+    def web_settled(self) -> bool:
+        """The head says running but lovia web has closed the run's record (its
+        start-up sweep marks the runs a dead server left as interrupted)."""
+        return self.status == "running" and self.web_status in WEB_SETTLED
 
     def is_stale(self, now: float, stale_after: float) -> bool:
-        """Running with no save for ``stale_after`` seconds: likely crashed."""
-        return self.status == "running" and now - self.updated_at >= stale_after
+        """Running in its head, yet dead: lovia web settled it, or no save for
+        ``stale_after`` seconds (likely crashed)."""
+        return self.status == "running" and (
+            self.web_settled or now - self.updated_at >= stale_after
+        )
 
     def is_live(self, now: float, stale_after: float) -> bool:
         """Running and saved recently: another process may still own it."""

@@ -23,6 +23,7 @@ from lovia_tui.core.entries import (
 )
 from lovia_tui.core.errors import ActionError, LiveRunError
 from lovia_tui.core.formatting import age
+from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.previews import (
     CheckpointDeletion,
@@ -174,6 +175,8 @@ async def deletion(
         session_id=link.session_id if link else None,
         appended=link is not None and link.kind == "segment",
         web_pointer=pointer,
+        stale_reason=stale_reason(run, now, stale_after),
+        web_record=run.web_status,
     )
 
 

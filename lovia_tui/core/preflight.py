@@ -18,9 +18,11 @@ from lovia_tui.core.agents import AgentSpec, DepsSpec, unreachable_reason
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import age
+from lovia_tui.core.liveness import stale_reason
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER, SessionSource
 from lovia_tui.core.redact import error_line
+from lovia_tui.core.web_settle import afterwards, settled_chat
 from lovia_tui.core.workspace import Workspace
 
 Mode = Literal["resume", "replay"]
@@ -57,6 +59,12 @@ class Preflight:
     already_in_session: bool
     warnings: tuple[str, ...]
     problems: tuple[str, ...]
+    stale_reason: str | None = None
+    """Why a run whose head says running is not live (see core.liveness)."""
+    web_chat: str | None = None
+    """The lovia web chat whose records the run's end settles (core.web_settle)."""
+    afterwards: tuple[str, ...] = ()
+    """What the run leaves behind once it ends (checkpoint, web records)."""
 
     @property
     def ok(self) -> bool:
@@ -209,7 +217,7 @@ def _check_status(
         )
     elif run.is_stale(now, stale_after):
         found.warnings.append(
-            f"running with no save for {age(now - run.updated_at)}: most likely its process died"
+            f"running in its head, but not live: {stale_reason(run, now, stale_after)}"
         )
     elif run.status == "failed" and run.error:
         found.warnings.append(
@@ -297,6 +305,8 @@ async def preflight(
         )
     else:
         reachable = _check_agent(agent, run, found, strict=True)
+    web_chat = await settled_chat(ws, run, session.session_id, found.problems)
+    delete_on_success = delete_on_success or web_chat is not None
     return Preflight(
         mode="resume",
         run=run,
@@ -313,6 +323,9 @@ async def preflight(
         already_in_session=session.already_in,
         warnings=tuple(found.warnings),
         problems=tuple(found.problems),
+        stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
+        web_chat=web_chat,
+        afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
     )
 
 
@@ -347,6 +360,8 @@ async def preflight_replay(
             f"not stored in session {session.session_id!r} yet: the replay appends it"
         )
     reachable = None if agent is None else _check_agent(agent, run, found, strict=False)
+    web_chat = await settled_chat(ws, run, session.session_id, found.problems)
+    delete_on_success = delete_on_success or web_chat is not None
     return Preflight(
         mode="replay",
         run=run,
@@ -363,4 +378,6 @@ async def preflight_replay(
         already_in_session=session.already_in,
         warnings=tuple(found.warnings),
         problems=tuple(found.problems),
+        web_chat=web_chat,
+        afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
     )

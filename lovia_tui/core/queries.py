@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -27,6 +28,12 @@ from lovia_tui.core.models import (
     SegmentInfo,
     SessionSummary,
     Unreadable,
+)
+from lovia_tui.core.web_queries import (
+    checkpoint_only_sessions,
+    web_chat_rows,
+    web_chats,
+    with_web_records,
 )
 
 WALK_CHUNK = 2_000
@@ -149,65 +156,52 @@ async def session_index(
         after = rows[-1][0]
 
 
-async def web_chat_ids(db: Database, limit: int) -> list[tuple[str, float]]:
-    """(chat id, updated_at) of the web UI's chats with no segment, newest first: a
-    chat whose first run has not finished yet has no segment, but it exists and has
-    a title. Chats with segments are ranked by their last segment, as everywhere."""
-    if not db.stores.chat:
-        return []
-    # Without this filter a chat with segments but a recent updated_at takes a
-    # slot of the LIMIT and pushes out a segment-less chat that belongs there.
-    no_segment = (
-        " WHERE NOT EXISTS (SELECT 1 FROM session_runs r WHERE r.session_id = chat_sessions.id)"
-        if db.stores.session
-        else ""
-    )
-    rows = await db.fetchall(
-        f"SELECT id, updated_at FROM chat_sessions{no_segment} ORDER BY updated_at DESC LIMIT ?",
-        (limit,),
-    )
-    return [(row[0], row[1]) for row in rows]
-
-
 async def recent_sessions(db: Database, limit: int) -> list[tuple[str, float]]:
-    """(session_id, last activity) of the newest sessions, web chats included."""
-    found = {sid: created for sid, _, created in await recent_session_ids(db, limit)}
-    for sid, updated in await web_chat_ids(db, limit):
-        found.setdefault(sid, updated)
-    return sorted(found.items(), key=lambda item: item[1] or 0, reverse=True)[:limit]
+    """(session_id, last activity) of the newest sessions, web chats included,
+    in :func:`ranked_sessions` order."""
+    return [(sid, when) for sid, when, _ in await ranked_sessions(db, limit)]
+
+
+async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bool]]:
+    """(session_id, last activity, pinned) of the newest sessions, as lovia web
+    orders its sidebar: pinned chats first, then by activity, a chat's being
+    its ``updated_at`` (bumped when a run starts) or its last segment if later."""
+    found = {
+        sid: float(_number(created) or 0)
+        for sid, _, created in await recent_session_ids(db, limit)
+    }
+    found.update(await checkpoint_only_sessions(db, limit))
+    chats = await web_chats(db, limit)
+    chats.update(await web_chat_rows(db, [sid for sid in found if sid not in chats]))
+    ranked = []
+    for sid in dict.fromkeys([*found, *chats]):
+        updated, pinned = chats.get(sid, (None, False))
+        when = max(found.get(sid) or 0, updated or 0)
+        ranked.append((sid, when, pinned))
+    ranked.sort(key=lambda item: (item[2], item[1]), reverse=True)
+    return ranked[:limit]
 
 
 async def session_summary(db: Database, session_id: str) -> SessionSummary | None:
-    """One session's run count, last activity and title (all index lookups)."""
-    row = None
-    if db.stores.session:
-        row = await db.fetchone(
-            "SELECT COUNT(*), MAX(id) FROM session_runs WHERE session_id = ?",
-            (session_id,),
-        )
-    if not row or not row[0]:
-        return await _chat_only_summary(db, session_id)
-    runs, last_id = row
-    last = await db.fetchone(
-        "SELECT created_at FROM session_runs WHERE id = ?", (last_id,)
-    )
-    return SessionSummary(
-        file=db.path,
-        session_id=session_id,
-        runs=runs,
-        last_id=last_id,
-        last_activity=last[0] if last else None,
-        title=await session_title(db, session_id),
-    )
+    """One session's run count, last activity, title and pin (all index lookups)."""
+    return (await session_summaries(db, [session_id])).get(session_id)
 
 
 async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | None:
+    """A session with no segment: a web chat row, or only a checkpoint its web
+    run record ties to the session (the chat row gone)."""
     if not db.stores.chat:
         return None
     row = await db.fetchone(
         "SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,)
     )
-    if row is None:
+    if row is None and db.stores.checkpoint:
+        row = await db.fetchone(
+            "SELECT MAX(h.updated_at) FROM chat_runs r JOIN snapshot_heads h "
+            "ON h.run_id = r.id WHERE r.session_id = ?",
+            (session_id,),
+        )
+    if row is None or row[0] is None:
         return None
     return SessionSummary(
         db.path, session_id, 0, 0, row[0], await session_title(db, session_id)
@@ -291,6 +285,14 @@ async def session_summaries(
             summary = await _chat_only_summary(db, session_id)
             if summary is not None:
                 found[session_id] = summary
+    # As lovia web shows them: pinned, and active when a run last started.
+    for sid, (updated, pinned) in (await web_chat_rows(db, list(found))).items():
+        summary = found[sid]
+        found[sid] = replace(
+            summary,
+            pinned=pinned,
+            last_activity=max(_number(summary.last_activity) or 0, updated) or None,
+        )
     return found
 
 
@@ -629,7 +631,7 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
         return []
     if run_id is not None:
         rows = await db.fetchall(_RUNS_SQL.format(where="h.run_id = ?"), (run_id, 1))
-        return [run_info(db, row) for row in rows]
+        return await with_web_records(db, [run_info(db, row) for row in rows])
     # By run id in chunks (the primary key): counting every checkpoint's
     # entries in one statement took 62 ms at 2,000 checkpoints.
     found: list[RunInfo] = []
@@ -639,6 +641,7 @@ async def runs(db: Database, run_id: str | None = None) -> list[RunInfo]:
     ):
         found.extend(run_info(db, row) for row in rows)
         after = rows[-1][0]
+    found = await with_web_records(db, found)
     return sorted(found, key=lambda run: run.updated_at, reverse=True)
 
 

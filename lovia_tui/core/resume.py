@@ -24,6 +24,7 @@ from lovia_tui.core.console import (
     approval_event,
     completed_event,
     failed_event,
+    one_line,
     translate,
     usage_event,
 )
@@ -31,6 +32,7 @@ from lovia_tui.core.database import open_database
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.preflight import Mode, Preflight
+from lovia_tui.core.web_settle import reopen_record, settle_records
 
 
 class RunControl:
@@ -145,6 +147,8 @@ async def _run(
         if pf.agent is not None
         else placeholder_agent(pf.run.agent_name)
     )
+    if pf.web_chat is not None:
+        await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)
     handle = Runner.stream(
         agent,
         [],
@@ -189,13 +193,15 @@ async def _pump(
     """
     control._attach(handle)
     ending: list[ConsoleEvent] = []
+    completed_usage: dict[str, Any] | None = None
     try:
         async for event in handle:
             kind = type(event).__name__
             if kind == "RunCompleted":
                 result = event.result
+                completed_usage = dataclasses.asdict(result.usage)
                 ending += [
-                    usage_event(dataclasses.asdict(result.usage), result.turns),
+                    usage_event(completed_usage, result.turns),
                     completed_event(result.output),
                 ]
             elif kind == "RunFailed":
@@ -223,9 +229,37 @@ async def _pump(
                 put(translate(event))
     finally:
         control._detach()
+        if pf.web_chat is not None:
+            put(await _settle(pf, completed_usage))
         for record in ending:
             put(record)
         put(None)
+
+
+async def _settle(
+    pf: Preflight, completed_usage: dict[str, Any] | None
+) -> ConsoleEvent:
+    """Settle lovia web's records as its server does when a run ends; a failure
+    to do so is a warning line, never a failed run (the run itself is done)."""
+    try:
+        after = await _head_after(pf)
+        if completed_usage is not None:
+            status, usage, error = "completed", completed_usage, None
+        elif after is None:
+            return ConsoleEvent(
+                "log", "lovia web's records: the checkpoint is gone", "warning"
+            )
+        else:
+            error = (after.error or {}).get("message")
+            status, usage = after.status, after.usage
+        text = await settle_records(
+            pf.checkpoint_file, pf.run, pf.web_chat or "", status, usage, error
+        )
+        return ConsoleEvent("log", text, "muted")
+    except Exception as exc:  # the run is over whatever happens here
+        return ConsoleEvent(
+            "log", f"could not settle lovia web's records: {one_line(exc)}", "warning"
+        )
 
 
 async def _head_after(pf: Preflight) -> RunInfo | None:

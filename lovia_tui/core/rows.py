@@ -27,6 +27,7 @@ TABLES: dict[str, tuple[str, str, str]] = {
     "snapshot_turns": ("run_id", "seq", "seq"),
     "chat_sessions": ("id", "id", "id"),
     "chat_runs": ("id", "id", "id"),
+    "chat_ui_data": ("session_id", "id", "id"),
 }
 
 # A stored value and its SQLite storage class; text is kept as its raw bytes.

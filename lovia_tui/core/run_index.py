@@ -23,6 +23,7 @@ from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, dangling_calls, parse_entries
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.queries import RUN_COLUMNS, run_info
+from lovia_tui.core.web_queries import with_web_records
 
 RANGE = 5_000
 """Heads per statement of a walk: ~6-10 ms warm on this kind of machine."""
@@ -173,7 +174,10 @@ async def runs_at(db: Database, rowids: list[int]) -> dict[int, RunInfo]:
             f"WHERE h.rowid IN ({','.join('?' * len(chunk))})",
             tuple(chunk),
         )
-        found.update((row[0], run_info(db, row[1:])) for row in rows)
+        read = [(row[0], run_info(db, row[1:])) for row in rows]
+        # lovia web's record of each, which says whether a running head is live.
+        settled = await with_web_records(db, [run for _, run in read])
+        found.update(zip((rowid for rowid, _ in read), settled, strict=True))
     return {rowid: found[rowid] for rowid in rowids if rowid in found}
 
 

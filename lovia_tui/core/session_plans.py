@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lovia_tui.core import queries
+from lovia_tui.core.database import Database
 from lovia_tui.core.entries import (
     UnreadableError,
     drop_dangling,
@@ -43,7 +44,7 @@ from lovia_tui.core.previews import (
     TrimRun,
     Truncation,
 )
-from lovia_tui.core.rows import RowGroup, capture
+from lovia_tui.core.rows import Captured, RowGroup, capture
 from lovia_tui.core.workspace import Workspace
 
 
@@ -133,6 +134,19 @@ def _rewind_split(
     )
 
 
+async def cut_session(
+    ws: Workspace, session_id: str, keep_entries: int, action: str
+) -> tuple[Database, Captured, list[Segment]]:
+    """The file, rows and parsed segments of a session about to be cut at
+    ``keep_entries`` (a rewind, a fork); refused read-only or for a negative N."""
+    refuse_readonly(ws)
+    if keep_entries < 0:
+        raise ActionError("keep_entries must be >= 0")
+    db = await session_database(ws, session_id)
+    rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
+    return db, rows, parse_segments(rows, action)
+
+
 async def preview_rewind(
     ws: Workspace,
     session_id: str,
@@ -147,12 +161,7 @@ async def preview_rewind(
     :func:`user_turn_start` gives N for "rewind to before this user turn".
     Raises ActionError while a run linked to the session is live, unless forced.
     """
-    refuse_readonly(ws)
-    if keep_entries < 0:
-        raise ActionError("keep_entries must be >= 0")
-    db = await session_database(ws, session_id)
-    rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
-    segments = parse_segments(rows, "rewind")
+    db, rows, segments = await cut_session(ws, session_id, keep_entries, "rewind")
     truncated, deleted, side_effects = _rewind_split(segments, keep_entries)
     removed = sum(len(s.entries) for s in deleted) + (
         truncated.removed_entries if truncated else 0

@@ -89,12 +89,13 @@ class Workspace:
         raise OpenError(f"{file}: not open")
 
     async def recent_sessions(self, limit: int) -> list[tuple[str, str]]:
-        """(file, session_id) of the ``limit`` newest sessions of each file, newest first."""
-        activity: dict[tuple[str, str], float] = {}
+        """(file, session_id) of the ``limit`` newest sessions of each file: pinned
+        web chats first, then newest first (lovia web's order)."""
+        rank: dict[tuple[str, str], tuple[bool, float]] = {}
         for db in self.session_dbs:
-            for session_id, when in await queries.recent_sessions(db, limit):
-                activity[(str(db.path), session_id)] = when or 0
-        return sorted(activity, key=activity.__getitem__, reverse=True)
+            for sid, when, pinned in await queries.ranked_sessions(db, limit):
+                rank[(str(db.path), sid)] = (pinned, when or 0)
+        return sorted(rank, key=rank.__getitem__, reverse=True)
 
     async def summaries(
         self, keys: Iterable[tuple[str, str]]

@@ -46,6 +46,8 @@ class ActionAnswer:
     confirm: bool
     values: dict[str, str] = field(default_factory=dict)
     reason: str | None = None
+    alternative: bool = False
+    """The dialog's other choice instead (a rewind's: fork)."""
 
 
 def confirm_token(preview: Preview) -> tuple[str, str] | None:
@@ -103,9 +105,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         fields: Sequence[FormField] = (),
         ask_reason: bool = True,
         token: tuple[str, str] | None = None,
+        alternative: str | None = None,
     ) -> None:
         super().__init__()
         self.token = None if noop else token
+        self.alternative = alternative
         self.ask_reason = ask_reason and not noop
         self.title_text = title
         self.lines = lines
@@ -132,7 +136,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                 yield Label("Reason (kept in the journal, optional)")
                 yield Input(id="reason", placeholder="why")
                 yield Label(
-                    "The rows are journaled first: u (undo) restores them exactly.",
+                    "The rows are journaled first: u (undo) puts back what the last line above says.",
                     classes="dim",
                 )
             if self.token:
@@ -147,6 +151,8 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                         variant="error",
                         disabled=self.token is not None,
                     )
+                if self.alternative:
+                    yield Button(self.alternative, id="alternative", variant="success")
                 if self.fields:
                     yield Button("Preview again", id="again")
                 yield Button("Cancel", id="cancel")
@@ -200,6 +206,10 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
             else None
         )
         self.dismiss(ActionAnswer(True, self._values(), reason))
+
+    @on(Button.Pressed, "#alternative")
+    def _alternative(self) -> None:
+        self.dismiss(ActionAnswer(False, self._values(), alternative=True))
 
     @on(Button.Pressed, "#again")
     def _again(self) -> None:

@@ -1,4 +1,4 @@
-"""Rewind, trim, clear, delete, finalize and undo from the inspector.
+"""Rewind, fork, trim, clear, delete, finalize and undo from the inspector.
 
 A part of the inspector. Every action goes: preview (core) → dialog with
 exactly what will be removed → confirm → ``perform`` through lovia, journaled
@@ -22,8 +22,11 @@ from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import Build, InspectorBase
 
 if TYPE_CHECKING:
+    from lovia_tui.core.fork import ForkPreview
     from lovia_tui.core.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
+
+FORK_INSTEAD = "Fork instead (keeps this session)"
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:
@@ -56,7 +59,24 @@ class ActionFlows(InspectorBase):
                     force=force,
                     stale_after=self.stale_after,
                 ),
+                fork_instead=(sid, index),
             )
+
+    def action_fork_here(self) -> None:
+        selection = self.selection
+        index, key = selection.entry_index, selection.session
+        if index is not None and key is not None:
+            self._fork(key[1], index)
+
+    def _fork(self, sid: str, index: int) -> None:
+        """Fork the session before entry ``index`` (a web chat: before its user turn)."""
+        from lovia_tui.core.fork import fork_point, preview_fork
+
+        async def build(values: dict[str, str], force: bool) -> ForkPreview:
+            keep = await fork_point(self.workspace, sid, index)
+            return await preview_fork(self.workspace, sid, keep)
+
+        self.action_flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
 
     def action_rewind_turn(self) -> None:
         from lovia_tui.core.session_plans import preview_rewind, user_turn_start
@@ -73,7 +93,9 @@ class ActionFlows(InspectorBase):
                 )
 
             self.action_flow(
-                f"Rewind {sid} to before this user turn (edit and resend)", build
+                f"Rewind {sid} to before this user turn (edit and resend)",
+                build,
+                fork_instead=(sid, index),
             )
 
     def action_trim(self) -> None:
@@ -185,15 +207,23 @@ class ActionFlows(InspectorBase):
 
     @work(exclusive=True, group=Group.ACTION)
     async def action_flow(
-        self, title: str, build: Build, fields: Sequence[FormField] = ()
+        self,
+        title: str,
+        build: Build,
+        fields: Sequence[FormField] = (),
+        *,
+        fork_instead: tuple[str, int] | None = None,
     ) -> None:
         """Preview, confirm (or preview again with new options), perform, refresh.
 
         Rows that moved on between the preview and Confirm (an agent appended
         meanwhile) refuse the action; the new preview is shown to confirm again.
+        ``fork_instead`` (a rewind's entry index) offers the non-destructive
+        choice in the dialog: fork the session there instead.
         """
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
+        from lovia_tui.core.fork import ForkPreview, perform_fork
         from lovia_tui.screens.action_dialog import (
             ActionScreen,
             ForceScreen,
@@ -244,8 +274,12 @@ class ActionFlows(InspectorBase):
                     noop=preview is None or preview.noop,
                     fields=shown,
                     token=confirm_token(preview) if preview else None,
+                    alternative=None if fork_instead is None else FORK_INSTEAD,
                 )
             )
+            if answer is not None and answer.alternative:
+                self._fork(*fork_instead)
+                return
             if answer is None:
                 return
             if not answer.confirm or answer.values != values:
@@ -253,8 +287,9 @@ class ActionFlows(InspectorBase):
                 continue
             if preview is None:  # a dialog with nothing to do offers no Confirm
                 return
+            act = perform_fork if isinstance(preview, ForkPreview) else perform
             try:
-                result = await perform(self.workspace, preview, reason=answer.reason)
+                result = await act(self.workspace, preview, reason=answer.reason)
             except RowsChangedError:
                 self.notify(
                     "the rows moved on since the preview, nothing was done: "

@@ -236,7 +236,9 @@ class DoctorScreen(WorkerErrors):
             assert finding.run_id is not None
             self.busy = f"{action} of {finding.run_id}: waiting for its preflight"
             self._title()
-            await _finished(inspector.preflight_flow(action, finding.run_id))
+            await _finished(
+                inspector.preflight_flow(action, finding.run_id, delete_on_success=True)
+            )
             going = [
                 w
                 for w in self.app.workers

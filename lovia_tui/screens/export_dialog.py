@@ -135,7 +135,15 @@ async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> 
         problem = _problem(path, state)
     db = screen.workspace.database(Path(key[0]))
     try:
-        count = await export_to_file(db, session_id, fmt, path, replace=state == "file")
+        count = await export_to_file(
+            db,
+            session_id,
+            fmt,
+            path,
+            replace=state == "file",
+            ws=screen.workspace,
+            stale_after=screen.stale_after,
+        )
     except ExportError as exc:
         screen.notify(f"export refused: {exc}", severity="error")
         return

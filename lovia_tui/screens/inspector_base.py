@@ -31,11 +31,12 @@ from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
+    from lovia_tui.core.fork import ForkPreview
     from lovia_tui.core.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
     from lovia_tui.transcript_loader import Starts
 
-Build = Callable[[dict[str, str], bool], Awaitable["Preview"]]
+Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
 """An action's preview from the dialog's option values and whether to force."""
 
 KEYS = {command.key: command for command in INSPECTOR_COMMANDS}
@@ -248,12 +249,19 @@ class InspectorBase(WorkerErrors):
 
     @abstractmethod
     def action_flow(
-        self, title: str, build: Build, fields: Sequence[FormField] = ()
+        self,
+        title: str,
+        build: Build,
+        fields: Sequence[FormField] = (),
+        *,
+        fork_instead: tuple[str, int] | None = None,
     ) -> Worker[None]:
         """Preview, confirm, perform through lovia (journaled), refresh."""
 
     @abstractmethod
-    def preflight_flow(self, mode: str, run_id: str) -> Worker[None]:
+    def preflight_flow(
+        self, mode: str, run_id: str, *, delete_on_success: bool = False
+    ) -> Worker[None]:
         """Resume or replay: the preflight dialog, then the console."""
 
     @abstractmethod

@@ -79,7 +79,7 @@ def describe(pf: Preflight) -> RenderableType:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    status = run.status + (" (stale: its process most likely died)" if pf.stale else "")
+    status = run.status + (f" (not live: {pf.stale_reason})" if pf.stale_reason else "")
     table.add_row(
         "run", data_text(f"{run.run_id} · {run.agent_name} · {run.turns} turns")
     )
@@ -112,6 +112,8 @@ def describe(pf: Preflight) -> RenderableType:
         )
     if pf.already_in_session:
         table.add_row("", "already stored in that session: the append is a no-op")
+    for line in pf.afterwards:
+        table.add_row("afterwards", data_text(line))
     parts: list[RenderableType] = [table, Text("")]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))

@@ -62,7 +62,11 @@ class RunFlows(InspectorBase):
             self.preflight_flow("replay", run.run_id)
 
     async def _preflight(
-        self, mode: str, run_id: str, choice: PreflightChoice | None
+        self,
+        mode: str,
+        run_id: str,
+        choice: PreflightChoice | None,
+        delete_on_success: bool = False,
     ) -> Preflight:
         from lovia_tui.core.preflight import preflight, preflight_replay
         from lovia_tui.screens.preflight import FIRST_LOOK
@@ -72,7 +76,8 @@ class RunFlows(InspectorBase):
         options: dict[str, Any] = {
             "session_id": chosen.session_id,
             "no_session": chosen.no_session,
-            "delete_on_success": chosen.delete_on_success,
+            "delete_on_success": chosen.delete_on_success
+            or (choice is None and delete_on_success),
             "force": chosen.force,
         }
         if mode == "replay":
@@ -90,8 +95,13 @@ class RunFlows(InspectorBase):
         )
 
     @work(exclusive=True, group=Group.PREFLIGHT)
-    async def preflight_flow(self, mode: str, run_id: str) -> None:
-        """Check, show, re-check with the user's options, and start only when clear."""
+    async def preflight_flow(
+        self, mode: str, run_id: str, *, delete_on_success: bool = False
+    ) -> None:
+        """Check, show, re-check with the user's options, and start only when clear.
+
+        ``delete_on_success`` is the first default: a doctor fix deletes the
+        checkpoint once the run is stored, or it would leave the next finding."""
         from lovia_tui.core.resume import replay, resume
         from lovia_tui.screens.preflight import PreflightScreen
 
@@ -104,7 +114,7 @@ class RunFlows(InspectorBase):
         choice: PreflightChoice | None = None
         try:
             while True:
-                pf = await self._preflight(mode, run_id, choice)
+                pf = await self._preflight(mode, run_id, choice, delete_on_success)
                 if choice is not None and choice.go and pf.ok:
                     break
                 sessions = list(self.sessions.keys)

@@ -13,10 +13,15 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from lovia_tui.core.formatting import age, printable, printable_json, timestamp
+from lovia_tui.core.liveness import stale_reason, status_label
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
 from lovia_tui.core.redact import error_line
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 
+LIVE_CALLS = (
+    "The run is live: its process is executing these now; their results are saved "
+    "when they finish."
+)
 RESUME_WARNING = (
     "A resume executes each of these again before anything else "
     "(at-least-once: their side effects happen again)."
@@ -31,13 +36,6 @@ STATUS_STYLES = {
     "completed": "cyan",
     "unreadable": "bold magenta",
 }
-
-
-def status_label(run: RunInfo, now: float, stale_after: float) -> str:
-    """running / stale (crashed?) / interrupted / failed / completed."""
-    if run.is_stale(now, stale_after):
-        return "stale"
-    return run.status
 
 
 def usage_text(usage: dict) -> str:
@@ -57,16 +55,13 @@ def head_table(
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    status = status_label(run, now, stale_after)
-    if status == "stale":
-        status = (
-            f"running, but no save for {age(now - run.updated_at)}: stale (crashed?)"
-        )
+    label = status_label(run, now, stale_after)
+    reason = stale_reason(run, now, stale_after)
+    status = f"running, but stale: {reason}" if reason else label
     table.add_row("run", data_text(run.run_id))
-    table.add_row(
-        "status",
-        data_text(status, STATUS_STYLES.get(status_label(run, now, stale_after), "")),
-    )
+    table.add_row("status", data_text(status, STATUS_STYLES.get(label, "")))
+    if run.web_status is not None:
+        table.add_row("web record", data_text(run.web_status))
     table.add_row(
         "agent",
         data_text(
@@ -139,18 +134,24 @@ def _count(records: object) -> int:
     return len(records) if isinstance(records, dict | list) else 0
 
 
-def dangling_panel(calls: list[DanglingCall]) -> RenderableType:
+def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> RenderableType:
+    """The calls with no result: running now in a live run, dangling in a dead one."""
     if not calls:
         return Text(
             "No dangling tool calls: a resume continues with the model.", style="dim"
         )
-    items: list[RenderableType] = [Text(RESUME_WARNING, style="bold")]
+    items: list[RenderableType] = [
+        Text(LIVE_CALLS if live else RESUME_WARNING, style="bold")
+    ]
     for call in calls:
         items.append(data_text(f"\n{call.name}  ({call.call_id})", "bold"))
         items.append(data_text(pretty_arguments(call.arguments)))
-    return Panel(
-        Group(*items), title=f"{len(calls)} dangling tool call(s)", border_style="red"
+    title = (
+        f"{len(calls)} tool call(s) running"
+        if live
+        else f"{len(calls)} dangling tool call(s)"
     )
+    return Panel(Group(*items), title=title, border_style="green" if live else "red")
 
 
 class RunDetail(VerticalScroll):
@@ -193,7 +194,7 @@ class RunDetail(VerticalScroll):
         parts: list[RenderableType] = [
             head_table(run, link, now, stale_after),
             Text(""),
-            dangling_panel(dangling),
+            dangling_panel(dangling, live=run.is_live(now, stale_after)),
         ]
         for problem in [run.unreadable, *problems]:
             if problem:

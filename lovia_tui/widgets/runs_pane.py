@@ -32,12 +32,13 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core.formatting import age, printable
+from lovia_tui.core.liveness import status_label
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_list import RunList
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.widgets.columns import Column, cell, fit, longest
 from lovia_tui.widgets.row_list import RowList
-from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail, status_label
+from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail
 
 PROGRESS_EVERY = 0.2
 """Seconds between list updates while the files are walked."""

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Label
 
-from lovia_tui.core.formatting import age, printable
+from lovia_tui.core.formatting import PIN, age, printable
 from lovia_tui.core.models import SessionSummary
 from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
@@ -240,7 +240,12 @@ class SessionsPane(Vertical):
             age(time.time() - summary.last_activity) if summary.last_activity else "-"
         )
         if "title" in widths:
-            text.append(" " + cell(printable(summary.title), widths["title"]))
+            room = widths["title"]
+            text.append(" ")
+            if summary.pinned and room > len(PIN):
+                text.append(PIN, style="bold yellow")
+                room -= len(PIN)
+            text.append(cell(printable(summary.title), room))
         for name, value in (("runs", f"{summary.runs}r"), ("age", when)):
             if name in widths:
                 text.append(" " + cell(value, widths[name], right=True), style="dim")

@@ -354,6 +354,7 @@ class Transcript(LineView, can_focus=True):
             index_text(row),
             partner_text(row, self.rows, ""),
             row.status,
+            row.running,
             row.older,
         )
         text = self._summaries.get(key)

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
+from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 from lovia_tui.kinds import RowKind, newer_key, older_key
 
@@ -51,6 +52,8 @@ class Row:
     """The key of the segment or seam whose header folds this row away."""
     status: str = ""
     """A seam's run status as last seen (the live tail updates it)."""
+    running: bool = False
+    """A tool call of a live run's checkpoint: still waiting, not dangling."""
     boundary: int = 0
     """An "older" row's first unloaded id from above, a "newer" row's from below."""
 
@@ -136,14 +139,18 @@ def _row_id(header: Row) -> int:
 
 
 def pair_tool_calls(rows: list[Row]) -> None:
-    """Link each tool call row with its result row (by call_id occurrence)."""
+    """Link each tool call row with its result row (by call_id occurrence); a
+    call of a live run's checkpoint still waiting for its result is ``running``."""
     waiting: dict[str, list[int]] = {}
     names: dict[int, str] = {}
+    live = False
     for position, row in enumerate(rows):
         if row.kind == RowKind.SEGMENT or row.kind == RowKind.SEAM:
             waiting.clear()
+            live = row.kind == RowKind.SEAM and row.status == "running"
         if row.kind != RowKind.ENTRY or row.entry is None:
             continue
+        row.running = live
         data = row.entry.data
         call_id = str(data.get("call_id"))
         if data.get("type") == "tool_call":
@@ -190,9 +197,12 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     if row.kind == RowKind.SEGMENT and row.segment:
         return Text(printable(segment_title(row.segment, expanded)))
     if row.kind == RowKind.SEAM and row.run:
+        status = row.status or row.run.status
+        # lovia web's own record says why a run that looks running is not.
+        why = f" ({web_reason(row.run)})" if row.run.web_settled else ""
         return Text(
             printable(
-                f"━━ not yet in the session — run {row.run.run_id}, status {row.status or row.run.status} ━━"
+                f"━━ not yet in the session — run {row.run.run_id}, status {status}{why} ━━"
             )
         )
     assert row.entry is not None
@@ -205,8 +215,10 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         head.append(printable(shorten(str(data.get("arguments", "")), 200)))
         if row.partner is not None:
             head.append(f"  {partner_text(row, rows, '→')}", style="dim")
+        elif row.running:
+            head.append(f"  {RUNNING_CALL}", style="bold green")
         else:
-            head.append("  ⚠ no result: a resume re-executes it", style="bold")
+            head.append(f"  {DANGLING_CALL}", style="bold")
         return head
     if kind == "tool_result":
         if row.tool_name:

@@ -1,0 +1,83 @@
+"""``fork``: the first N flat entries of a session become a new session, through
+lovia (lovia web's own fork for its chats); journaled, so ``undo`` removes it."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from lovia_tui.cli.command import (
+    EXIT_OK,
+    Command,
+    add_json,
+    add_readonly,
+    console,
+    open_workspace,
+    print_json,
+    split_paths_and_id,
+)
+from lovia_tui.core.describe import describe
+from lovia_tui.core.fork import perform_fork, preview_fork
+
+
+def _configure_fork(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
+    parser.add_argument(
+        "--keep",
+        type=int,
+        required=True,
+        metavar="N",
+        help="copy the first N flat entries",
+    )
+    parser.add_argument(
+        "--as",
+        dest="new_id",
+        metavar="NEW_ID",
+        help="the new session's id (default: a fresh one; lovia web names its own)",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="do it (without: print what it would do)"
+    )
+    parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
+    add_json(parser)
+    add_readonly(parser)
+
+
+async def _fork(args: argparse.Namespace) -> int:
+    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
+    ws = await open_workspace(args)
+    try:
+        preview = await preview_fork(ws, session_id, args.keep, args.new_id)
+        result = (
+            await perform_fork(ws, preview, reason=args.reason) if args.yes else None
+        )
+    finally:
+        await ws.close()
+    if args.json:
+        print_json(
+            {"preview": preview.as_dict(), "result": asdict(result) if result else None}
+        )
+        return EXIT_OK
+    out = console()
+    for number, line in enumerate(describe(preview)):
+        out.print(line, style="bold" if number == 0 else "")
+    if result is None:
+        if not preview.noop:
+            out.print("nothing changed: add --yes to do it", style="dim")
+    elif result.journal_id is not None:
+        out.print(
+            f"done: new session {result.new_session_id}; undo with "
+            f"`lovia-tui undo PATH... {result.journal_id}`",
+            style="green",
+        )
+    return EXIT_OK
+
+
+COMMANDS = [
+    Command(
+        "fork",
+        "copy a session's first N entries into a new session (nothing is removed)",
+        _configure_fork,
+        _fork,
+    )
+]
