@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint format screenshots bench clean
+.PHONY: demo test check lint types format screenshots bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check lovia_tui tests benchmarks
 	$(BIN)/ruff format --check lovia_tui tests benchmarks
 
+types: $(STAMP)
+	$(BIN)/mypy
+
 format: $(STAMP)
 	$(BIN)/ruff format lovia_tui tests benchmarks
 	$(BIN)/ruff check --fix lovia_tui tests benchmarks
 
-check: lint test
+check: lint types test
 
 screenshots: $(STAMP)
 	$(BIN)/python -m lovia_tui.screenshots screenshots

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from rich.text import Text
@@ -81,7 +82,11 @@ class LoviaTui(App):
         if self.workspace is None:
             return super().get_default_screen()  # the files did not open: exiting
         return InspectorScreen(
-            self.workspace, stale_after=self.stale_after, first_page=self.first_page
+            self.workspace,
+            stale_after=self.stale_after,
+            first_page=self.first_page,
+            agent_spec=self.agent_spec,
+            deps_spec=self.deps_spec,
         )
 
     async def on_unmount(self) -> None:
@@ -123,9 +128,11 @@ class LoviaTui(App):
                 )
         for status in ["all", *RUN_STATUS_FILTERS]:
             yield SystemCommand(
-                f"Runs: show {status}",
-                f"Filter the runs list to {status} runs",
-                _runner(screen, f"runs_filter('{status}')"),
+                f"Runs: show {status} (status filter)",
+                "Show every run again"
+                if status == "all"
+                else f"Show only the runs whose status is {status}",
+                partial(screen.action_runs_filter, status),
             )
 
 

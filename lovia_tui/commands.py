@@ -1,16 +1,42 @@
 """Every inspector command, defined once: key bindings, footer, help screen
-and command palette are all generated from this list."""
+and command palette are all generated from this list.
+
+Each command also says which panes' selection it acts on and what it needs
+from it (:mod:`lovia_tui.selection`): the inspector's ``check_action``, the
+key bar and the one-line "why not" of a key that does not apply all read
+that declaration, so none of them can disagree with another.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
+
+from lovia_tui.kinds import Pane, RunStatus
+from lovia_tui.selection import (
+    ENTRY,
+    RAW,
+    REPLAYABLE,
+    RESUMABLE,
+    ROW_ENTRY,
+    RUN,
+    RUN_GOING,
+    SESSION,
+    UNDER_CURSOR,
+    WRITABLE,
+    Need,
+    Selection,
+)
+
+SESSIONS, TRANSCRIPT, RUNS = Pane.SESSIONS, Pane.TRANSCRIPT, Pane.RUNS
 
 
 @dataclass(frozen=True)
 class CommandDef:
-    """One command: the action it runs, its key, and how it is described."""
+    """One command: the action it runs, its key, how it is described, the
+    panes whose selection it acts on (none: it acts from anywhere) and what
+    it needs from that selection."""
 
     action: str
     key: str
@@ -18,232 +44,98 @@ class CommandDef:
     help: str
     show: bool = True
     group: str = "Browse"
+    panes: tuple[Pane, ...] = ()
+    needs: tuple[Need, ...] = ()
+    footer: tuple[Pane, ...] | None = None
+    """The panes whose key bar shows it (None: wherever it acts)."""
+
+    @property
+    def name(self) -> str:
+        """The action's method name, without its parameters."""
+        return self.action.split("(")[0]
+
+    @property
+    def key_label(self) -> str:
+        return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(
+            self.key, self.key
+        )
+
+    def why_not(self, selection: Selection) -> str | None:
+        """Why the command does not apply to ``selection`` (None: it does)."""
+        if self.panes and selection.pane not in self.panes:
+            where = " or ".join(f"{pane.label} ({pane.number})" for pane in self.panes)
+            return f"{self.key_label} {self.title.lower()} acts in the {where} pane: go there first"
+        for need in self.needs:
+            if not need.holds(selection):
+                return f"{self.title}: {need.why(selection)}"
+        return None
+
+    def on_key_bar(self, pane: Pane | None) -> bool:
+        """Whether the key bar shows this command while ``pane`` has the focus."""
+        panes = self.panes if self.footer is None else self.footer
+        return self.show and (not panes or pane in panes)
+
+    def state(self, selection: Selection) -> bool | None:
+        """For ``check_action``: True enabled, None shown disabled, False not
+        shown (the command belongs to another pane)."""
+        if self.panes and selection.pane not in self.panes:
+            return False
+        return None if self.why_not(selection) else True
 
 
 INSPECTOR_COMMANDS: list[CommandDef] = [
-    CommandDef(
-        "cycle_pane(1)",
-        "tab",
-        "Next pane",
-        "Move to the next pane (one pane at a time when narrow)",
-        show=False,
-    ),
-    CommandDef(
-        "cycle_pane(-1)",
-        "shift+tab",
-        "Previous pane",
-        "Move to the previous pane",
-        show=False,
-    ),
-    CommandDef(
-        "focus_pane('sessions')", "1", "Sessions", "Focus the sessions list", show=False
-    ),
-    CommandDef(
-        "focus_pane('transcript')",
-        "2",
-        "Transcript",
-        "Focus the transcript",
-        show=False,
-    ),
+    # Moving between panes.
+    CommandDef("cycle_pane(1)", "tab", "Next pane", "Move to the next pane (one pane at a time when narrow)", show=False),
+    CommandDef("cycle_pane(-1)", "shift+tab", "Previous pane", "Move to the previous pane", show=False),
+    CommandDef("focus_pane('sessions')", "1", "Sessions", "Focus the sessions list", show=False),
+    CommandDef("focus_pane('transcript')", "2", "Transcript", "Focus the transcript", show=False),
     CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False),
-    CommandDef(
-        "filter_sessions",
-        "slash",
-        "Filter",
-        "Filter sessions by id and title as you type",
-    ),
-    CommandDef(
-        "search_content",
-        "s",
-        "Search",
-        "Search message text across all sessions (Esc cancels)",
-    ),
-    CommandDef(
-        "next_hit(1)",
-        "n",
-        "Next hit",
-        "Move the transcript cursor to the search's next hit in this session",
-        show=False,
-    ),
-    CommandDef(
-        "next_hit(-1)",
-        "N",
-        "Previous hit",
-        "Move the transcript cursor to the search's previous hit in this session",
-        show=False,
-    ),
-    CommandDef(
-        "back",
-        "escape",
-        "Back",
-        "Close the filter, cancel a search, or go back a pane",
-        show=False,
-    ),
-    CommandDef(
-        "follow",
-        "f",
-        "Follow",
-        "Follow the selected run: tail new entries as they are saved",
-        group="Live",
-    ),
-    CommandDef(
-        "toggle_raw",
-        "r",
-        "Raw",
-        "Toggle raw JSON for the entry or run head under the cursor",
-    ),
-    CommandDef(
-        "pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False
-    ),
-    CommandDef(
-        "export('md')", "x", "Export", "Export the session transcript to Markdown"
-    ),
-    CommandDef(
-        "export('json')",
-        "X",
-        "Export JSON",
-        "Export the session transcript to JSON",
-        show=False,
-    ),
-    CommandDef(
-        "jump_to_session",
-        "J",
-        "Jump to session",
-        "Show the session of the selected run",
-        show=False,
-    ),
-    CommandDef(
-        "resume",
-        "R",
-        "Resume",
-        "Resume the selected run through lovia (preflight first)",
-        group="Runs",
-    ),
-    CommandDef(
-        "replay",
-        "P",
-        "Replay",
-        "Replay the selected completed run (heals a lost session append)",
-        group="Runs",
-    ),
-    CommandDef(
-        "toggle_console",
-        "c",
-        "Console",
-        "Show or hide the live event console",
-        show=False,
-        group="Runs",
-    ),
-    CommandDef(
-        "cancel_run",
-        "K",
-        "Cancel run",
-        "Cancel the run in the console at lovia's next safe point",
-        show=False,
-        group="Runs",
-    ),
-    CommandDef(
-        "rewind_here",
-        "w",
-        "Rewind here",
-        "Rewind the session to before the entry under the cursor",
-        group="Actions",
-    ),
-    CommandDef(
-        "rewind_turn",
-        "W",
-        "Rewind turn",
-        "Rewind to before the user turn holding the cursor (edit and resend)",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "fork_here",
-        "b",
-        "Fork here",
-        "Copy the session up to the cursor into a new session (nothing is removed; "
-        "a web chat forks before the user turn, as lovia web does)",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "trim",
-        "t",
-        "Trim",
-        "Trim old tool outputs of the session (keep_chars, keep_runs)",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "clear_session",
-        "C",
-        "Clear session",
-        "Delete every run of the session (lovia clear)",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "delete_run",
-        "d",
-        "Delete checkpoint",
-        "Delete the selected run's checkpoint",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "delete_runs_by_filter",
-        "D",
-        "Delete checkpoints…",
-        "Delete checkpoints by status and age",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "finalize",
-        "F",
-        "Finalize",
-        "Append an abandoned run to its session and drop its checkpoint",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "undo",
-        "u",
-        "Undo",
-        "Undo the last action from the journal (rows restored exactly)",
-        group="Actions",
-    ),
-    CommandDef(
-        "doctor",
-        "!",
-        "Doctor",
-        "Audit the files for inconsistencies, each finding with a one-key fix",
-        show=False,
-        group="Actions",
-    ),
-    CommandDef(
-        "runs_filter('all')",
-        "a",
-        "All runs",
-        "Show every checkpoint again",
-        show=False,
-        group="Runs",
-    ),
-    CommandDef(
-        "refresh",
-        "ctrl+r",
-        "Reload",
-        "Re-read everything from the databases",
-        show=False,
-    ),
+    CommandDef("back", "escape", "Back", "Close the filter, cancel a search, or go back a pane", show=False),
+    # What a pane's selection is acted on by: first, so the key bar shows them first.
+    CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type (from any pane)", footer=(SESSIONS,)),
+    CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels; from any pane)", footer=(SESSIONS,)),
+    CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit in this session", show=False, panes=(TRANSCRIPT,)),
+    CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
+    CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry or run head under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
+    CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
+    CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
+    CommandDef("rewind_turn", "W", "Rewind turn", "Rewind to before the user turn holding the cursor (edit and resend)", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
+    CommandDef("fork_here", "b", "Fork here", "Copy the session up to the cursor into a new session (nothing is removed; a web chat forks before the user turn, as lovia web does)", show=False, group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
+    CommandDef("export('md')", "x", "Export", "Export the session's transcript to Markdown", panes=(SESSIONS, TRANSCRIPT), needs=(SESSION,)),
+    CommandDef("export('json')", "X", "Export JSON", "Export the session's transcript to JSON", show=False, panes=(SESSIONS, TRANSCRIPT), needs=(SESSION,)),
+    CommandDef("trim", "t", "Trim", "Trim old tool outputs of the session (keep_chars, keep_runs)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION)),
+    CommandDef("clear_session", "C", "Clear", "Delete every run of the session (lovia clear)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION)),
+    CommandDef("jump_to_session", "J", "Jump to session", "Show the selected run in its session (Enter does too)", show=False, group="Runs", panes=(RUNS,), needs=(RUN,)),
+    CommandDef("resume", "R", "Resume", "Resume the selected run through lovia (preflight first)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, RESUMABLE)),
+    CommandDef("replay", "P", "Replay", "Replay the selected completed run (heals a lost session append)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, REPLAYABLE)),
+    CommandDef("delete_run", "d", "Delete", "Delete the selected run's checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
+    CommandDef("delete_runs_by_filter", "D", "Delete…", "Delete checkpoints by status and age", group="Actions", panes=(RUNS,), needs=(WRITABLE,)),
+    CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
+    CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
+    # From anywhere.
+    CommandDef("copy_id", "y", "Copy id", "Copy the id under the cursor (session, run or tool call) to the clipboard", show=False, needs=(UNDER_CURSOR,)),
+    CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),
+    CommandDef("follow", "f", "Follow", "Follow: tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", footer=(TRANSCRIPT, RUNS)),
+    CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),
+    CommandDef("cancel_run", "K", "Cancel run", "Cancel the run in the console at lovia's next safe point", group="Runs", needs=(RUN_GOING,), footer=(RUNS,)),
+    CommandDef("undo", "u", "Undo", "Undo the last action from the journal (rows restored exactly)", group="Actions", needs=(WRITABLE,)),
+    CommandDef("refresh", "ctrl+r", "Reload", "Re-read every pane from the databases", show=False),
     CommandDef("help", "question_mark", "Help", "List every key and command"),
     CommandDef("quit", "q", "Quit", "Leave lovia-tui"),
-]
+]  # fmt: skip
 
-RUN_STATUS_FILTERS = ["running", "stale", "interrupted", "failed", "completed"]
+COMMANDS = {command.name: command for command in INSPECTOR_COMMANDS}
+"""By action name, as ``check_action`` asks (``export('md')`` and
+``export('json')`` share their panes and needs)."""
+BY_ACTION = {command.action: command for command in INSPECTOR_COMMANDS}
+"""By the whole action string, as a binding names it."""
+PINNED = ("help", "quit")
+"""Kept at the right end of the key bar: visible at any width."""
+RUN_STATUS_FILTERS = [status.value for status in RunStatus]
 
 
-def bindings(commands: list[CommandDef]) -> list[Binding]:
+def bindings(commands: list[CommandDef]) -> list[BindingType]:
+    """The screen's BINDINGS: one per command, its id the action."""
     return [
         Binding(c.key, c.action, c.title, show=c.show, tooltip=c.help, id=c.action)
         for c in commands

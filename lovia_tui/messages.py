@@ -69,6 +69,15 @@ class NewerLoaded(Message):
 
 
 @dataclass
+class StartLoaded(Message):
+    """A session's first batch of segments, shown in place of what was (Home)."""
+
+    key: tuple[str, str]
+    rows: list[Row]
+    run_seqs: dict[str, int]
+
+
+@dataclass
 class IndicesCounted(Message):
     """The first flat index of each of a session's segments, by row id."""
 

@@ -15,6 +15,7 @@ from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.tail import RunEntries, new_snapshot_entries
+from lovia_tui.kinds import RowKind, seam_key, segment_key
 from lovia_tui.widgets.transcript_rows import Row, newer_row, older_row
 
 BATCH = 30
@@ -39,27 +40,27 @@ async def segment_rows(
     loaded = await queries.batch_entries(db, batch)
     rows: list[Row] = []
     for segment in batch:
-        header = f"seg:{db.path}:{segment.row_id}"
-        rows.append(Row("segment", header, segment=segment, extra={"segment": header}))
+        header = segment_key(db.path, segment.row_id)
+        rows.append(Row(RowKind.SEGMENT, header, segment=segment, fold=header))
         entries = loaded[segment.row_id]
         if isinstance(entries, UnreadableError):
             where = f"{db.name} session_runs id {segment.row_id} (run {segment.run_id})"
             rows.append(
                 Row(
-                    "unreadable",
+                    RowKind.UNREADABLE,
                     f"{header}:bad",
                     problem=Unreadable(where, str(entries)),
-                    extra={"segment": header},
+                    fold=header,
                 )
             )
             continue
         rows.extend(
             Row(
-                "entry",
+                RowKind.ENTRY,
                 f"{header}:{offset}",
                 segment=segment,
                 entry=entry,
-                extra={"segment": header},
+                fold=header,
             )
             for offset, entry in enumerate(entries)
         )
@@ -74,7 +75,7 @@ def set_indices(rows: list[Row], starts: Starts) -> None:
         if segment is None or not segment.counting:
             continue
         first = starts.get(segment.row_id)
-        if row.kind == "entry" and row.entry is not None:
+        if row.kind == RowKind.ENTRY and row.entry is not None:
             offset = offsets[segment.row_id] = offsets.get(segment.row_id, -1) + 1
             row.entry = replace(
                 row.entry, index=None if first is None else first + offset
@@ -84,23 +85,23 @@ def set_indices(rows: list[Row], starts: Starts) -> None:
 
 def run_entry_rows(run: RunInfo, loaded: RunEntries, first_offset: int) -> list[Row]:
     """Rows for a checkpoint's entries (first load, or new ones while following)."""
-    seam = f"seam:{run.run_id}"
+    seam = seam_key(run.run_id)
     rows = [
         Row(
-            "entry",
+            RowKind.ENTRY,
             f"{seam}:{first_offset + n}",
             run=run,
             entry=entry,
-            extra={"segment": seam},
+            fold=seam,
         )
         for n, entry in enumerate(loaded.entries)
     ]
     rows.extend(
         Row(
-            "unreadable",
+            RowKind.UNREADABLE,
             f"{seam}:bad{loaded.last_seq}:{n}",
             problem=p,
-            extra={"segment": seam},
+            fold=seam,
         )
         for n, p in enumerate(loaded.problems)
     )
@@ -112,9 +113,9 @@ async def inflight_rows(
 ) -> tuple[list[Row], int]:
     """The seam and a checkpoint's own entries, not yet in the session; and
     the last batch seq read, from which following the run picks up."""
-    seam = f"seam:{run.run_id}"
+    seam = seam_key(run.run_id)
     loaded = await new_snapshot_entries(db, run.run_id)
-    rows = [Row("seam", seam, run=run, extra={"segment": seam, "status": status})]
+    rows = [Row(RowKind.SEAM, seam, run=run, fold=seam, status=status)]
     return rows + run_entry_rows(run, loaded, 0), loaded.last_seq
 
 

@@ -73,6 +73,45 @@ async def settle(pilot) -> None:
         await pilot.pause()
 
 
+async def ready_to_confirm(pilot) -> None:
+    """Do what a user deliberately confirming does before pressing Enter: type
+    the confirmation a wide removal asks for, and move to the button that acts
+    (Cancel, in a dialog with nothing to do)."""
+    from textual.widgets import Button, Input
+
+    dialog = pilot.app.screen
+    for _ in range(200):  # bounded: the dialog's own first focus lands after mount
+        focused = pilot.app.focused
+        if focused is not None and focused.screen is dialog:
+            break
+        await pilot.pause()
+    typed = list(dialog.query("#typed").results(Input))
+    token = getattr(dialog, "token", None)
+    if token and typed:
+        typed[0].value = token[0]
+        await pilot.pause()  # the typed text enables Confirm
+    buttons = list(dialog.query("#confirm, #go").results(Button)) or list(
+        dialog.query("#cancel").results(Button)
+    )
+    if not buttons:
+        return  # the dialog closed meanwhile
+    button = buttons[0]
+    for _ in range(200):  # bounded: the typed text enables Confirm a moment later
+        if pilot.app.focused is button or pilot.app.screen is not dialog:
+            return
+        if not button.disabled:
+            dialog.set_focus(button)  # at once (Widget.focus waits a refresh)
+            continue
+        await pilot.pause()
+    raise AssertionError(f"{button} never took the focus")
+
+
+async def confirm(pilot) -> None:
+    """Confirm the dialog on top deliberately (see :func:`ready_to_confirm`)."""
+    await ready_to_confirm(pilot)
+    await pilot.press("enter")
+
+
 def user_rows(transcript) -> list[int]:
     """Visible positions of the transcript's user messages (where turns start)."""
     return [

@@ -106,13 +106,13 @@ async def visit_transcript(
     for position in positions:
         transcript.move_cursor(position)
         # A segment or seam folds its entries away: twice unfolds it again.
-        steps = [transcript.action_toggle] * 2
+        steps = [transcript.action_fold] * 2
         if transcript.current_row.kind == "entry":
             steps = [
-                transcript.action_toggle,
-                transcript.action_toggle,
+                transcript.action_fold,
+                transcript.action_fold,
                 transcript.action_raw,
-                transcript.action_toggle,
+                transcript.action_fold,
             ]
         for step in steps:
             step()

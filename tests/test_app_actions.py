@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-from app_helpers import settle, snapshot_app, user_rows
+from app_helpers import confirm, settle, snapshot_app, user_rows
 
+from lovia_tui.core.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 
 
@@ -20,6 +23,16 @@ def _rows(path) -> list[tuple]:
         db.close()
 
 
+@asynccontextmanager
+async def _kyoto(snap_dir, monkeypatch) -> AsyncIterator:
+    """The app at 160×45 showing chat-kyoto (two runs): its pilot."""
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await _open_kyoto(pilot)
+        yield pilot
+
+
 async def _open_kyoto(pilot) -> None:
     screen = pilot.app.screen
     key = next(key for key in screen.sessions.keys if key[1] == "chat-kyoto")
@@ -30,12 +43,10 @@ async def _open_kyoto(pilot) -> None:
 async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
     snap_dir, monkeypatch
 ):
-    app = snapshot_app(snap_dir, monkeypatch)
     db = snap_dir / "snap.db"
     before = _rows(db)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await _open_kyoto(pilot)
+    async with _kyoto(snap_dir, monkeypatch) as pilot:
+        app = pilot.app
         transcript = app.screen.transcript
         # inside the second user turn
         transcript.move_cursor(user_rows(transcript)[1] + 1)
@@ -47,16 +58,45 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
         assert "run-kyoto-2" in text and "check_stock" in text, (
             "the removed run and its tool call are listed"
         )
-        await pilot.press("enter")  # Confirm has the focus
+        # The focus is in the Reason: typed without tabbing, it is kept;
+        # Enter there moves on to Confirm, and only Enter on Confirm acts.
+        await pilot.press(*"resend", "enter")
+        assert isinstance(app.screen, ActionScreen) and app.focused.id == "confirm"
+        await pilot.press("enter")
         await settle(pilot)
         after = _rows(db)
         assert [row[2] for row in after] == ["run-kyoto-1", "run-export-1"]
+        [entry] = await Journal().entries(None, 1)
+        assert entry.action == "rewind" and entry.reason == "resend"
+        # Every pane re-read: the sessions list counts one run left, not two.
+        kyoto = next(key for key in app.screen.sessions.keys if key[1] == "chat-kyoto")
+        assert app.screen.sessions.summaries[kyoto].runs == 1
         await pilot.press("u")
         await settle(pilot)
         assert isinstance(app.screen, ActionScreen)
-        await pilot.press("enter")
+        await confirm(pilot)
         await settle(pilot)
     assert _rows(db) == before
+
+
+async def test_clearing_a_session_needs_its_id_typed(snap_dir, monkeypatch):
+    """C then Enter, Enter clears nothing: Confirm waits for the session's id."""
+    db = snap_dir / "snap.db"
+    before = _rows(db)
+    async with _kyoto(snap_dir, monkeypatch) as pilot:
+        app = pilot.app
+        await pilot.press("C")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen) and dialog.token[0] == "chat-kyoto"
+        await pilot.press("enter", "enter", "enter")
+        await settle(pilot)
+        assert app.screen is dialog and _rows(db) == before
+        await pilot.press(*"chat-kyoto", "enter")
+        assert app.focused.id == "confirm" and not app.focused.disabled
+        await pilot.press("enter")
+        await settle(pilot)
+    assert [row[1] for row in _rows(db)] == ["chat-export"]
 
 
 async def test_cancelling_the_preview_changes_nothing(snap_dir, monkeypatch):
@@ -94,19 +134,19 @@ async def test_deleting_a_live_checkpoint_needs_its_id_typed(snap_dir, monkeypat
     assert heads == [("run-crashed",)]
 
 
-async def test_actions_are_hidden_when_read_only(snap_dir, monkeypatch):
+async def test_actions_are_shown_disabled_when_read_only(snap_dir, monkeypatch):
+    """Every mutation is shown dimmed in its own pane (None), never enabled."""
     app = snapshot_app(snap_dir, monkeypatch, readonly=True)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
-        for action in (
-            "rewind_here",
-            "trim",
-            "clear_session",
-            "delete_run",
-            "finalize",
-            "undo",
+        for pane, actions in (
+            ("1", ("trim", "clear_session", "undo")),
+            ("2", ("rewind_here", "rewind_turn", "trim", "undo")),
+            ("3", ("delete_run", "delete_runs_by_filter", "finalize", "undo")),
         ):
-            assert app.screen.check_action(action, ()) is None
+            await pilot.press(pane)
+            for action in actions:
+                assert app.screen.check_action(action, ()) is None, (pane, action)
 
 
 async def test_rows_moved_on_before_confirm_show_the_new_preview(snap_dir, monkeypatch):
@@ -128,14 +168,14 @@ async def test_rows_moved_on_before_confirm_show_the_new_preview(snap_dir, monke
         assert isinstance(first, ActionScreen)
         assert "remove 2 segments" in "\n".join(first.lines)
         await append_entries(db, "chat-kyoto", 1, prefix="meanwhile")
-        await pilot.press("enter")
+        await confirm(pilot)
         await settle(pilot)
         again = app.screen
         assert isinstance(again, ActionScreen) and again is not first
         assert any("rows moved on since the preview" in t for _, t in watch.notes)
         assert "remove 3 segments" in "\n".join(again.lines)  # the new run too
         assert any(row[1] == "chat-kyoto" for row in _rows(db))  # nothing was done
-        await pilot.press("enter")
+        await confirm(pilot)
         await settle(pilot)
         assert not isinstance(app.screen, ActionScreen)
     assert not any(row[1] == "chat-kyoto" for row in _rows(db))

@@ -22,7 +22,10 @@ async def test_resume_from_the_app_finishes_the_crashed_run(snap_dir, monkeypatc
         assert (
             dialog.pf.session_id == "chat-export" and dialog.pf.session_source == "web"
         )
-        await pilot.press("enter")  # the Resume button has the focus
+        assert app.focused.id == "max-turns", "not the button that starts the run"
+        await pilot.press("enter")  # moves on to Resume: it does not start it
+        assert isinstance(app.screen, PreflightScreen) and app.focused.id == "go"
+        await pilot.press("enter")
         await settle(pilot)
         console = app.screen.query_one(RunConsole)
         assert not console.running and not console.has_class("hidden")

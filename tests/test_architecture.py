@@ -5,6 +5,7 @@ from __future__ import annotations
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import lovia_tui.core
 
@@ -33,3 +34,15 @@ def test_starting_the_app_does_not_import_lovia():
     """lovia takes ~0.7 s to import; browsing never needs it, actions load it lazily."""
     loaded = _loaded_after("import lovia_tui.app, lovia_tui.cli")
     assert "lovia" not in loaded
+
+
+def test_the_doctor_and_the_inspector_share_flows_without_a_cycle():
+    """The doctor's fixes go through the flows InspectorBase declares; it
+    never imports the inspector, which imports it on first use."""
+    import lovia_tui.screens.doctor as doctor
+
+    loaded = _loaded_after("import lovia_tui.screens.doctor")
+    assert "lovia_tui.screens.inspector" not in loaded
+    source = Path(doctor.__file__).read_text(encoding="utf-8")
+    assert "screens.inspector_base import InspectorBase" in source
+    assert "screens.inspector import" not in source

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from app_helpers import settle, snapshot_app
+from app_helpers import confirm, settle, snapshot_app
 from textual.widgets import Select
 
 from lovia_tui.app import make_app
@@ -45,7 +45,7 @@ async def apply(
     await pilot.press(key)
     await settle(pilot)
     assert isinstance(pilot.app.screen, dialog), pilot.app.screen
-    await pilot.press("enter")  # Confirm / Replay / Resume has the focus
+    await confirm(pilot)
     await until_audited(pilot, screen, (kind, run_id), audits)
 
 
@@ -134,7 +134,7 @@ async def test_the_demo_is_healed_from_the_doctor_view(
         await settle(pilot)
         assert any(copy.cli_session in line for line in pilot.app.screen.lines)
         audits = screen.audits
-        await pilot.press("enter")
+        await confirm(pilot)
         await until_audited(
             pilot, screen, ("stale-running", copy.cli_crashed_run), audits
         )

@@ -201,14 +201,14 @@ def test_transcript_rows_take_any_entry_shape(
     data: list[dict[str, Any]], meta_json: str | None
 ) -> None:
     segment = _segment(meta_json)
-    rows = [Row("segment", "seg", segment=segment, extra={"segment": "seg"})]
+    rows = [Row("segment", "seg", segment=segment, fold="seg")]
     rows += [
         Row(
             "entry",
             f"seg:{n}",
             segment=segment,
             entry=Entry(n if n % 3 else None, entry),
-            extra={"segment": "seg"},
+            fold="seg",
         )
         for n, entry in enumerate(data)
     ]

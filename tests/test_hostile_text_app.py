@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from app_helpers import settle
+from app_helpers import confirm, settle
 from hostile_text_db import (
     BEL,
     CRASHED_RUN,
@@ -138,10 +138,10 @@ async def test_sessions_transcripts_and_the_pager_show_hostile_text_literally(
                 continue
             assert_inert(pager_text(row).replace("\n", " ").replace("\t", " "))
             transcript.move_cursor(position)
-            transcript.action_toggle()  # unfolded: its lines on screen
+            transcript.action_fold()  # unfolded: its lines on screen
             await pilot.pause()
             seen.shots.take(f"entry {row.key}")
-            transcript.action_toggle()
+            transcript.action_fold()
     seen.check(
         *VISIBLE[:2], "[/oops]", "red]x[/][/oops]", "[link=https://example.inval"
     )
@@ -193,7 +193,7 @@ async def test_the_live_console_shows_a_replay_literally(hostile_text: Path) -> 
         await pilot.press("3", "P")
         await until(pilot, lambda: isinstance(app.screen, PreflightScreen))
         assert app.screen.pf.ok
-        await pilot.press("enter")  # the Replay button has the focus
+        await confirm(pilot)  # deliberately: the preflight opens on a field
         await settle(pilot)
         console = app.screen.query_one(RunConsole)
         await until(pilot, lambda: not console.running)

@@ -11,9 +11,10 @@ from lovia_tui.widgets import transcript as transcript_widget
 
 
 @asynccontextmanager
-async def kyoto(snap_dir, monkeypatch):
-    """The app showing chat-kyoto, whose 2 runs are 2 batches of one segment."""
-    monkeypatch.setattr(transcript_loader, "BATCH", 1)
+async def kyoto(snap_dir, monkeypatch, batch: int = 1):
+    """The app showing chat-kyoto, whose 2 runs are 2 batches of one segment
+    (or one batch, with a larger ``batch``)."""
+    monkeypatch.setattr(transcript_loader, "BATCH", batch)
     app = snapshot_app(snap_dir, monkeypatch)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
@@ -23,18 +24,19 @@ async def kyoto(snap_dir, monkeypatch):
         yield pilot
 
 
-async def test_home_loads_older_batches_up_to_the_first_run(snap_dir, monkeypatch):
-    """Home on the "older" row used to crash the app when the batch arrived."""
+async def test_home_goes_to_the_start_of_a_long_session(snap_dir, monkeypatch):
+    """Home shows the session's first run at once, cursor on its first row:
+    not the "▲ older runs" row at the top of what was loaded (it used to stop
+    there, and once crashed the app when the batch arrived)."""
     async with kyoto(snap_dir, monkeypatch) as pilot:
         transcript = pilot.app.screen.transcript
         assert transcript.rows[0].kind == "older"
-        newest = [row.key for row in transcript.rows if row.kind == "segment"]
-        await pilot.press("home")
+        await pilot.press("2", "home")
         await settle(pilot)
-        segments = [row.key for row in transcript.rows if row.kind == "segment"]
-        assert transcript.rows[0].kind != "older" and len(segments) == 2
-        assert segments[-1:] == newest
-        assert transcript.current_row is transcript.rows[0]
+        first = transcript.rows[0]
+        assert first.kind == "segment" and first.segment.run_id == "run-kyoto-1"
+        assert transcript.current_row is first and transcript.scroll_offset.y == 0
+        assert transcript.rows[-1].kind == "newer", "the newer runs load again below"
         # Each batch showed before the session's entries were counted; every
         # entry now has its flat index, what rewind counts: 0, 1, 2... in order.
         indices = [row.entry.index for row in transcript.rows if row.kind == "entry"]
@@ -84,3 +86,16 @@ async def test_the_transcript_keeps_a_window_of_segments_both_ways(
             and indices[0] > 0
             and indices == list(range(indices[0], indices[0] + len(indices)))
         )
+
+
+async def test_a_reload_keeps_the_cursor_on_its_row(snap_dir, monkeypatch):
+    """ctrl+r (as after an action or a change by another process) keeps the
+    transcript's cursor on the row it was on, not on the newest entry."""
+    async with kyoto(snap_dir, monkeypatch, batch=30) as pilot:
+        screen = pilot.app.screen
+        await pilot.press("2", "home", "down", "down")
+        before = screen.transcript.current_row.key
+        assert before != screen.transcript.rows[-1].key
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert screen.transcript.current_row.key == before

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import settle, snapshot_app, user_rows
+from app_helpers import confirm, settle, snapshot_app, user_rows
 from lovia.web.store import ChatStore
 from lovia_factory import (
     CRASH,
@@ -102,7 +102,7 @@ async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
         fork_dialog = app.screen
         assert isinstance(fork_dialog, ActionScreen)
         assert fork_dialog.lines[0].startswith("fork chat-kyoto: copy its first")
-        await pilot.press("enter")  # Confirm has the focus
+        await confirm(pilot)  # the focus starts in the Reason
         await settle(pilot)
         store = ChatStore.sqlite(db)
         [fork] = [c for c in await store.list() if c.origin_session_id == "chat-kyoto"]
@@ -115,7 +115,7 @@ async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
         ), "the source is untouched"
         await pilot.press("u")
         await settle(pilot)
-        await pilot.press("enter")
+        await confirm(pilot)
         await settle(pilot)
     assert rows(db) == before
 

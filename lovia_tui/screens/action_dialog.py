@@ -2,11 +2,19 @@
 
 Nothing is changed from here: the dialog returns the user's answer and the
 inspector performs the previewed action through lovia.
+
+Confirming is a deliberate act: the focus starts in the Reason (so what the
+user types at once is kept; option fields are above it, shift+tab), Enter in
+a field moves on to the next one and then to Confirm, and an action that removes more than one run
+or checkpoint, or a whole session, is confirmed only once its count or the
+session's id is typed (:func:`confirm_token`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -16,6 +24,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+if TYPE_CHECKING:
+    from lovia_tui.core.previews import Preview
 from lovia_tui.core.formatting import printable
 
 
@@ -38,6 +48,28 @@ class ActionAnswer:
     reason: str | None = None
     alternative: bool = False
     """The dialog's other choice instead (a rewind's: fork)."""
+
+
+def confirm_token(preview: Preview) -> tuple[str, str] | None:
+    """What the user types to confirm a wide removal, and why it is asked:
+    the count of runs and checkpoints removed when above one, the session's
+    id for a clear. None: Confirm alone will do."""
+    from lovia_tui.core.previews import (
+        ClearPreview,
+        DeleteRunsPreview,
+        RewindPreview,
+    )
+
+    if isinstance(preview, ClearPreview):
+        return preview.session_id, "this removes the whole session"
+    removed = 0
+    if isinstance(preview, RewindPreview):
+        removed = len(preview.runs_deleted) + len(preview.checkpoints)
+    elif isinstance(preview, DeleteRunsPreview):
+        removed = len(preview.checkpoints)
+    if removed > 1:
+        return str(removed), f"this removes {removed} runs and checkpoints"
+    return None
 
 
 def preview_text(lines: list[str]) -> Text:
@@ -70,11 +102,13 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         lines: list[str],
         *,
         noop: bool,
-        fields: list[FormField] = (),
+        fields: Sequence[FormField] = (),
         ask_reason: bool = True,
+        token: tuple[str, str] | None = None,
         alternative: str | None = None,
     ) -> None:
         super().__init__()
+        self.token = None if noop else token
         self.alternative = alternative
         self.ask_reason = ask_reason and not noop
         self.title_text = title
@@ -105,9 +139,18 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                     "The rows are journaled first: u (undo) puts back what the last line above says.",
                     classes="dim",
                 )
+            if self.token:
+                value, why = self.token
+                yield Label(f"{why.capitalize()}: type {value} to confirm")
+                yield Input(id="typed", placeholder=value)
             with Horizontal(classes="dialog-buttons"):
                 if not self.noop:
-                    yield Button("Confirm", id="confirm", variant="error")
+                    yield Button(
+                        "Confirm",
+                        id="confirm",
+                        variant="error",
+                        disabled=self.token is not None,
+                    )
                 if self.alternative:
                     yield Button(self.alternative, id="alternative", variant="success")
                 if self.fields:
@@ -115,18 +158,48 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#cancel" if self.noop else "#confirm", Button).focus()
+        # The Reason first, even above option fields (shift+tab reaches
+        # them): a reason typed at once is kept, not typed into an option.
+        fields = self.query("#reason")
+        if not len(fields):
+            fields = self.query("Input, Select")
+        if len(fields):
+            fields.first().focus()
+        else:
+            self.query_one("#cancel" if self.noop else "#confirm", Button).focus()
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        """Enter in a field moves on (to the next field, then Confirm): it
+        never confirms by itself, nor leaves the confirmation mistyped."""
+        event.stop()
+        confirm = self.query("#confirm").results(Button)
+        if event.input.id == "typed" and any(button.disabled for button in confirm):
+            return
+        self.focus_next()
+
+    @on(Input.Changed, "#typed")
+    def _typed(self, event: Input.Changed) -> None:
+        # The dialog may be closing already (its widgets gone): nothing to do.
+        for button in self.query("#confirm").results(Button):
+            button.disabled = not self.token or event.value.strip() != self.token[0]
 
     def _values(self) -> dict[str, str]:
         values = {}
         for spec in self.fields:
             widget = self.query_one(f"#field-{spec.name}")
+            assert isinstance(widget, Input | Select)
             value = widget.value
             values[spec.name] = "" if value is Select.NULL else str(value)
         return values
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:
+        if (
+            self.token
+            and self.query_one("#typed", Input).value.strip() != self.token[0]
+        ):
+            return
         reason = (
             self.query_one("#reason", Input).value.strip() or None
             if self.ask_reason
@@ -184,6 +257,11 @@ class ForceScreen(ModalScreen[bool]):
             self.token,
             printable(self.token),
         }
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.focus_next()
 
     @on(Button.Pressed, "#force")
     def _force(self) -> None:

@@ -1,6 +1,6 @@
 """Rewind, fork, trim, clear, delete, finalize and undo from the inspector.
 
-A mixin of the inspector. Every action goes: preview (core) → dialog with
+A part of the inspector. Every action goes: preview (core) → dialog with
 exactly what will be removed → confirm → ``perform`` through lovia, journaled
 first → every view refreshed. A live run is refused unless the user types
 its id to force it.
@@ -11,20 +11,21 @@ app does not need them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
 
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
+from lovia_tui.kinds import Group
+from lovia_tui.screens.inspector_base import Build, InspectorBase
 
 if TYPE_CHECKING:
     from lovia_tui.core.fork import ForkPreview
     from lovia_tui.core.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
 
-Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
 FORK_INSTEAD = "Fork instead (keeps this session)"
 
 
@@ -39,36 +40,16 @@ def _counts(counts: dict[str, int]) -> str:
     )
 
 
-class ActionFlows:
+class ActionFlows(InspectorBase):
     """The destructive actions; all of them hidden in read-only mode."""
-
-    def _entry_index(self) -> int | None:
-        row = self.transcript.current_row
-        if row is not None and row.segment is not None and row.segment.counting:
-            self.notify(
-                "the session's entries are still being counted; try again in a moment",
-                severity="warning",
-            )
-            return None
-        if (
-            self.session_key is None
-            or row is None
-            or row.entry is None
-            or row.entry.index is None
-        ):
-            self.notify(
-                "put the cursor on an entry of the session (not of an in-flight run)",
-                severity="warning",
-            )
-            return None
-        return row.entry.index
 
     def action_rewind_here(self) -> None:
         from lovia_tui.core.session_plans import preview_rewind
 
-        index = self._entry_index()
-        if index is not None:
-            sid = self.session_key[1]
+        selection = self.selection
+        index, key = selection.entry_index, selection.session
+        if index is not None and key is not None:
+            sid = key[1]
             self.action_flow(
                 f"Rewind {sid} to before entry {index}",
                 lambda values, force: preview_rewind(
@@ -78,13 +59,14 @@ class ActionFlows:
                     force=force,
                     stale_after=self.stale_after,
                 ),
-                fork_instead=index,
+                fork_instead=(sid, index),
             )
 
     def action_fork_here(self) -> None:
-        index = self._entry_index()
-        if index is not None:
-            self._fork(self.session_key[1], index)
+        selection = self.selection
+        index, key = selection.entry_index, selection.session
+        if index is not None and key is not None:
+            self._fork(key[1], index)
 
     def _fork(self, sid: str, index: int) -> None:
         """Fork the session before entry ``index`` (a web chat: before its user turn)."""
@@ -99,9 +81,10 @@ class ActionFlows:
     def action_rewind_turn(self) -> None:
         from lovia_tui.core.session_plans import preview_rewind, user_turn_start
 
-        index = self._entry_index()
-        if index is not None:
-            sid = self.session_key[1]
+        selection = self.selection
+        index, key = selection.entry_index, selection.session
+        if index is not None and key is not None:
+            sid = key[1]
 
             async def build(values: dict[str, str], force: bool) -> Preview:
                 keep = await user_turn_start(self.workspace, sid, index)
@@ -112,16 +95,17 @@ class ActionFlows:
             self.action_flow(
                 f"Rewind {sid} to before this user turn (edit and resend)",
                 build,
-                fork_instead=index,
+                fork_instead=(sid, index),
             )
 
     def action_trim(self) -> None:
         from lovia_tui.core.session_plans import preview_trim
         from lovia_tui.screens.action_dialog import FormField
 
-        if self.session_key is None:
+        key = self.selection.session
+        if key is None:
             return
-        sid = self.session_key[1]
+        sid = key[1]
         fields = [
             FormField("keep_chars", "Keep characters of each old output", "400"),
             FormField("keep_runs", "Keep the last N runs untouched", "1"),
@@ -140,9 +124,10 @@ class ActionFlows:
     def action_clear_session(self) -> None:
         from lovia_tui.core.session_plans import preview_clear
 
-        if self.session_key is None:
+        key = self.selection.session
+        if key is None:
             return
-        sid = self.session_key[1]
+        sid = key[1]
         self.action_flow(
             f"Clear session {sid}",
             lambda values, force: preview_clear(
@@ -153,7 +138,7 @@ class ActionFlows:
     def action_delete_run(self) -> None:
         from lovia_tui.core.run_plans import preview_delete_runs
 
-        run = self.runs.selected
+        run = self.selection.run
         if run is not None:
             self.action_flow(
                 f"Delete the checkpoint of run {run.run_id}",
@@ -192,7 +177,7 @@ class ActionFlows:
         from lovia_tui.core.run_plans import preview_finalize
         from lovia_tui.screens.action_dialog import FormField
 
-        run = self.runs.selected
+        run = self.selection.run
         if run is None:
             return
         linked = self.runs.links.get(run.run_id)
@@ -220,14 +205,14 @@ class ActionFlows:
 
         self.action_flow(f"Finalize run {run.run_id} into its session", build, fields)
 
-    @work(exclusive=True, group="action")
+    @work(exclusive=True, group=Group.ACTION)
     async def action_flow(
         self,
         title: str,
         build: Build,
-        fields: list[FormField] = (),
+        fields: Sequence[FormField] = (),
         *,
-        fork_instead: int | None = None,
+        fork_instead: tuple[str, int] | None = None,
     ) -> None:
         """Preview, confirm (or preview again with new options), perform, refresh.
 
@@ -239,13 +224,19 @@ class ActionFlows:
         from lovia_tui.core.actions import perform
         from lovia_tui.core.describe import describe
         from lovia_tui.core.fork import ForkPreview, perform_fork
-        from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen, FormField
+        from lovia_tui.screens.action_dialog import (
+            ActionScreen,
+            ForceScreen,
+            FormField,
+            confirm_token,
+        )
 
         values = {spec.name: spec.value for spec in fields}
         force = False
+        preview: Preview | None = None
         while True:
             try:
-                preview = await build(values, force)
+                built = await build(values, force)
             except LiveRunError as exc:
                 token = str(exc).split()[1] if str(exc).startswith("run ") else "force"
                 if not force and await self.app.push_screen_wait(
@@ -266,7 +257,7 @@ class ActionFlows:
                     self.notify(str(exc), severity="error")
                     return
             else:
-                lines = describe(preview)
+                preview, lines = built, describe(built)
             shown = [
                 FormField(
                     spec.name,
@@ -282,17 +273,20 @@ class ActionFlows:
                     lines,
                     noop=preview is None or preview.noop,
                     fields=shown,
+                    token=confirm_token(preview) if preview else None,
                     alternative=None if fork_instead is None else FORK_INSTEAD,
                 )
             )
             if answer is not None and answer.alternative:
-                self._fork(self.session_key[1], fork_instead)
+                self._fork(*fork_instead)
                 return
             if answer is None:
                 return
             if not answer.confirm or answer.values != values:
                 values = answer.values
                 continue
+            if preview is None:  # a dialog with nothing to do offers no Confirm
+                return
             act = perform_fork if isinstance(preview, ForkPreview) else perform
             try:
                 result = await act(self.workspace, preview, reason=answer.reason)
@@ -314,7 +308,7 @@ class ActionFlows:
             self.notify(warning, severity="warning")
         self.action_refresh()
 
-    @work(exclusive=True, group="action")
+    @work(exclusive=True, group=Group.ACTION)
     async def action_undo(self, entry_id: int | None = None) -> None:
         """Undo an action (the newest on the open files), after saying what it was."""
         from lovia_tui.core.actions import undo

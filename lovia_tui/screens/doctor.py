@@ -1,8 +1,10 @@
 """The Doctor view: every finding of the doctor, its fix one key away.
 
 Pushed over the inspector (``!``). A fix goes through the inspector's own
-flows: ``action_flow`` (preview, confirm, perform, journal, refresh) for
-actions, ``_preflight_flow`` (preflight dialog, then the console) for replay
+flows, as :class:`~lovia_tui.screens.inspector_base.InspectorBase` declares
+them (this module never imports the inspector, which imports it on first
+use): ``action_flow`` (preview, confirm, perform, journal, refresh) for
+actions, ``preflight_flow`` (preflight dialog, then the console) for replay
 and resume. Once a fix is done the doctor runs again and the list refreshes.
 """
 
@@ -19,7 +21,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
@@ -29,18 +30,19 @@ from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.previews import Preview
+from lovia_tui.kinds import Group
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
-    from lovia_tui.screens.inspector import InspectorScreen
+    from lovia_tui.screens.inspector_base import InspectorBase
 
 PROGRESS_EVERY = 0.1
 FIXES = ("fix", "fix_instead")
 
 
-def open_doctor(inspector: InspectorScreen) -> None:
+def open_doctor(inspector: InspectorBase) -> None:
     """The inspector's ``doctor`` command: show the Doctor view over it."""
     inspector.app.push_screen(DoctorScreen(inspector))
 
@@ -51,7 +53,7 @@ async def _finished(worker: Worker) -> None:
         await worker.wait()
 
 
-class DoctorScreen(WorkerErrors, Screen):
+class DoctorScreen(WorkerErrors):
     """Findings in a table, the highlighted one in full below with its fix."""
 
     DEFAULT_CSS = """
@@ -84,7 +86,7 @@ class DoctorScreen(WorkerErrors, Screen):
 
     def __init__(
         self,
-        inspector: InspectorScreen,
+        inspector: InspectorBase,
         *,
         older_than_days: float = DEFAULT_OLDER_THAN_DAYS,
     ) -> None:
@@ -99,7 +101,9 @@ class DoctorScreen(WorkerErrors, Screen):
     def compose(self) -> ComposeResult:
         yield Label("Doctor · reading…", id="doctor-title", markup=False)
         yield ProgressBar(total=1.0, show_eta=False, id="doctor-progress")
-        table = DataTable(id="doctor-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(
+            id="doctor-table", cursor_type="row", zebra_stripes=True
+        )
         table.add_columns("severity", "kind", "run", "session", "finding")
         yield table
         yield Static(id="doctor-detail")
@@ -121,7 +125,7 @@ class DoctorScreen(WorkerErrors, Screen):
 
     # ----- the audit -----
 
-    @work(exclusive=True, group="doctor")
+    @work(exclusive=True, group=Group.DOCTOR)
     async def run_doctor(self) -> None:
         shown = 0.0
 
@@ -222,7 +226,7 @@ class DoctorScreen(WorkerErrors, Screen):
     def action_fix_instead(self, action: FixAction) -> None:
         self.action_fix(action)
 
-    @work(exclusive=True, group="action-doctor")
+    @work(exclusive=True, group=Group.DOCTOR_FIX)
     async def apply_fix(
         self, finding: Finding, action: FixAction, instead: FixAction | None
     ) -> None:
@@ -230,22 +234,28 @@ class DoctorScreen(WorkerErrors, Screen):
         inspector = self.inspector
         if action in RUN_FIXES:
             assert finding.run_id is not None
-            self.busy = f"{action} of {finding.run_id}: see the console (esc)"
+            self.busy = f"{action} of {finding.run_id}: waiting for its preflight"
             self._title()
             await _finished(
-                inspector._preflight_flow(
-                    action, finding.run_id, delete_on_success=True
-                )
+                inspector.preflight_flow(action, finding.run_id, delete_on_success=True)
             )
-            for worker in [
+            going = [
                 w
                 for w in self.app.workers
-                if w.group == "console" and not w.is_finished
-            ]:
+                if w.group == Group.CONSOLE and not w.is_finished
+            ]
+            if going:  # confirmed: now it runs
+                self.busy = f"{action} of {finding.run_id}: see the console (esc)"
+                self._title()
+            for worker in going:
                 await _finished(worker)
         elif action == "undo" and finding.fix is not None:
             await _finished(inspector.action_undo(finding.fix.journal_entry))
         else:
+            # Busy until the dialog is answered and the fix done: an audit
+            # finishing meanwhile is not the one after the fix.
+            self.busy = f"{action}: waiting for its dialog"
+            self._title()
             fields = self._fields(finding, action, instead)
 
             def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from lovia_tui.core.errors import os_error_text
@@ -29,6 +30,9 @@ from lovia_tui.core.export import (
     target_state,
 )
 from lovia_tui.core.formatting import printable
+
+if TYPE_CHECKING:
+    from lovia_tui.screens.inspector_base import InspectorBase
 
 FORMAT_NAMES = {"md": "Markdown", "json": "JSON"}
 
@@ -113,7 +117,7 @@ def _problem(path: Path, state: str) -> str:
     return f"{path} exists and is not a regular file; choose another name"
 
 
-async def export_flow(screen: Screen, key: tuple[str, str], fmt: str) -> None:
+async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:
     """Ask for the file (run as a worker of ``screen``), then export into it."""
     session_id = key[1]
     path = await asyncio.to_thread(free_path, Path.cwd(), session_id, fmt)

@@ -36,7 +36,9 @@ class GotoProvider(Provider):
         ]
         targets += [
             (
-                printable(f"Go to run {run.run_id} · {run.status} · {run.agent_name}"),
+                printable(
+                    f"Go to run {run.run_id} · {screen.runs.status_of(run)} · {run.agent_name}"
+                ),
                 partial(screen.go_to_run, run.run_id),
                 "run",
             )

@@ -41,7 +41,7 @@ class HelpScreen(ModalScreen):
         for key, what in MOVING:
             table.add_row(key, what)
         for binding in Transcript.BINDINGS:
-            if binding.show:
+            if isinstance(binding, Binding) and binding.show:
                 table.add_row(
                     key_label(binding.key), f"{binding.description}: {binding.tooltip}"
                 )

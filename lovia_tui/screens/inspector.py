@@ -7,101 +7,49 @@ user has already left is dropped.
 
 from __future__ import annotations
 
-import gc
-from dataclasses import dataclass, replace
-
-from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Label, Static
 
-from lovia_tui import messages
-from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS, bindings
-from lovia_tui.core import queries
-from lovia_tui.core.entries import dangling_calls
+from lovia_tui.commands import (
+    INSPECTOR_COMMANDS,
+    PINNED,
+    RUN_STATUS_FILTERS,
+    bindings,
+)
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.models import RunInfo, SessionSummary
-from lovia_tui.core.previews import DEFAULT_STALE_AFTER
-from lovia_tui.core.run_list import RunList
+from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
+from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
+from lovia_tui.screens.run_reads import RunReads
+from lovia_tui.screens.session_reads import FirstPage, SessionReads
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
-from lovia_tui.screens.worker_errors import EXPECTED, WorkerErrors
+from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
-from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
-from lovia_tui.widgets.sessions_pane import SessionKey, SessionsPane
+from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
-FIRST_PAGE = 200
-HIGHLIGHT_SETTLE = 0.06
 FOCUS_AT_THE_LATEST = 0.3
 """Seconds after a jump to a session when its transcript takes the focus even
 if its rows have not arrived (they normally arrive first, with the focus)."""
 NARROW_WIDTH = 100
-PANES = ("sessions", "transcript", "runs")
-SESSION_ACTIONS = {
-    "rewind_here",
-    "rewind_turn",
-    "fork_here",
-    "trim",
-    "clear_session",
-    "export",
-}
-RUN_ACTIONS = {"delete_run", "finalize"}
-MUTATIONS = {
-    "rewind_here",
-    "fork_here",
-    "rewind_turn",
-    "trim",
-    "clear_session",
-    "delete_run",
-    "delete_runs_by_filter",
-    "finalize",
-    "undo",
-    "resume",
-    "replay",
-}
-
-
-@dataclass(frozen=True)
-class FirstPage:
-    """The newest sessions and the summaries of a screenful of them, read
-    before the screen is composed so that its first frame shows them."""
-
-    keys: list[SessionKey]
-    summaries: dict[SessionKey, SessionSummary]
-    runs: RunList | None = None
-    """The newest checkpoints' first rows (``RunList.first_rows``)."""
-
-    @classmethod
-    async def read(cls, workspace: Workspace, rows: int) -> FirstPage | None:
-        try:
-            keys = await workspace.recent_sessions(FIRST_PAGE)
-            page = cls(keys, await workspace.summaries(keys[:rows]))
-        except EXPECTED:
-            return None  # the screen's own worker reads again and says why
-        runs = RunList(workspace.checkpoint_dbs, workspace.links, DEFAULT_STALE_AFTER)
-        try:
-            await runs.first_rows(rows)
-        except EXPECTED:
-            return page  # the runs pane's own walk reads again and says why
-        return replace(page, runs=runs)
+PANES = tuple(pane.value for pane in Pane)
 
 
 class InspectorScreen(
-    WorkerErrors,
+    SessionReads,
+    RunReads,
     TranscriptFlows,
     SessionSearch,
     ActionFlows,
     LiveTail,
     RunFlows,
-    Screen,
 ):
     """Sessions | transcript | runs, with the selected run's head and dangling calls."""
 
@@ -114,16 +62,17 @@ class InspectorScreen(
         *,
         stale_after: float,
         first_page: FirstPage | None = None,
+        agent_spec: str | None = None,
+        deps_spec: str | None = None,
     ) -> None:
-        super().__init__()
-        self.workspace = workspace
+        super().__init__(
+            workspace,
+            stale_after=stale_after,
+            agent_spec=agent_spec,
+            deps_spec=deps_spec,
+        )
         self.first_page = first_page
-        self.stale_after = stale_after
-        self.session_key: SessionKey | None = None
-        self.run_raw = False
-        self.pending_row: str | None = None
         self.described = False
-        self.runs_loaded = False
 
     # ----- layout -----
 
@@ -140,23 +89,11 @@ class InspectorScreen(
                 )
                 yield Transcript(id="transcript")
             yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
-        yield KeyBar()
-
-    @property
-    def sessions(self) -> SessionsPane:
-        return self.query_one(SessionsPane)
-
-    @property
-    def runs(self) -> RunsPane:
-        return self.query_one(RunsPane)
-
-    @property
-    def transcript(self) -> Transcript:
-        return self.query_one(Transcript)
+        yield KeyBar(pinned=PINNED, shown=self._on_key_bar)
 
     def on_mount(self) -> None:
         self.start_live()  # first: it decides each file's watch mode, which the status line shows
-        self._describe_files()
+        self.describe_files()
         if self.first_page:
             self.sessions.summaries.update(self.first_page.summaries)
             self._show_sessions(self.first_page.keys)
@@ -170,7 +107,7 @@ class InspectorScreen(
         self.set_class(self.size.width < NARROW_WIDTH, "narrow")
         self._show_focused_pane()
 
-    def _describe_files(self) -> None:
+    def describe_files(self) -> None:
         parts = []
         for db in self.workspace.databases:
             stores = "+".join(
@@ -194,161 +131,8 @@ class InspectorScreen(
         """Ages and staleness move with time, without any key press."""
         self.runs.row_list.refresh_changed()
         self.sessions.row_list.refresh_changed()
-        self._title_transcript()
-
-    # ----- sessions -----
-
-    @work(exclusive=True, group="sessions")
-    async def load_sessions(self) -> None:
-        """First the newest page (a short walk), then the full index in the background."""
-        if self.first_page is None:
-            keys = await self.workspace.recent_sessions(FIRST_PAGE)
-            self.post_message(messages.SessionsLoaded(keys))
-        else:
-            keys, self.first_page = self.first_page.keys, None
-        index: dict[SessionKey, int] = {}
-        for db in self.workspace.session_dbs:
-            async for chunk, _ in queries.session_index(db):
-                for session_id, (_, last_id) in chunk.items():
-                    key = (str(db.path), session_id)
-                    index[key] = max(index.get(key, 0), last_id)
-        first = set(keys)
-        rest = sorted(
-            (k for k in index if k not in first), key=lambda k: index[k], reverse=True
-        )
-        self.post_message(messages.SessionsLoaded(keys + rest))
-        # The index is most of what lives as long as the app: keeping it out of
-        # full garbage collections spares the UI their ~90 ms pauses.
-        gc.freeze()
-
-    def on_sessions_loaded(self, message: messages.SessionsLoaded) -> None:
-        self._show_sessions(message.keys)
-
-    def _show_sessions(self, keys: list[SessionKey]) -> None:
-        pane = self.sessions
-        pane.set_keys(keys)
-        if self.session_key is None and self.run_view is None and pane.selected:
-            self._select_session(pane.selected)
-        self.fetch_visible_summaries()
-
-    def fetch_visible_summaries(self) -> None:
-        pane = self.sessions
-        if not all(key in pane.summaries for key in pane.visible_keys()):
-            self._read_summaries()
-
-    @work(exclusive=True, group="summaries")
-    async def _read_summaries(self) -> None:
-        pane = self.sessions
-        # A screenful ahead each way: scrolling row by row then reads once a
-        # screen, not once a key.
-        found = await self.workspace.summaries(
-            key for key in pane.visible_keys(margin=1) if key not in pane.summaries
-        )
-        if found:
-            self.post_message(messages.SummariesLoaded(found))
-
-    def on_summaries_loaded(self, message: messages.SummariesLoaded) -> None:
-        pane = self.sessions
-        pane.summaries.update(message.summaries)
-        # Redraw only the rows that got their summary, not the whole list.
-        top = int(pane.row_list.scroll_offset.y)
-        for offset, key in enumerate(pane.visible_keys()):
-            if key in message.summaries:
-                pane.row_list.refresh_line(top + offset)
-
-    @on(RowList.Highlighted, "#sessions")
-    def _session_highlighted(self, event: RowList.Highlighted) -> None:
-        self.fetch_visible_summaries()
-        key = self.sessions.selected
-        if key and key != self.session_key:
-            self._select_session(key, settle=HIGHLIGHT_SETTLE)
-
-    @on(RowList.Selected, "#sessions")
-    def _session_chosen(self) -> None:
-        self.action_focus_pane("transcript")
-
-    def _select_session(self, key: SessionKey, *, settle: float = 0.0) -> None:
-        first = self.session_key is None
-        self.session_key = key
-        self.run_view = None
-        if first:
-            # Only whether a session is selected matters to the bindings; a
-            # refresh on every move would recompose the footer per key press.
-            self.refresh_bindings()
-        self.runs.highlight_session(key)
-        self.query_one("#transcript-title", Label).update(
-            printable(f"Transcript · {key[1]} · loading…"), layout=False
-        )
-        if self.runs_loaded:
-            # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
-            self.load_transcript(key, settle)
-
-    # ----- runs -----
-
-    def load_runs(self) -> None:
-        """The runs pane walks the files; RunsLoaded comes once its links are known."""
-        self.runs.load(self.workspace)
-
-    def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
-        first = not self.runs_loaded
-        self.runs_loaded = True
-        # Resume, replay, delete... depend on the selected run: the footer too.
-        self.refresh_bindings()
-        if first and self.session_key:
-            self.load_transcript(self.session_key)
-        self.sessions.badges = self._session_badges(message.runs, message.links)
-        self.sessions.row_list.refresh()
-        if self.session_key:
-            self.runs.highlight_session(self.session_key)
-        self._show_run(self.runs.selected)
-
-    def _session_badges(self, runs: list[RunInfo], links) -> dict[SessionKey, str]:
-        badges: dict[SessionKey, str] = {}
-        for run in runs:
-            link = links.get(run.run_id)
-            status = self.runs.status_of(run)
-            if link and status != "completed":
-                badges[(str(link.file), link.session_id)] = (
-                    "live" if status == "running" else status
-                )
-        return badges
-
-    @on(RowList.Highlighted, "#runs")
-    def _run_highlighted(self) -> None:
-        self.refresh_bindings()
-        self._show_run(self.runs.selected)
-
-    @on(RowList.Selected, "#runs")
-    def _run_chosen(self) -> None:
-        self.action_jump_to_session()
-
-    def _show_run(self, run: RunInfo | None) -> None:
-        detail = self.query_one(RunDetail)
-        link = self.runs.links.get(run.run_id) if run else None
-        detail.show(run, link, [], [], raw=self.run_raw, stale_after=self.stale_after)
-        if run:
-            self.load_run_detail(run)
-
-    @work(exclusive=True, group="run-detail")
-    async def load_run_detail(self, run: RunInfo) -> None:
-        entries, problems = await queries.snapshot_entries(
-            self.workspace.database(run.file), run.run_id
-        )
-        calls = dangling_calls([entry.data for entry in entries])
-        self.post_message(messages.RunDetailLoaded(run.run_id, calls, problems))
-
-    def on_run_detail_loaded(self, message: messages.RunDetailLoaded) -> None:
-        run = self.runs.selected
-        if run is None or run.run_id != message.run_id:
-            return
-        self.query_one(RunDetail).show(
-            run,
-            self.runs.links.get(run.run_id),
-            message.dangling,
-            message.problems,
-            raw=self.run_raw,
-            stale_after=self.stale_after,
-        )
+        self.query_one(RunDetail).tick()
+        self.title_transcript()
 
     # ----- actions -----
 
@@ -362,15 +146,24 @@ class InspectorScreen(
         self._show_focused_pane()
 
     def action_cycle_pane(self, step: int) -> None:
-        current = next(
-            (
-                name
-                for name in PANES
-                if self.query_one(f"#{name}-pane").has_class("focused")
-            ),
-            PANES[0],
-        )
-        self.action_focus_pane(PANES[(PANES.index(current) + step) % len(PANES)])
+        panes = list(Pane)
+        current = panes.index(self.focused_pane or Pane.SESSIONS)
+        self.action_focus_pane(panes[(current + step) % len(panes)])
+
+    def back_a_pane(self) -> None:
+        """Esc with nothing to close: the pane before this one (at 80 columns,
+        where one pane shows at a time, the way back)."""
+        panes = list(Pane)
+        current = panes.index(self.focused_pane or Pane.SESSIONS)
+        if current:
+            self.action_focus_pane(panes[current - 1])
+
+    def action_copy_id(self) -> None:
+        """``y``: the id under the cursor to the clipboard (OSC 52)."""
+        text = self.selection.id_under_cursor
+        if text:
+            self.app.copy_to_clipboard(text)
+            self.notify(f"copied {text}")
 
     def on_descendant_focus(self) -> None:
         self._show_focused_pane()
@@ -385,15 +178,11 @@ class InspectorScreen(
             )
 
     def action_toggle_raw(self) -> None:
-        if self.focused is self.transcript:
+        if self.focused_pane is Pane.TRANSCRIPT:
             self.transcript.action_raw()
             return
         self.run_raw = not self.run_raw
         self._show_run(self.runs.selected)
-
-    def action_jump_to_session(self) -> None:
-        if self.runs.selected is not None:
-            self.open_run(self.runs.selected)
 
     def open_run(self, run: RunInfo) -> None:
         """Show a run in the transcript: at its session's seam, or alone if unlinked."""
@@ -407,35 +196,40 @@ class InspectorScreen(
             return
         key = (str(link.file), link.session_id)
         row = (
-            f"seam:{run.run_id}"
-            if run.status != "completed" or link.kind == "web"
+            seam_key(run.run_id)
+            if run.status != RunStatus.COMPLETED or link.kind == "web"
             else None
         )
         self.go_to_session(key, focus_row=row)
 
-    def go_to_session(self, key: SessionKey, *, focus_row: str | None = None) -> None:
+    def go_to_session(
+        self, key: SessionKey, *, focus_row: str | None = None, focus: bool = True
+    ) -> None:
         pane = self.sessions
         # One scan of the list (130,000 keys at a million segments), not three.
         position = _position(pane.shown, key)
-        if position is None and (pane.filter_text or pane.matches is not None):
+        if position is None and pane.narrowed:
             self.action_back()
             position = _position(pane.shown, key)
         self.pending_row = focus_row
         self._select_session(key)
         if position is not None:
             pane.row_list.cursor = position
-        # The focus moves with the new rows: moved now, it would repaint the
-        # old session's rows and the panes while the new ones are read.
-        self.focus_when_loaded = True
-        self.set_timer(FOCUS_AT_THE_LATEST, self._focus_loaded)
+        if focus:
+            # The focus moves with the new rows: moved now, it would repaint
+            # the old session's rows and the panes while the new ones are read.
+            self.focus_when_loaded = True
+            self.set_timer(FOCUS_AT_THE_LATEST, self.focus_loaded)
 
     def go_to_run(self, run_id: str) -> None:
         if self.runs.select_run(run_id):
             self.action_focus_pane("runs")
 
     def action_runs_filter(self, status: str) -> None:
+        """Filter the runs list, from any pane: the Runs pane shows the result."""
         self.runs.status_filter = status
         self.runs.apply_filter()
+        self.action_focus_pane(Pane.RUNS)
 
     def action_pager(self) -> None:
         row = self.transcript.current_row
@@ -446,18 +240,17 @@ class InspectorScreen(
         open_in_pager(self.app, row)
 
     def action_export(self, fmt: str) -> None:
-        if self.session_key is None:
-            self.notify("select a session first", severity="warning")
+        key = self.selection.session
+        if key is None:
             return
         from lovia_tui.screens.export_dialog import export_flow
 
-        self.run_worker(
-            export_flow(self, self.session_key, fmt),
-            group="action-export",
-            exclusive=True,
-        )
+        self.run_worker(export_flow(self, key, fmt), group=Group.EXPORT, exclusive=True)
 
     def action_refresh(self) -> None:
+        """Re-read every pane: sessions (their counts and titles too), runs,
+        the transcript."""
+        self.sessions.forget_summaries()
         self.load_sessions()
         self.load_runs()
         self.reload_transcript()
@@ -474,32 +267,6 @@ class InspectorScreen(
 
     def action_quit(self) -> None:
         self.app.exit()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        run = self.runs.selected if self.is_mounted else None
-        if action in MUTATIONS and self.workspace.readonly:
-            return None  # hidden: the files are open read-only
-        if action in SESSION_ACTIONS:
-            return None if self.session_key is None else True
-        if action in RUN_ACTIONS:
-            return None if run is None else True
-        if action == "resume":
-            return (
-                None
-                if run is None or run.status == "completed" or self.workspace.readonly
-                else True
-            )
-        if action == "replay":
-            return (
-                None
-                if run is None or run.status != "completed" or self.workspace.readonly
-                else True
-            )
-        if action == "cancel_run":
-            return True if self.run_going else None
-        if action == "jump_to_session":
-            return None if run is None else True
-        return True
 
 
 def _position(keys: list[SessionKey], key: SessionKey) -> int | None:

@@ -1,6 +1,6 @@
 """Live tail: watch every open file and follow runs while they happen.
 
-A mixin of the inspector. One worker per database loops over the core's
+A part of the inspector. One worker per database loops over the core's
 ``live_changes`` (a file watch confirmed by ``data_version``, or polling)
 and hands each burst of changes to the screen through a ``ChangeFeed``.
 """
@@ -18,6 +18,8 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
 from lovia_tui.core.watch import CommitWatch
+from lovia_tui.kinds import Group, Pane
+from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
@@ -35,14 +37,12 @@ async def _until_readable(db: Database) -> None:
             continue
 
 
-class LiveTail:
+class LiveTail(InspectorBase):
     """Keeps every view current without a key press; `f` toggles following."""
 
     tails: dict[Path, Tail]
     watch_modes: dict[Path, str]
     follow_enabled: bool = True
-    followed: tuple[Path, str] | None = None
-    run_view: str | None = None
 
     def start_live(self) -> None:
         """Watch every file: first thing on mount, so a view loaded next is followed."""
@@ -54,7 +54,7 @@ class LiveTail:
                 continue
             self.run_worker(
                 self._live(db),
-                group=f"live:{db.path}",
+                group=Group.LIVE.of(db.path),
                 exclusive=True,
                 exit_on_error=False,
             )
@@ -86,7 +86,7 @@ class LiveTail:
 
     def on_live_changed(self, message: messages.LiveChanged) -> None:
         changes = message.feed.take()
-        self._describe_files()
+        self.describe_files()
         if changes.stores_changed or changes.sessions_changed:
             self.action_refresh()
             return
@@ -96,6 +96,10 @@ class LiveTail:
             self.sessions.bring_to_front(
                 [(str(message.path), s.session_id) for s in changes.segments]
             )
+        if rewritten := changes.rewritten_sessions:
+            # A rewind or trim elsewhere: their run counts and titles changed.
+            self.sessions.outdated |= {(str(message.path), sid) for sid in rewritten}
+        if changes.segments or rewritten:
             self.fetch_visible_summaries()
         key = self.session_key
         if self.run_view and any(
@@ -107,37 +111,17 @@ class LiveTail:
             if key[1] in touched:
                 self.load_transcript(key)
                 return
-        self._update_seams(changes)
+        transcript = self.transcript
+        transcript.set_seam_statuses(
+            {head.run_id: head.status for head in changes.heads}
+        )
         entries = changes.run_entries
         if entries and self.followed == (message.path, entries.run_id):
-            run = self._seam_run(entries.run_id)
+            run = transcript.seam_run(entries.run_id)
             if run is not None:
-                offset = sum(
-                    1
-                    for row in self.transcript.rows
-                    if row.kind == "entry"
-                    and row.run is not None
-                    and row.run.run_id == run.run_id
-                )
-                self.transcript.extend(run_entry_rows(run, entries, offset))
-                self._title_transcript()
-
-    def _update_seams(self, changes) -> None:
-        statuses = {head.run_id: head.status for head in changes.heads}
-        for row in self.transcript.rows:
-            if (
-                row.kind == "seam"
-                and row.run is not None
-                and row.run.run_id in statuses
-            ):
-                row.extra["status"] = statuses[row.run.run_id]
-        self.transcript.refresh()
-
-    def _seam_run(self, run_id: str) -> RunInfo | None:
-        for row in self.transcript.rows:
-            if row.kind == "seam" and row.run is not None and row.run.run_id == run_id:
-                return row.run
-        return None
+                offset = transcript.entries_of_run(run.run_id)
+                transcript.extend(run_entry_rows(run, entries, offset))
+                self.title_transcript()
 
     def follow_inflight(self, run_seqs: dict[str, int]) -> None:
         """Follow the running checkpoint shown at the seam, from the batch shown."""
@@ -147,7 +131,7 @@ class LiveTail:
         if not self.follow_enabled:
             return
         for run_id, seq in run_seqs.items():
-            run = self._seam_run(run_id)
+            run = self.transcript.seam_run(run_id)
             if run is not None and run.status == "running" and run.file in self.tails:
                 self.tails[run.file].follow_run(run_id, seq)
                 self.followed = (run.file, run_id)
@@ -182,7 +166,7 @@ class LiveTail:
         self.runs.highlight_session(None)
         self.load_run_view(run)
 
-    @work(exclusive=True, group="transcript")
+    @work(exclusive=True, group=Group.TRANSCRIPT)
     async def load_run_view(self, run: RunInfo) -> None:
         rows, seq = await inflight_rows(
             self.workspace.database(run.file), run, self.runs.status_of(run)
@@ -194,11 +178,12 @@ class LiveTail:
             return
         self.transcript.show(message.rows)
         self.follow_inflight({message.run_id: message.last_seq})
-        self._title_transcript()
+        self.title_transcript()
 
     def action_follow(self) -> None:
         """Follow the run selected in the runs pane, or toggle following."""
-        run = self.runs.selected if self.focused is self.runs.row_list else None
+        selection = self.selection
+        run = selection.run if selection.pane is Pane.RUNS else None
         if run is not None and (
             self.followed is None or self.followed[1] != run.run_id
         ):

@@ -2,11 +2,14 @@
 
 Nothing runs from here: the dialog returns the user's choices, and the
 inspector re-checks them with the core preflight before anything starts.
+Starting is deliberate: the focus opens in the first field, never on the
+button that starts the run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -45,6 +48,30 @@ class PreflightChoice:
     max_turns: int | None
     delete_on_success: bool
     force: bool
+
+
+FIRST_LOOK = PreflightChoice(
+    go=False,
+    session_id=None,
+    no_session=False,
+    max_turns=None,
+    delete_on_success=False,
+    force=False,
+)
+"""The options of a first preflight, before the user chose any: the core's defaults."""
+
+IN_THE_APP = {
+    "(--session SID)": "(below)",
+    "(--no-session)": f"(choose {NO_SESSION})",
+    "(--force overrides)": "(typing the run's id below overrides)",
+}
+"""The core's problems name the command line's flags; here, what the dialog offers."""
+
+
+def in_the_app(text: str) -> str:
+    for flag, here in IN_THE_APP.items():
+        text = text.replace(flag, here)
+    return text
 
 
 def describe(pf: Preflight) -> RenderableType:
@@ -91,9 +118,9 @@ def describe(pf: Preflight) -> RenderableType:
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
     for warning in pf.warnings:
-        parts.append(data_text(f"⚠ {warning}", "yellow"))
+        parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
     for problem in pf.problems:
-        parts.append(data_text(f"✗ {problem}", "bold red"))
+        parts.append(data_text(f"✗ {in_the_app(problem)}", "bold red"))
     return Group(*parts)
 
 
@@ -106,10 +133,14 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
         )
     ]
 
-    def __init__(self, pf: Preflight, sessions: list[str], *, live: bool) -> None:
+    def __init__(
+        self, pf: Preflight, sessions: list[tuple[str, str]], *, live: bool
+    ) -> None:
         super().__init__()
         self.pf = pf
         self.sessions = sessions
+        """(file, session_id) of every session open: listed with their file,
+        as ids alone did not say which layout (web or two-file) they are in."""
         self.live = live
 
     def compose(self) -> ComposeResult:
@@ -123,13 +154,9 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
             yield Static(describe(pf))
             if pf.session_source in (None, "given"):
                 yield Label("Session (your choice; " + WRONG_SESSION + ")")
-                options = [
-                    (NO_SESSION, NO_SESSION),
-                    *[(Text(printable(sid)), sid) for sid in self.sessions],
-                ]
-                current = (
-                    pf.session_id if pf.session_id in self.sessions else Select.NULL
-                )
+                options = self.session_options()
+                ids = {sid for _, sid in self.sessions}
+                current = pf.session_id if pf.session_id in ids else Select.NULL
                 yield Select(
                     options,
                     value=current,
@@ -159,8 +186,32 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
                 yield Button("Check again", id="recheck")
                 yield Button("Cancel", id="cancel")
 
+    def session_options(self) -> list[tuple[str | Text, str]]:
+        """(label, session id) for the session picker: each with its file."""
+        return [
+            (NO_SESSION, NO_SESSION),
+            *[
+                (Text(printable(f"{sid}  ({Path(file).name})")), sid)
+                for file, sid in self.sessions
+            ],
+        ]
+
     def on_mount(self) -> None:
-        self.query_one("#go" if self.pf.ok else "#recheck", Button).focus()
+        # Not the Resume button: Enter at once would re-run dangling tool
+        # calls. The first field, else Check again; Enter moves on from there.
+        fields = self.query("Input, Select")
+        (fields.first() if fields else self.query_one("#recheck", Button)).focus()
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        """Enter in a field moves on; it never starts the run by itself."""
+        event.stop()
+        fields = list(self.query("Input, Select"))
+        later = fields[fields.index(event.input) + 1 :] if event.input in fields else []
+        go = self.query_one("#go", Button)
+        (
+            later[0] if later else go if not go.disabled else self.query_one("#recheck")
+        ).focus()
 
     def _choice(self, go: bool) -> PreflightChoice:
         session_id, no_session = self.pf.session_id, False

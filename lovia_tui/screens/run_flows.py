@@ -1,6 +1,6 @@
 """Resume and replay from the inspector: preflight dialog, then the console.
 
-A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
+A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
 because it is its own concept: everything that starts a run lives here.
 The core's run modules are imported on first use, not for the first frame.
 """
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.kinds import Group
+from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
 
 
-class RunFlows:
+class RunFlows(InspectorBase):
     """Resume (R), replay (P), the console (c) and cancelling a run (K)."""
 
     _agent: AgentSpec | None = None
@@ -33,36 +35,31 @@ class RunFlows:
 
     async def console(self) -> RunConsole:
         """The console, mounted above the footer on first use: not in the first frame."""
-        found = self.query(RunConsole)
-        if found:
-            return found.first()
-        console = RunConsole(id="console", classes="hidden")
-        await self.mount(console, before=self.query_one(KeyBar))
-        return console
-
-    @property
-    def run_going(self) -> bool:
-        """Whether a resume or replay is running in the console."""
-        return any(console.running for console in self.query(RunConsole))
+        if self.run_console is None:
+            self.run_console = RunConsole(id="console", classes="hidden")
+            await self.mount(self.run_console, before=self.query_one(KeyBar))
+        return self.run_console
 
     async def _load_agent(self) -> AgentSpec | None:
         """The --agent given on the command line, imported once (off the UI thread)."""
         from lovia_tui.core.agents import load_agent, load_deps
 
-        spec = self.app.agent_spec
+        spec = self.agent_spec
         if spec and self._agent is None:
             self._agent = await asyncio.to_thread(load_agent, spec)
-            if self.app.deps_spec:
-                self._deps = await asyncio.to_thread(load_deps, self.app.deps_spec)
+            if self.deps_spec:
+                self._deps = await asyncio.to_thread(load_deps, self.deps_spec)
         return self._agent
 
     def action_resume(self) -> None:
-        if self.runs.selected is not None:
-            self._preflight_flow("resume", self.runs.selected.run_id)
+        run = self.selection.run
+        if run is not None:
+            self.preflight_flow("resume", run.run_id)
 
     def action_replay(self) -> None:
-        if self.runs.selected is not None:
-            self._preflight_flow("replay", self.runs.selected.run_id)
+        run = self.selection.run
+        if run is not None:
+            self.preflight_flow("replay", run.run_id)
 
     async def _preflight(
         self,
@@ -72,32 +69,33 @@ class RunFlows:
         delete_on_success: bool = False,
     ) -> Preflight:
         from lovia_tui.core.preflight import preflight, preflight_replay
+        from lovia_tui.screens.preflight import FIRST_LOOK
 
-        options: dict = {"delete_on_success": delete_on_success}
-        if choice is not None:
-            options = {
-                "session_id": choice.session_id,
-                "no_session": choice.no_session,
-                "delete_on_success": choice.delete_on_success,
-                "force": choice.force,
-            }
+        agent = await self._load_agent()
+        chosen = choice or FIRST_LOOK
+        options: dict[str, Any] = {
+            "session_id": chosen.session_id,
+            "no_session": chosen.no_session,
+            "delete_on_success": chosen.delete_on_success
+            or (choice is None and delete_on_success),
+            "force": chosen.force,
+        }
         if mode == "replay":
             return await preflight_replay(
-                self.workspace, run_id, agent=await self._load_agent(), **options
+                self.workspace, run_id, agent=agent, **options
             )
-        if choice is not None:
-            options["max_turns"] = choice.max_turns
         return await preflight(
             self.workspace,
             run_id,
-            agent=await self._load_agent(),
+            agent=agent,
             deps=self._deps,
             stale_after=self.stale_after,
+            max_turns=chosen.max_turns,
             **options,
         )
 
-    @work(exclusive=True, group="preflight")
-    async def _preflight_flow(
+    @work(exclusive=True, group=Group.PREFLIGHT)
+    async def preflight_flow(
         self, mode: str, run_id: str, *, delete_on_success: bool = False
     ) -> None:
         """Check, show, re-check with the user's options, and start only when clear.
@@ -119,7 +117,7 @@ class RunFlows:
                 pf = await self._preflight(mode, run_id, choice, delete_on_success)
                 if choice is not None and choice.go and pf.ok:
                     break
-                sessions = [key[1] for key in self.sessions.keys]
+                sessions = list(self.sessions.keys)
                 live = pf.run.is_live(time.time(), self.stale_after)
                 choice = await self.app.push_screen_wait(
                     PreflightScreen(pf, sessions, live=live)
@@ -135,8 +133,8 @@ class RunFlows:
         (await self.console()).toggle_class("hidden")
 
     def action_cancel_run(self) -> None:
-        for console in self.query(RunConsole):
-            console.cancel()
+        if self.run_console is not None:
+            self.run_console.cancel()
 
     def on_run_console_finished(self, message: RunConsole.Finished) -> None:
         self.notify(f"run {message.run_id}: {message.status}")

@@ -1,7 +1,7 @@
 """Narrowing the sessions list: a filter on ids and titles as you type, and a
 content search through the search index, stepping through its hits.
 
-A mixin of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The first
+A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The first
 `s` starts the index's build in a thread worker (progress in the sessions
 title; afterwards it follows other processes' commits); a search looks the
 indexed part up and scans the rest (``core.search_workspace``). In the
@@ -20,6 +20,8 @@ from textual.worker import get_current_worker
 from lovia_tui import messages
 from lovia_tui.core.search_query import QueryError, parse_query
 from lovia_tui.core.search_workspace import WorkspaceSearch
+from lovia_tui.kinds import Group, RowKind
+from lovia_tui.screens.inspector_base import InspectorBase
 
 BUILD_STEP = 0.25
 """Seconds of indexing between two progress reports (and cancel checks)."""
@@ -27,14 +29,12 @@ COMMIT_POLL = 0.5
 """Once built, how often the index looks for other processes' commits."""
 
 
-class SessionSearch:
+class SessionSearch(InspectorBase):
     """`/` filters the sessions, `s` searches their content, `esc` undoes either."""
 
     filter_mode: str = "filter"
     search_query: str = ""
     """The search typed after `s`, as the index reads it."""
-    search_needle: str = ""
-    """The longest of its words: what the transcript highlights."""
 
     async def action_filter_sessions(self) -> None:
         await self._open_input(
@@ -51,16 +51,12 @@ class SessionSearch:
 
     async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
         self.filter_mode = mode
-        box = await self.sessions.filter_box()
-        box.placeholder, box.value = placeholder, value
-        box.remove_class("hidden")
         self.action_focus_pane("sessions")
-        box.focus()
+        await self.sessions.open_input(placeholder, value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "session-filter" and self.filter_mode == "filter":
-            self.sessions.filter_text = event.value
-            self.sessions.apply_filter()
+            self.sessions.filter_by(event.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "session-filter":
@@ -73,13 +69,12 @@ class SessionSearch:
                 return
             self.search_query = event.value
             self.search_needle = max(words, key=len, default="")
-            self.sessions.matches = set()
-            self.sessions.apply_filter()
-            self._search_progress("searching… (esc cancels)")
+            self.sessions.show_matches(set())
+            self.sessions.show_progress("searching… (esc cancels)")
             self.search(event.value)
         self.sessions.row_list.focus()
 
-    @work(exclusive=True, group="search")
+    @work(exclusive=True, group=Group.SEARCH)
     async def search(self, needle: str) -> None:
         self._start_index()
         found = await self.content_search.search(needle)
@@ -91,10 +86,9 @@ class SessionSearch:
         if message.needle != self.search_query:
             return
         keys = set(message.keys)
-        self.sessions.matches = keys
-        self.sessions.apply_filter()
+        self.sessions.show_matches(keys)
         self.transcript.set_needle(self.search_needle)
-        self._search_progress("")
+        self.sessions.show_progress("")
         self.notify(f"{len(keys)} session(s) match {message.needle!r} ({message.note})")
         if self.session_key in keys:
             self.find_hits(self.session_key, message.needle)
@@ -111,10 +105,10 @@ class SessionSearch:
         return self._content_search
 
     def _start_index(self) -> None:
-        if not any(w.group == "live:search-index" for w in self.workers):
+        if not any(w.group == Group.SEARCH_INDEX for w in self.workers):
             self.build_index()
 
-    @work(thread=True, exclusive=True, group="live:search-index")
+    @work(thread=True, exclusive=True, group=Group.SEARCH_INDEX)
     def build_index(self) -> None:
         """Index in steps, then follow commits, for as long as the screen lives (a
         "live:" group: a failure is a notification, not the end of the app).
@@ -137,9 +131,9 @@ class SessionSearch:
             index.close()
 
     def on_index_progress(self, message: messages.IndexProgress) -> None:
-        if any(w.group == "search" and w.is_running for w in self.workers):
+        if any(w.group == Group.SEARCH and w.is_running for w in self.workers):
             return  # the search's own progress has the title
-        self._search_progress(
+        self.sessions.show_progress(
             "" if message.done else f"indexing {message.fraction:.0%}"
         )
 
@@ -156,7 +150,7 @@ class SessionSearch:
         if self.search_query and matches and message.key in matches:
             self.find_hits(message.key, self.search_query)
 
-    @work(exclusive=True, group="hits")
+    @work(exclusive=True, group=Group.HITS)
     async def find_hits(self, key: tuple[str, str], needle: str) -> None:
         rows = await self.content_search.row_keys(needle, key)
         self.post_message(messages.SearchHits(key, needle, rows))
@@ -175,43 +169,28 @@ class SessionSearch:
         the previous batch first (and is tried again when it arrives)."""
         self.hit_at = at
         if not self.search_hits or self.transcript.select_key(self.search_hits[at]):
-            self._title_transcript()
+            self.title_transcript()
             return
         rows = self.transcript.rows
-        if self.session_key and rows and rows[0].kind == "older":
-            self.load_older(self.session_key, rows[0].extra["before"])
+        if self.session_key and rows and rows[0].kind == RowKind.OLDER:
+            self.load_older(self.session_key, rows[0].boundary)
 
-    def on_older_loaded(self) -> None:
+    def on_older_loaded(self, message: messages.OlderLoaded) -> None:
         if 0 <= self.hit_at < len(self.search_hits):
             self.call_after_refresh(self._show_hit, self.hit_at)
 
-    def _search_progress(self, text: str) -> None:
-        """A search's progress, in the sessions title: no bar to lay out."""
-        self.sessions.progress = text
-        self.sessions.show_title()
-
     def action_back(self) -> None:
         if self.workers and any(
-            w.group == "search" and w.is_running for w in self.workers
+            w.group == Group.SEARCH and w.is_running for w in self.workers
         ):
-            self.workers.cancel_group(self, "search")
-            self._search_progress("")
+            self.workers.cancel_group(self, Group.SEARCH)
+            self.sessions.show_progress("")
             self.notify("search cancelled")
             return
-        if (
-            self.sessions.filter_open
-            or self.sessions.matches is not None
-            or self.sessions.filter_text
-        ):
-            for box in self.query("#session-filter").results(Input):
-                box.add_class("hidden")
-                box.value = ""
-            self.sessions.filter_text = ""
-            self.sessions.matches = None
+        if self.sessions.narrowed:
             self.search_query = self.search_needle = ""
             self.search_hits, self.hit_at = [], -1
             self.transcript.set_needle("")
-            self.sessions.apply_filter()
-            self.sessions.row_list.focus()
+            self.sessions.clear_narrowing()
             return
-        self.focus_previous()
+        self.back_a_pane()

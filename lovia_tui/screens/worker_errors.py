@@ -9,22 +9,26 @@ exception is a bug and still ends the app with its traceback, as before.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.kinds import Group
 
 EXPECTED = (LoviaTuiError, sqlite3.Error)
 """Failures caused by the files or other processes, not by the app."""
 
 
-class WorkerErrors:
-    """A screen mixin: its workers report failures here instead of exiting the app."""
+class WorkerErrors(Screen):
+    """A screen whose workers report failures here instead of exiting the app."""
 
-    def run_worker(self, *args, exit_on_error: bool = True, **kwargs) -> Worker:
+    def run_worker(self, *args: Any, **kwargs: Any) -> Worker[Any]:
         # Every worker of the screen, @work ones included, fails into
         # on_worker_state_changed below rather than straight out of the app.
-        return super().run_worker(*args, exit_on_error=False, **kwargs)
+        kwargs["exit_on_error"] = False
+        return super().run_worker(*args, **kwargs)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         error = event.worker.error
@@ -38,7 +42,7 @@ class WorkerErrors:
             )
             self.notify(" ".join(text.split()), severity="error", timeout=10)
             return
-        if str(event.worker.group).startswith("live:"):
+        if str(event.worker.group).startswith(Group.LIVE.of("")):
             # The live tail never ended the app; it stops and says why.
             self.notify(
                 f"live updates stopped: {type(error).__name__}: {error}",

@@ -5,11 +5,14 @@ the focus moves or a binding changes state; on the inspector that made every
 focus change a full-screen layout (~150 ms measured, most of opening a
 session). This bar shows the same keys (bindings with ``show=True``, disabled
 ones dimmed, the command palette's key at the right) as one line of text and
-repaints only itself.
+repaints only itself. The ``pinned`` keys (help, quit) and the palette's
+stay at the right end; the others are cut, with an ellipsis, when the
+terminal is too narrow for all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from rich.style import Style
@@ -35,10 +38,20 @@ class KeyBar(Widget):
 
     COMPONENT_CLASSES = {"key-bar--key", "key-bar--description", "key-bar--disabled"}
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(
+        self,
+        pinned: tuple[str, ...] = (),
+        shown: Callable[[str], bool] | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
+        self.pinned = pinned
+        """Actions whose keys are always shown, at the right end."""
+        self.shown = shown
+        """Whether a shown binding's action belongs on the bar now (the
+        screen's say: e.g. only the focused pane's commands)."""
         self._keys: list[Key] = []
-        self._palette: Key | None = None
+        self._right: list[Key] = []
         self._spans: list[tuple[int, int, str]] = []
         self._drawn: tuple[tuple | None, Text] = (None, Text())
 
@@ -54,16 +67,19 @@ class KeyBar(Widget):
             return
         app = self.app
         keys: dict[str, Key] = {}
-        palette = None
+        right: dict[str, Key] = {}
         for key, (_, binding, enabled, _) in screen.active_bindings.items():
             shown = Key(key, app.get_key_display(binding), binding.description, enabled)
             if key == app.COMMAND_PALETTE_BINDING and app.ENABLE_COMMAND_PALETTE:
-                palette = shown
-            elif binding.show:
+                right["\0palette"] = shown
+            elif binding.action in self.pinned:
+                right.setdefault(binding.action, shown)
+            elif binding.show and (self.shown is None or self.shown(binding.action)):
                 keys.setdefault(binding.action, shown)
-        state = (list(keys.values()), palette)
-        if state != (self._keys, self._palette):
-            self._keys, self._palette = state
+        order = [*self.pinned, "\0palette"]
+        state = (list(keys.values()), [right[name] for name in order if name in right])
+        if state != (self._keys, self._right):
+            self._keys, self._right = state
             self.refresh()
 
     def render(self) -> Text:
@@ -72,7 +88,7 @@ class KeyBar(Widget):
             for name in ("key", "description", "disabled")
         )
         # Drawn again with its neighbours' repaints: build the line only when it changes.
-        state = (self.size.width, styles, self._keys, self._palette)
+        state = (self.size.width, styles, self._keys, self._right)
         if state != self._drawn[0]:
             self._drawn = (state, self._line(*styles))
         return self._drawn[1]
@@ -80,36 +96,35 @@ class KeyBar(Widget):
     def _line(
         self, key_style: Style, description_style: Style, disabled_style: Style
     ) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis")
-        self._spans = []
+        def line(keys: list[Key]) -> tuple[Text, list[tuple[int, int, str]]]:
+            text, spans = Text(no_wrap=True), []
+            for number, shown in enumerate(keys):
+                if number:
+                    text.append(SEPARATOR)
+                start = text.cell_len
+                text.append(
+                    f" {shown.display} ",
+                    style=key_style if shown.enabled else disabled_style,
+                )
+                text.append(
+                    shown.description,
+                    style=description_style if shown.enabled else disabled_style,
+                )
+                spans.append((start, text.cell_len, shown.key))
+            return text, spans
 
-        def add(shown: Key) -> None:
-            start = text.cell_len
-            text.append(
-                f" {shown.display} ",
-                style=key_style if shown.enabled else disabled_style,
-            )
-            text.append(
-                shown.description,
-                style=description_style if shown.enabled else disabled_style,
-            )
-            self._spans.append((start, text.cell_len, shown.key))
-
-        for shown in self._keys:
-            add(shown)
-            text.append(SEPARATOR)
-        if self._palette:
-            room = (
-                self.size.width
-                - text.cell_len
-                - len(self._palette.display)
-                - len(self._palette.description)
-                - 2
-            )
-            if room >= 0:
-                text.append(" " * room)
-                add(self._palette)
-        return text
+        right, right_spans = line(self._right)
+        left, left_spans = line(self._keys)
+        shift = max(0, self.size.width - right.cell_len)
+        room = max(0, shift - len(SEPARATOR))
+        if left.cell_len > room:
+            left.truncate(room, overflow="ellipsis")
+            left_spans = [span for span in left_spans if span[1] <= room]
+        left.append(" " * (shift - left.cell_len))
+        self._spans = left_spans + [
+            (start + shift, end + shift, key) for start, end, key in right_spans
+        ]
+        return left + right
 
     def on_click(self, event: events.Click) -> None:
         for start, end, key in self._spans:

@@ -19,11 +19,30 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
 SIZE = 1024
 """Lines kept: a few screens of each list, the oldest dropped first."""
+SELECTORS = "\ufe0e\ufe0f"
+"""Emoji and text presentation selectors: terminals disagree on whether
+``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
+measured with them broke the pane's border until the next full redraw.
+Without them every terminal draws the base character as wide as it says."""
+
+
+def as_drawn(text: Text) -> Text:
+    """``text`` without presentation selectors, its styles kept in place."""
+    plain = text.plain
+    at = [n for n, char in enumerate(plain) if char in SELECTORS]
+    if not at:
+        return text
+    kept = Text(style=text.style, end=text.end)
+    for part in text.divide(sorted({o for n in at for o in (n, n + 1)})):
+        if not (len(part) == 1 and part.plain in SELECTORS):
+            kept.append_text(part)
+    return kept
 
 
 class LineCache:
@@ -37,7 +56,7 @@ class LineCache:
         key = (text.plain, text.style, tuple(text.spans), width, style)
         found = self._strips.get(key)
         if found is None:
-            text = text.copy()
+            text = as_drawn(text).copy()
             text.truncate(width, overflow="ellipsis", pad=True)
             found = (
                 Strip(text.render(console))
@@ -50,8 +69,8 @@ class LineCache:
         return found
 
 
-class LineView:
-    """Mixin for a Line API ScrollView sized by the CSS: the base style, the
+class LineView(ScrollView):
+    """A Line API ScrollView sized by the CSS: the base style, the
     content width and the component styles every line needs, looked up once,
     not once per line; wheel scrolling without a scrollbar; a content height
     set without laying out the screen.

@@ -16,7 +16,6 @@ from textual.binding import Binding
 from textual.geometry import Region
 from textual.message import Message
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from lovia_tui.widgets.line_view import LineCache, LineView
@@ -26,7 +25,7 @@ DRAWN = 1024
 """Rows whose drawn text is remembered for ``refresh_changed`` (a few screens)."""
 
 
-class RowList(LineView, ScrollView, can_focus=True):
+class RowList(LineView, can_focus=True):
     """A virtual list of ``count`` rows drawn by ``render_row(index, width)``."""
 
     BINDINGS = [

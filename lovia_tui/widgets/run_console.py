@@ -19,6 +19,7 @@ from textual.widgets import Label, RichLog, Static
 
 from lovia_tui.core.console import one_line
 from lovia_tui.core.formatting import printable
+from lovia_tui.kinds import Group
 
 if TYPE_CHECKING:
     from lovia_tui.core.console import ConsoleEvent
@@ -81,7 +82,7 @@ class RunConsole(Vertical):
             self.control.cancel("cancelled from lovia-tui")
             self._line(Text("cancelling at lovia's next safe point…", style="yellow"))
 
-    @work(exclusive=True, group="console")
+    @work(exclusive=True, group=Group.CONSOLE)
     async def _run(self, pf: Preflight, starter: Starter, control: RunControl) -> None:
         status = "unknown"
         try:

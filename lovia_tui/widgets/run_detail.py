@@ -155,7 +155,16 @@ def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> Renderab
 
 
 class RunDetail(VerticalScroll):
-    """Head, session link and dangling calls of one run; `r` shows the raw head."""
+    """Head, session link and dangling calls of one run; `r` shows the raw head.
+
+    Drawn again by :meth:`tick` once its "updated … ago" would read
+    differently: the age moves with time, without a key press.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple | None = None
+        self._age = ""
 
     def compose(self):
         yield Static(id="run-detail-body")
@@ -170,11 +179,13 @@ class RunDetail(VerticalScroll):
         raw: bool,
         stale_after: float,
     ) -> None:
+        self._shown = (run, link, dangling, problems, raw, stale_after)
         body = self.query_one("#run-detail-body", Static)
         if run is None:
             body.update(Text("No run selected.", style="dim"))
             return
         now = time.time()
+        self._age = age(now - run.updated_at)
         if raw:
             body.update(
                 Text(printable_json(json.dumps(run.head, ensure_ascii=False, indent=2)))
@@ -189,3 +200,16 @@ class RunDetail(VerticalScroll):
             if problem:
                 parts.append(data_text(f"⚠ unreadable: {problem}", "bold red"))
         body.update(Group(*parts))
+
+    @property
+    def run(self) -> RunInfo | None:
+        """The run described."""
+        return self._shown[0] if self._shown else None
+
+    def tick(self) -> None:
+        """Draw again if the run's age (or staleness) reads differently now."""
+        if self._shown is None or self._shown[0] is None:
+            return
+        run, link, dangling, problems, raw, stale_after = self._shown
+        if not raw and age(time.time() - run.updated_at) != self._age:
+            self.show(run, link, dangling, problems, raw=raw, stale_after=stale_after)

@@ -10,6 +10,11 @@ The interface the screen uses: :meth:`load` (re)reads the files, posting
 known; :attr:`selected`, :meth:`select_run`, :meth:`find`, :attr:`links`,
 :meth:`linked_to`, :attr:`status_filter` with :meth:`apply_filter`, and
 :meth:`highlight_session`.
+
+The pane says :class:`RunsPane.Chosen` whenever the run under its cursor
+changes — a move, a status filter, a reload that dropped or replaced the
+run, a row read in the background — so the detail below never describes
+another run than the highlighted one.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from lovia_tui.core.liveness import status_label
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_list import RunList
 from lovia_tui.core.workspace import Workspace
+from lovia_tui.widgets.columns import Column, cell, fit, longest
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail
 
@@ -48,6 +54,13 @@ class RunsPane(Vertical):
         source: RunList
         done: bool
 
+    class Chosen(Message):
+        """The highlighted run is now ``run`` (None: the list is empty or its row unread)."""
+
+        def __init__(self, run: RunInfo | None) -> None:
+            super().__init__()
+            self.run = run
+
     def __init__(self, stale_after: float, **kwargs) -> None:
         super().__init__(**kwargs)
         self.stale_after = stale_after
@@ -57,6 +70,9 @@ class RunsPane(Vertical):
         self._counts = ""
         self._walking = False
         self._again: Workspace | None = None
+        self._announced: RunInfo | None = None
+        self._columns: list[Column] = []
+        self._widths: tuple[int, dict[str, int]] = (-1, {})
 
     def compose(self) -> ComposeResult:
         yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
@@ -167,8 +183,6 @@ class RunsPane(Vertical):
         keep = self.selected.run_id if self.selected else None
         self.source = message.source
         self.apply_filter(keep)
-        if (self.selected.run_id if self.selected else None) != keep:
-            self._announce()
         if message.done:
             self.post_message(
                 messages.RunsLoaded(list(message.source.pinned.values()), self.links)
@@ -183,16 +197,17 @@ class RunsPane(Vertical):
             self._run("runs-page", self._read_page, self.source, start, count)
 
     async def _read_page(self, source: RunList, start: int, count: int) -> None:
-        before = self.selected
         if await source.read(start, count) and source is self.source:
+            self._measure()
             self.row_list.refresh()
-            if before is None and self.selected is not None:
-                self._announce()
+            self._announce()
 
     def _announce(self) -> None:
-        """Say the row under the cursor changed, so the detail panel follows."""
-        rows = self.row_list
-        rows.post_message(RowList.Highlighted(rows, rows.cursor))
+        """Say the run under the cursor changed, so the detail panel follows."""
+        run = self.selected
+        if run != self._announced:
+            self._announced = run
+            self.post_message(self.Chosen(run))
 
     # ----- filter, selection, marks -----
 
@@ -201,11 +216,13 @@ class RunsPane(Vertical):
         self.source.status = self._wanted_filter
         self.source.refilter()
         index = self.source.index_of(current) if current else None
+        self._measure()
         self.row_list.set_count(len(self.source), cursor=index or 0)
         self.row_list.set_marked(self._is_related)
         self.count_statuses()
         self.show_title()
         self._read_visible()
+        self._announce()
 
     def count_statuses(self) -> None:
         """The title's counts per status: on each walk step and tick, not per key."""
@@ -227,6 +244,7 @@ class RunsPane(Vertical):
     def on_row_list_highlighted(self) -> None:
         self.show_title()
         self._read_visible()
+        self._announce()
 
     def _tick(self) -> None:
         """Staleness moves with time: a running/stale filter is answered again."""
@@ -256,6 +274,7 @@ class RunsPane(Vertical):
             return
         await source.read(index, 1)
         self.row_list.cursor = index
+        self._announce()
 
     def highlight_session(self, key: tuple[str, str] | None) -> None:
         """Mark the runs that belong to the selected session."""
@@ -278,30 +297,58 @@ class RunsPane(Vertical):
             and (str(link.file), link.session_id) == self.related_session
         )
 
+    def _measure(self) -> None:
+        """Size the columns to the runs read (ids first, ages before agents);
+        by length, not cells: the pages read may hold thousands of runs."""
+        runs = self.source.known()
+        sessions = [
+            link.session_id if (link := self.links.get(run.run_id)) else "unlinked"
+            for run in runs
+        ]
+        self._columns = [
+            Column("status", 11, 1),
+            Column("id", longest((r.run_id for r in runs), 40, 8), 0),
+            Column("agent", longest((r.agent_name for r in runs), 16), 4),
+            Column("turns", 3, 5),
+            Column("age", 4, 2),
+            Column("session", longest(sessions, 40, 8), 3, least=6, grows=True),
+        ]
+        self._widths = (-1, {})
+
     def _render_row(self, index: int, width: int) -> Text:
+        if self._widths[0] != width:
+            self._widths = (width, fit(self._columns, width))
+        widths = self._widths[1]
         run = self.source.at(index)
-        id_width = max(12, min(24, width - 40))
         text = Text()
         if run is None:
             mark = self.source.mark(index)
             status = mark.label(time.time(), self.stale_after) if mark else "completed"
             text.append(
-                f"{printable(status):<11} ", style=STATUS_STYLES.get(status, "")
+                cell(printable(status), widths.get("status", 11)),
+                style=STATUS_STYLES.get(status, ""),
             )
-            text.append("…", style="dim")
+            text.append(" …", style="dim")
             return text
         status = self.status_of(run)
         link = self.links.get(run.run_id)
-        text.append(f"{printable(status):<11} ", style=STATUS_STYLES.get(status, ""))
-        text.append(f"{printable(run.run_id)[:id_width]:<{id_width}} ", style="bold")
-        text.append(f"{printable(run.agent_name)[:10]:<10} ")
-        text.append(
-            f"{run.turns:>2}t {age(time.time() - run.updated_at):>4} ", style="dim"
-        )
-        text.append(
-            printable(link.session_id) if link else "unlinked",
-            style="" if link else "italic dim",
-        )
+        values = {
+            "status": (printable(status), STATUS_STYLES.get(status, "")),
+            "id": (printable(run.run_id), "bold"),
+            "agent": (printable(run.agent_name), ""),
+            "turns": (f"{run.turns}t", "dim"),
+            "age": (age(time.time() - run.updated_at), "dim"),
+            "session": (
+                (printable(link.session_id), "") if link else ("unlinked", "italic dim")
+            ),
+        }
+        for column in self._columns:
+            if column.name in widths:
+                if text:
+                    text.append(" ")
+                value, style = values[column.name]
+                right = column.name in ("turns", "age")
+                text.append(cell(value, widths[column.name], right=right), style=style)
         return text
 
 

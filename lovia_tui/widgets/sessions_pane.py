@@ -11,9 +11,10 @@ from textual.widgets import Input, Label
 
 from lovia_tui.core.formatting import PIN, age, printable
 from lovia_tui.core.models import SessionSummary
+from lovia_tui.selection import SessionKey
+from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 from lovia_tui.widgets.row_list import RowList
 
-SessionKey = tuple[str, str]
 BADGE_STYLES = {
     "live": "bold green",
     "stale": "bold red",
@@ -35,9 +36,13 @@ class SessionsPane(Vertical):
         )
         self.shown: list[SessionKey] = []
         self.summaries: dict[SessionKey, SessionSummary] = {}
+        self.outdated: set[SessionKey] = set()
+        """Summaries still shown but to be read again (after ctrl+r, an action)."""
         self.badges: dict[SessionKey, str] = {}
         self.matches: set[SessionKey] | None = None
         self.filter_text = ""
+        self._columns: list[Column] = []
+        self._widths: tuple[int, dict[str, int]] = (-1, {})
         self.progress = ""
         """What a running content search says in the title (its progress)."""
 
@@ -53,6 +58,42 @@ class SessionsPane(Vertical):
         box = Input(id="session-filter", classes="hidden")
         await self.mount(box, after="#sessions-title")
         return box
+
+    async def open_input(self, placeholder: str, value: str) -> None:
+        """Show the filter/search box with ``value``, focused."""
+        box = await self.filter_box()
+        box.placeholder, box.value = placeholder, value
+        box.remove_class("hidden")
+        box.focus()
+
+    def filter_by(self, text: str) -> None:
+        """Show the sessions whose id or title holds ``text``."""
+        self.filter_text = text
+        self.apply_filter()
+
+    def show_matches(self, keys: set[SessionKey] | None) -> None:
+        """Show only ``keys`` (a content search's matches; None: every session)."""
+        self.matches = keys
+        self.apply_filter()
+
+    def show_progress(self, text: str) -> None:
+        """A search's progress, in the title: no bar to lay out."""
+        self.progress = text
+        self.show_title()
+
+    @property
+    def narrowed(self) -> bool:
+        """A filter or a search narrows the list (or its box is open)."""
+        return self.filter_open or self.matches is not None or bool(self.filter_text)
+
+    def clear_narrowing(self) -> None:
+        """Every session again, the box closed and emptied, the list focused."""
+        for box in self.query("#session-filter").results(Input):
+            box.add_class("hidden")
+            box.value = ""
+        self.filter_text = ""
+        self.show_matches(None)
+        self.row_list.focus()
 
     @property
     def filter_open(self) -> bool:
@@ -70,6 +111,39 @@ class SessionsPane(Vertical):
             if self.shown and rows.cursor < len(self.shown)
             else None
         )
+
+    def needs_summary(self, key: SessionKey) -> bool:
+        return key not in self.summaries or key in self.outdated
+
+    def forget_summaries(self) -> None:
+        """Every summary is to be read again; those on screen stay shown
+        meanwhile (no flash of "…"), the others are dropped."""
+        visible = set(self.visible_keys(margin=1))
+        self.summaries = {k: v for k, v in self.summaries.items() if k in visible}
+        self.outdated = set(self.summaries)
+
+    def take_summaries(self, found: dict[SessionKey, SessionSummary]) -> None:
+        self.summaries.update(found)
+        self.outdated.difference_update(found)
+        self._measure()
+
+    def _measure(self) -> None:
+        """Columns sized to the ids shown and the titles read so far."""
+        summaries = self.summaries.values()
+        self._columns = [
+            # Ids by length, not cells: a walk of 130,000 keys must stay cheap.
+            Column("id", longest((key[1] for key in self.shown), 40, 10), 0),
+            Column(
+                "title",
+                widest((printable(summary.title) for summary in summaries), 32, 8),
+                1,
+                least=5,
+                grows=True,
+            ),
+            Column("runs", widest((f"{s.runs}r" for s in summaries), 6, 2), 2),
+            Column("age", 4, 3),
+        ]
+        self._widths = (-1, {})
 
     def set_keys(self, keys: list[SessionKey]) -> None:
         self.keys = keys
@@ -106,6 +180,7 @@ class SessionsPane(Vertical):
             )
         ]
         self.shown = shown
+        self._measure()
         cursor = shown.index(current) if current in shown else 0
         self.row_list.set_count(len(shown), cursor=cursor)
         self.show_title()
@@ -149,24 +224,29 @@ class SessionsPane(Vertical):
         ]
 
     def _render_row(self, index: int, width: int) -> Text:
+        if self._widths[0] != width:
+            self._widths = (width, fit(self._columns, width - 2))
+        widths = self._widths[1]
         key = self.shown[index]
         summary = self.summaries.get(key)
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        id_width = max(10, min(28, (width - 12) // 2))
-        text.append(f"{printable(key[1])[:id_width]:<{id_width}} ", style="bold")
+        text.append(cell(printable(key[1]), widths["id"]), style="bold")
         if summary is None:
-            text.append("…", style="dim")
+            text.append(" …", style="dim")
             return text
         when = (
             age(time.time() - summary.last_activity) if summary.last_activity else "-"
         )
-        meta = f" {summary.runs:>3}r {when:>4}"
-        if summary.pinned:
-            text.append(PIN, style="bold yellow")
-        room = max(0, width - len(text) - len(meta))
-        title = printable(summary.title)[:room]
-        text.append(f"{title:<{room}}")
-        text.append(meta, style="dim")
+        if "title" in widths:
+            room = widths["title"]
+            text.append(" ")
+            if summary.pinned and room > len(PIN):
+                text.append(PIN, style="bold yellow")
+                room -= len(PIN)
+            text.append(cell(printable(summary.title), room))
+        for name, value in (("runs", f"{summary.runs}r"), ("age", when)):
+            if name in widths:
+                text.append(" " + cell(value, widths[name], right=True), style="dim")
         return text

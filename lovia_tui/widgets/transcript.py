@@ -15,9 +15,10 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Region
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from lovia_tui.core.models import RunInfo
+from lovia_tui.kinds import RowKind
 from lovia_tui.widgets.line_view import LineCache, LineView
 from lovia_tui.widgets.transcript_rows import (
     Row,
@@ -37,7 +38,7 @@ WINDOW = 600
 thousands of runs end to end holds this many at a time, not all of them."""
 
 
-class Transcript(LineView, ScrollView, can_focus=True):
+class Transcript(LineView, can_focus=True):
     """Rows of one session, newest at the bottom; Enter folds and unfolds."""
 
     BINDINGS = [
@@ -49,15 +50,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
         Binding("end", "end", "Bottom", show=False),
         Binding(
             "enter,space",
-            "toggle",
+            "fold",
             "Fold/unfold",
             tooltip="Expand or fold the entry or run under the cursor",
-        ),
-        Binding(
-            "r",
-            "raw",
-            "Raw JSON",
-            tooltip="Show the entry under the cursor as stored (raw JSON)",
         ),
     ]
     COMPONENT_CLASSES = {
@@ -92,6 +87,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
     class LoadNewer(Message):
         """The user reached the bottom while newer segments are not loaded."""
 
+    class LoadStart(Message):
+        """Home while older segments are not loaded: show the session's start."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: list[Row] = []
@@ -112,8 +110,9 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     # ----- content -----
 
-    def show(self, rows: list[Row]) -> None:
-        """Replace the content (a new session); the newest entry is in view."""
+    def show(self, rows: list[Row], *, at_start: bool = False) -> None:
+        """Replace the content (a new session); the newest entry is in view,
+        or with ``at_start`` the first one (Home in a long session)."""
         self.rows = rows
         self.loading_older = self.loading_newer = False
         self._summaries.clear()  # a reload after a trim has new text under the same keys
@@ -123,8 +122,12 @@ class Transcript(LineView, ScrollView, can_focus=True):
         self._details.clear()
         self.new_below = 0
         self._relayout()
-        self.cursor = max(0, len(self._visible) - 1)
-        self.scroll_end(animate=False, immediate=True)
+        if at_start:
+            self.cursor = 0
+            self.scroll_home(animate=False, immediate=True)
+        else:
+            self.cursor = max(0, len(self._visible) - 1)
+            self.scroll_end(animate=False, immediate=True)
         self._announce()
 
     def prepend(self, rows: list[Row]) -> None:
@@ -134,17 +137,18 @@ class Transcript(LineView, ScrollView, can_focus=True):
         before = len(self._lines)
         current = self.current_row
         self.rows = keep_oldest(
-            rows + [row for row in self.rows if row.kind != "older"], WINDOW
+            rows + [row for row in self.rows if row.kind != RowKind.OLDER], WINDOW
         )
         self.loading_older = False
         self._forget_dropped()
         self._relayout()
         added = len(self._lines) - before
-        if current is not None and current.kind == "older":
+        if current is not None and current.kind == RowKind.OLDER:
             # The cursor was on the "older" row (Home, or up at the top), which
             # this batch replaces: stay at the top, on the batch's first row.
             self.cursor = min(
-                1 if rows and rows[0].kind == "older" else 0, len(self._visible) - 1
+                1 if rows and rows[0].kind == RowKind.OLDER else 0,
+                len(self._visible) - 1,
             )
             self._scroll_to_cursor()
             return
@@ -160,12 +164,12 @@ class Transcript(LineView, ScrollView, can_focus=True):
         top_line = self._first_line_of(self.cursor)
         offset_in_view = top_line - self.scroll_offset.y
         self.rows = keep_newest(
-            [row for row in self.rows if row.kind != "newer"] + rows, WINDOW
+            [row for row in self.rows if row.kind != RowKind.NEWER] + rows, WINDOW
         )
         self.loading_newer = False
         self._forget_dropped()
         self._relayout()
-        if current is not None and current.kind == "newer":
+        if current is not None and current.kind == RowKind.NEWER:
             # As prepend: the batch replaces the row the cursor was on.
             first = next(
                 (n for n, row in enumerate(self.rows) if row in rows),
@@ -184,7 +188,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
     def _forget_dropped(self) -> None:
         """Fold, unfold and raw states of rows no longer loaded."""
         keys = {row.key for row in self.rows}
-        segments = {row.extra.get("segment") for row in self.rows}
+        segments = {row.fold for row in self.rows}
         self._expanded = {
             key: value for key, value in self._expanded.items() if key in keys
         }
@@ -208,8 +212,32 @@ class Transcript(LineView, ScrollView, can_focus=True):
                 self.cursor = len(self._visible) - 1
             self.scroll_end(animate=False, immediate=True)
         else:
-            self.new_below += sum(1 for row in rows if row.kind == "entry")
+            self.new_below += sum(1 for row in rows if row.kind == RowKind.ENTRY)
         self.refresh()
+
+    def seam_run(self, run_id: str) -> RunInfo | None:
+        """The in-flight run shown behind a seam, if ``run_id`` is one."""
+        for row in self.rows:
+            if row.kind == RowKind.SEAM and row.run and row.run.run_id == run_id:
+                return row.run
+        return None
+
+    def entries_of_run(self, run_id: str) -> int:
+        """How many of an in-flight run's own entries are shown."""
+        return sum(
+            1
+            for row in self.rows
+            if row.kind == RowKind.ENTRY and row.run and row.run.run_id == run_id
+        )
+
+    def set_seam_statuses(self, statuses: dict[str, str]) -> None:
+        """Seams say their run's status as the live tail last saw it."""
+        changed = False
+        for row in self.rows:
+            if row.kind == RowKind.SEAM and row.run and row.run.run_id in statuses:
+                row.status, changed = statuses[row.run.run_id], True
+        if changed:
+            self.refresh()
 
     def set_needle(self, needle: str) -> None:
         """Highlight ``needle`` (case-insensitively) wherever it shows."""
@@ -233,7 +261,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
         """Put the cursor on the row with ``key`` (unfolding its segment)."""
         for position, row in enumerate(self.rows):
             if row.key == key:
-                segment = row.extra.get("segment")
+                segment = row.fold
                 self._collapsed.discard(segment)
                 self._relayout()
                 self.cursor = self._visible.index(position)
@@ -249,20 +277,20 @@ class Transcript(LineView, ScrollView, can_focus=True):
         self._visible = [
             position
             for position, row in enumerate(self.rows)
-            if row.extra.get("segment") not in self._collapsed or row.kind != "entry"
+            if row.fold not in self._collapsed or row.kind != RowKind.ENTRY
         ]
         width = max(20, self.scrollable_content_region.width - 2)
         lines: list[tuple[int, int]] = []
         for visible_position, position in enumerate(self._visible):
             row = self.rows[position]
             lines.append((visible_position, 0))
-            if row.key in self._expanded and row.kind == "entry":
+            if row.key in self._expanded and row.kind == RowKind.ENTRY:
                 details = self._details_for(row, width)
                 lines.extend(
                     (visible_position, offset + 1) for offset in range(len(details))
                 )
         self._lines = lines
-        self.entries = sum(1 for row in self.rows if row.kind == "entry")
+        self.entries = sum(1 for row in self.rows if row.kind == RowKind.ENTRY)
         self.set_virtual_height(len(lines))
 
     def _details_for(self, row: Row, width: int) -> list[Text]:
@@ -292,10 +320,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
             text = self._summary(
                 row,
                 row.key in self._expanded
-                or (
-                    row.kind == "segment"
-                    and row.extra.get("segment") not in self._collapsed
-                ),
+                or (row.kind == RowKind.SEGMENT and row.fold not in self._collapsed),
             )
             style = base + self.component(row.component)
         else:
@@ -328,8 +353,8 @@ class Transcript(LineView, ScrollView, can_focus=True):
             expanded,
             index_text(row),
             partner_text(row, self.rows, ""),
-            row.extra.get("status"),
-            row.extra.get("running"),
+            row.status,
+            row.running,
             row.older,
         )
         text = self._summaries.get(key)
@@ -391,10 +416,10 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     def _announce(self) -> None:
         self.post_message(self.RowHighlighted(self.current_row))
-        if self.cursor == 0 and self.rows and self.rows[0].kind == "older":
+        if self.cursor == 0 and self.rows and self.rows[0].kind == RowKind.OLDER:
             self._load_older()
         current = self.current_row
-        if current is not None and current.kind == "newer":
+        if current is not None and current.kind == RowKind.NEWER:
             self._load_newer()
 
     def _load_older(self) -> None:
@@ -419,9 +444,11 @@ class Transcript(LineView, ScrollView, can_focus=True):
         if self.scroll_offset == scrolled_from and self.new_below == new_below:
             # Only the rows whose highlight changed (cursor and partner, before
             # and after) are drawn again, not the whole view.
-            for visible_position in (
-                changed | {self.cursor, self._partner_position()}
-            ) - {None}:
+            for visible_position in {
+                position
+                for position in (*changed, self.cursor, self._partner_position())
+                if position is not None
+            }:
                 self.refresh_lines(
                     self._first_line_of(visible_position),
                     self._line_count_of(visible_position),
@@ -437,25 +464,30 @@ class Transcript(LineView, ScrollView, can_focus=True):
         self.move_cursor(self.cursor + direction * max(1, self.size.height - 2))
 
     def action_home(self) -> None:
+        """The start of the session: loaded from its first run if need be,
+        not the "older runs" row at the top of what is loaded."""
+        if self.rows and self.rows[0].kind == RowKind.OLDER:
+            self.loading_older = True  # what scrolling up would load is replaced
+            self.post_message(self.LoadStart())
         self.move_cursor(0)
 
     def action_end(self) -> None:
         self.move_cursor(len(self._visible) - 1)
 
-    def action_toggle(self) -> None:
+    def action_fold(self) -> None:
         row = self.current_row
         if row is None:
             return
-        if row.kind == "older":
+        if row.kind == RowKind.OLDER:
             self._load_older()
             return
-        if row.kind == "newer":
+        if row.kind == RowKind.NEWER:
             self._load_newer()
             return
-        if row.kind in ("segment", "seam"):
+        if row.kind in (RowKind.SEGMENT, RowKind.SEAM):
             key = row.key
             self._collapsed.symmetric_difference_update({key})
-        elif row.kind == "entry":
+        elif row.kind == RowKind.ENTRY:
             state = self._expanded.get(row.key)
             if state is None:
                 self._expanded[row.key] = False
@@ -472,7 +504,7 @@ class Transcript(LineView, ScrollView, can_focus=True):
 
     def action_raw(self) -> None:
         row = self.current_row
-        if row is None or row.kind != "entry":
+        if row is None or row.kind != RowKind.ENTRY:
             return
         self._raw.symmetric_difference_update({row.key})
         self._expanded.setdefault(row.key, False)
@@ -484,13 +516,13 @@ class Transcript(LineView, ScrollView, can_focus=True):
         if 0 <= line < len(self._lines):
             self.move_cursor(self._lines[line][0])
             if event.chain == 2:
-                self.action_toggle()
+                self.action_fold()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if new <= 0 and self.rows and self.rows[0].kind == "older":
+        if new <= 0 and self.rows and self.rows[0].kind == RowKind.OLDER:
             self._load_older()
         if new >= self.max_scroll_y - 1:
             self.new_below = 0
-            if self.rows and self.rows[-1].kind == "newer":
+            if self.rows and self.rows[-1].kind == RowKind.NEWER:
                 self._load_newer()

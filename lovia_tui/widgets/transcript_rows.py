@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.text import Text
 
@@ -16,8 +16,8 @@ from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
+from lovia_tui.kinds import RowKind, newer_key, older_key
 
-RowKind = Literal["older", "newer", "segment", "entry", "seam", "unreadable"]
 FOLD_LINES = 40
 FOLD_CHARS = 20_000
 """Most characters a folded entry shows on screen."""
@@ -48,7 +48,14 @@ class Row:
     older: int = 0
     partner: int | None = None
     tool_name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    fold: str = ""
+    """The key of the segment or seam whose header folds this row away."""
+    status: str = ""
+    """A seam's run status as last seen (the live tail updates it)."""
+    running: bool = False
+    """A tool call of a live run's checkpoint: still waiting, not dangling."""
+    boundary: int = 0
+    """An "older" row's first unloaded id from above, a "newer" row's from below."""
 
     @property
     def label(self) -> str:
@@ -63,7 +70,7 @@ class Row:
     @property
     def component(self) -> str:
         """The component class (in the .tcss) that colours this row."""
-        if self.kind != "entry":
+        if self.kind != RowKind.ENTRY:
             return f"transcript--{self.kind}"
         data = self.entry.data if self.entry else {}
         kind = data.get("type")
@@ -81,7 +88,7 @@ class Row:
 def older_row(count: int, before_id: int) -> list[Row]:
     """The row standing for ``count`` segments below id ``before_id``, not loaded."""
     return (
-        [Row("older", f"older:{before_id}", older=count, extra={"before": before_id})]
+        [Row(RowKind.OLDER, older_key(before_id), older=count, boundary=before_id)]
         if count
         else []
     )
@@ -91,7 +98,7 @@ def newer_row(count: int, after_id: int) -> list[Row]:
     """The row standing for ``count`` segments above id ``after_id``, not loaded
     (dropped from the window while the user read older ones)."""
     return (
-        [Row("newer", f"newer:{after_id}", older=count, extra={"after": after_id})]
+        [Row(RowKind.NEWER, newer_key(after_id), older=count, boundary=after_id)]
         if count
         else []
     )
@@ -100,29 +107,35 @@ def newer_row(count: int, after_id: int) -> list[Row]:
 def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
     """``rows`` with only their first ``segments`` segments; the rest (in-flight
     seams included) folded into a "newer" row to load again."""
-    headers = [n for n, row in enumerate(rows) if row.kind == "segment"]
+    headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
     if len(headers) <= segments:
         return rows
     cut = headers[segments]
     dropped = rows[cut:]
-    count = sum(1 for row in dropped if row.kind == "segment") + sum(
-        row.older for row in dropped if row.kind == "newer"
+    count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
+        row.older for row in dropped if row.kind == RowKind.NEWER
     )
-    return rows[:cut] + newer_row(count, rows[headers[segments - 1]].segment.row_id)
+    return rows[:cut] + newer_row(count, _row_id(rows[headers[segments - 1]]))
 
 
 def keep_newest(rows: list[Row], segments: int) -> list[Row]:
     """``rows`` with only their last ``segments`` segments (and what follows
     them); the rest folded into an "older" row to load again."""
-    headers = [n for n, row in enumerate(rows) if row.kind == "segment"]
+    headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
     if len(headers) <= segments:
         return rows
     cut = headers[-segments]
     dropped = rows[:cut]
-    count = sum(1 for row in dropped if row.kind == "segment") + sum(
-        row.older for row in dropped if row.kind == "older"
+    count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
+        row.older for row in dropped if row.kind == RowKind.OLDER
     )
-    return older_row(count, rows[cut].segment.row_id) + rows[cut:]
+    return older_row(count, _row_id(rows[cut])) + rows[cut:]
+
+
+def _row_id(header: Row) -> int:
+    """A segment header's ``session_runs`` id."""
+    assert header.segment is not None, "a segment row holds its segment"
+    return header.segment.row_id
 
 
 def pair_tool_calls(rows: list[Row]) -> None:
@@ -132,12 +145,12 @@ def pair_tool_calls(rows: list[Row]) -> None:
     names: dict[int, str] = {}
     live = False
     for position, row in enumerate(rows):
-        if row.kind == "segment" or row.kind == "seam":
+        if row.kind == RowKind.SEGMENT or row.kind == RowKind.SEAM:
             waiting.clear()
-            live = row.kind == "seam" and row.extra.get("status") == "running"
-        if row.kind != "entry" or row.entry is None:
+            live = row.kind == RowKind.SEAM and row.status == "running"
+        if row.kind != RowKind.ENTRY or row.entry is None:
             continue
-        row.extra["running"] = live
+        row.running = live
         data = row.entry.data
         call_id = str(data.get("call_id"))
         if data.get("type") == "tool_call":
@@ -171,20 +184,20 @@ def partner_text(row: Row, rows: list[Row], arrow: str) -> str:
 
 def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     """The one line a row shows when folded (and the first line when expanded)."""
-    if row.kind == "older":
+    if row.kind == RowKind.OLDER:
         return Text(
             f"▲ {row.older:,} older runs — press Enter (or scroll to the top) to load"
         )
-    if row.kind == "newer":
+    if row.kind == RowKind.NEWER:
         return Text(
             f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load"
         )
-    if row.kind == "unreadable" and row.problem:
+    if row.kind == RowKind.UNREADABLE and row.problem:
         return Text(printable(f"⚠ unreadable: {row.problem}"))
-    if row.kind == "segment" and row.segment:
+    if row.kind == RowKind.SEGMENT and row.segment:
         return Text(printable(segment_title(row.segment, expanded)))
-    if row.kind == "seam" and row.run:
-        status = row.extra.get("status", row.run.status)
+    if row.kind == RowKind.SEAM and row.run:
+        status = row.status or row.run.status
         # lovia web's own record says why a run that looks running is not.
         why = f" ({web_reason(row.run)})" if row.run.web_settled else ""
         return Text(
@@ -202,7 +215,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         head.append(printable(shorten(str(data.get("arguments", "")), 200)))
         if row.partner is not None:
             head.append(f"  {partner_text(row, rows, '→')}", style="dim")
-        elif row.extra.get("running"):
+        elif row.running:
             head.append(f"  {RUNNING_CALL}", style="bold green")
         else:
             head.append(f"  {DANGLING_CALL}", style="bold")
@@ -287,7 +300,7 @@ def _split_lines(text: str) -> list[str]:
     return lines[:-1] if len(lines) > 1 and text.endswith("\n") else lines
 
 
-def _marked(line: str, offset: int, marks: list[tuple[int, int]]) -> Text:
+def _marked(line: str, offset: int, marks: Sequence[tuple[int, int]]) -> Text:
     """``line`` (at ``offset`` in its text), printable, with the trim markers in
     reverse video (marked piece by piece: printable text may be longer)."""
     cuts = {0, len(line)}
@@ -307,7 +320,10 @@ def _marked(line: str, offset: int, marks: list[tuple[int, int]]) -> Text:
 
 
 def _fold(
-    lines: list[str], full: bool, limit: int | None, marks: list[tuple[int, int]] = ()
+    lines: list[str],
+    full: bool,
+    limit: int | None,
+    marks: Sequence[tuple[int, int]] = (),
 ) -> list[Text]:
     """Text for the lines shown (Text only for those: an output may be megabytes)."""
     shown = lines if full or len(lines) <= FOLD_LINES else lines[:FOLD_LINES]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app_helpers import settle
+from app_helpers import ready_to_confirm, settle
 from lovia_factory import SCRIPTS, write_session
 from reliability_helpers import AppWatch, until
 from textual.widgets import Input
@@ -353,7 +353,9 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
         return False
     for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
         dialog = app.screen
-        await tap(pilot, "enter")  # Confirm has the focus
+        # Deliberately, as a user: the count typed where asked, Enter on Confirm.
+        await ready_to_confirm(pilot)
+        await tap(pilot, "enter")
 
         def ended(dialog=dialog) -> bool:
             if isinstance(app.screen, ActionScreen):

@@ -1,0 +1,74 @@
+"""Columns sized to their content, the less important dropped first.
+
+A list row is cut to the pane's width; cutting every column to a fixed
+share left ids of a few characters at 200 columns and lost the age and
+session at 120. Each column says how wide its widest value is and how much
+it matters; :func:`fit` gives each, most important first, its full width
+while there is room, the next one what is left if that is worth showing,
+and drops the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.cells import cell_len, set_cell_size
+
+GAP = 1
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name, its widest value, its rank (0 matters most), the
+    fewest cells worth showing, and whether it takes the room left over."""
+
+    name: str
+    natural: int
+    rank: int
+    least: int = 4
+    grows: bool = False
+
+
+def fit(columns: list[Column], width: int) -> dict[str, int]:
+    """Cells per column shown (absent: dropped), in at most ``width`` cells."""
+    widths: dict[str, int] = {}
+    used = 0
+    for column in sorted(columns, key=lambda c: c.rank):
+        gap = GAP if widths else 0
+        room = width - used - gap
+        if room >= column.natural:
+            shown = column.natural
+        elif column.rank == 0 or room >= column.least:
+            shown = max(0, room)
+        else:
+            break  # a column less important than this one must not take its room
+        widths[column.name] = shown
+        used += gap + shown
+    spare = width - used
+    growing = [c.name for c in columns if c.grows and c.name in widths]
+    if spare > 0 and growing:
+        widths[growing[0]] += spare
+    return widths
+
+
+def cell(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` in exactly ``width`` cells (cut with an ellipsis, or padded),
+    measured as the terminal draws it."""
+    if width <= 0:
+        return ""
+    if cell_len(text) > width:
+        text = set_cell_size(text, width - 1) + "…"
+    pad = width - cell_len(text)
+    return " " * pad + text if right else text + " " * pad
+
+
+def widest(values: Iterable[str], cap: int, least: int = 1) -> int:
+    """The widest of ``values`` in cells, at most ``cap``."""
+    return min(cap, max((cell_len(value) for value in values), default=least))
+
+
+def longest(values: Iterable[str], cap: int, least: int = 1) -> int:
+    """The longest of ``values`` in characters, at most ``cap``: for long
+    lists, where measuring cells would cost (``cell`` still cuts by cells)."""
+    return min(cap, max(map(len, values), default=least))
