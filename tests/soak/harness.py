@@ -312,7 +312,18 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
     if action == "delete":
         await tap(pilot, "3")
         run_id = f"{victim}-0"
-        if not await within(pilot, lambda: screen.runs.select_run(run_id)):
+
+        def located() -> bool:
+            # A run not read yet is located in the background: ask again only
+            # once that search is over (asking anew would cancel it), e.g. when
+            # a finished walk replaced the list it searched.
+            if (run := screen.runs.selected) is not None and run.run_id == run_id:
+                return True
+            if _idle(app, "runs-locate"):
+                screen.runs.select_run(run_id)
+            return False
+
+        if not await within(pilot, located):
             return False
         key = "d"
     else:
@@ -353,15 +364,27 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
         return False
     for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
         dialog = app.screen
-        # Deliberately, as a user: the count typed where asked, Enter on Confirm.
-        await ready_to_confirm(pilot)
-        await tap(pilot, "enter")
 
         def ended(dialog=dialog) -> bool:
             if isinstance(app.screen, ActionScreen):
                 return app.screen is not dialog  # previewed again: rows moved on
             return _idle(app, "action")
 
+        def enter_lost(dialog=dialog) -> bool:
+            """The dialog's own first focus landed after ours: Enter moved on
+            from a field (it never confirms) instead of pressing Confirm."""
+            focused = app.focused
+            return app.screen is dialog and (
+                focused is None or focused.id not in ("confirm", "go")
+            )
+
+        # Deliberately, as a user: the count typed where asked, Enter on Confirm.
+        for _ in range(3):  # bounded: Enter again only where it was lost
+            await ready_to_confirm(pilot)
+            await tap(pilot, "enter")
+            await within(pilot, lambda: ended() or enter_lost(), timeout=2.0)
+            if not enter_lost():
+                break
         if not await within(pilot, ended):
             return False
         if not isinstance(app.screen, ActionScreen):
