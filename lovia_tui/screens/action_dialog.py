@@ -25,6 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 if TYPE_CHECKING:
+    from lovia_tui.core.fork import ForkPreview
     from lovia_tui.core.previews import Preview
 from lovia_tui.core.formatting import printable
 
@@ -50,7 +51,7 @@ class ActionAnswer:
     """The dialog's other choice instead (a rewind's: fork)."""
 
 
-def confirm_token(preview: Preview) -> tuple[str, str] | None:
+def confirm_token(preview: Preview | ForkPreview) -> tuple[str, str] | None:
     """What the user types to confirm a wide removal, and why it is asked:
     the count of runs and checkpoints removed when above one, the session's
     id for a clear. None: Confirm alone will do."""

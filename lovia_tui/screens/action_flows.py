@@ -22,7 +22,8 @@ from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import Build, InspectorBase
 
 if TYPE_CHECKING:
-    from lovia_tui.core.fork import ForkPreview
+    from lovia_tui.core.actions import ActionResult
+    from lovia_tui.core.fork import ForkPreview, ForkResult
     from lovia_tui.core.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
 
@@ -233,7 +234,7 @@ class ActionFlows(InspectorBase):
 
         values = {spec.name: spec.value for spec in fields}
         force = False
-        preview: Preview | None = None
+        preview: Preview | ForkPreview | None = None
         while True:
             try:
                 built = await build(values, force)
@@ -277,7 +278,7 @@ class ActionFlows(InspectorBase):
                     alternative=None if fork_instead is None else FORK_INSTEAD,
                 )
             )
-            if answer is not None and answer.alternative:
+            if answer is not None and answer.alternative and fork_instead:
                 self._fork(*fork_instead)
                 return
             if answer is None:
@@ -287,9 +288,16 @@ class ActionFlows(InspectorBase):
                 continue
             if preview is None:  # a dialog with nothing to do offers no Confirm
                 return
-            act = perform_fork if isinstance(preview, ForkPreview) else perform
+            result: ActionResult | ForkResult
             try:
-                result = await act(self.workspace, preview, reason=answer.reason)
+                if isinstance(preview, ForkPreview):
+                    result = await perform_fork(
+                        self.workspace, preview, reason=answer.reason
+                    )
+                else:
+                    result = await perform(
+                        self.workspace, preview, reason=answer.reason
+                    )
             except RowsChangedError:
                 self.notify(
                     "the rows moved on since the preview, nothing was done: "
