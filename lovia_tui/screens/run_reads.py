@@ -1,5 +1,6 @@
-"""The runs list's reads: every checkpoint with its session link, and the
-highlighted run's detail (its dangling calls read from its snapshot).
+"""The runs list's reads: the Runs pane walks and pages the checkpoints
+itself (``RunsPane.load``); here the session badges once it is walked, and
+the highlighted run's detail (its dangling calls read from its snapshot).
 
 A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The Runs
 pane says when its highlight changes (``RunsPane.Chosen``); the detail is
