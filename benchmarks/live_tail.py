@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT / "tests" / "agents"))
 
 from slow_writer import SlowWriter  # noqa: E402
 
-from lovia_tui.core import watch  # noqa: E402
-from lovia_tui.core.database import open_database  # noqa: E402
-from lovia_tui.core.tail import Tail, live_changes  # noqa: E402
+from lovia_tui.core.live import watch  # noqa: E402
+from lovia_tui.core.live.tail import Tail, live_changes  # noqa: E402
+from lovia_tui.core.store.database import open_database  # noqa: E402
 
 STEPS = 60  # 2 commits with entries per step: 121 measured commits per mode
 STEP_DELAY = 0.1

@@ -284,7 +284,7 @@ class Statements:
     """Wall time of every read-layer statement (queueing on the connection included)."""
 
     def __init__(self) -> None:
-        from lovia_tui.core.database import Database
+        from lovia_tui.core.store.database import Database
 
         self.records: list[tuple[str, float]] = []
         self.originals = {
@@ -304,7 +304,7 @@ class Statements:
             setattr(Database, name, timed)
 
     def restore(self) -> None:
-        from lovia_tui.core.database import Database
+        from lovia_tui.core.store.database import Database
 
         for name, original in self.originals.items():
             setattr(Database, name, original)

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.goto import GotoProvider
 from lovia_tui.screens.inspector import FirstPage, InspectorScreen
 from lovia_tui.screens.palette import Palette

@@ -3,18 +3,18 @@
 A session may hold thousands of runs; only the newest ``BATCH`` segments are
 read at first and older ones on demand, so opening it costs the same at any
 length. Flat indices need every older segment's entry count: they are counted
-in the background (``queries.flat_starts``) and filled in by ``set_indices``.
+in the background (``segment_reads.flat_starts``) and filled in by ``set_indices``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from lovia_tui.core import queries
-from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError
+from lovia_tui.core.live.tail import RunEntries, new_snapshot_entries
 from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
-from lovia_tui.core.tail import RunEntries, new_snapshot_entries
+from lovia_tui.core.store import checkpoint_reads, segment_reads
+from lovia_tui.core.store.database import Database
 from lovia_tui.kinds import RowKind, seam_key, segment_key
 from lovia_tui.widgets.transcript_rows import Row, newer_row, older_row
 
@@ -22,7 +22,7 @@ BATCH = 30
 
 
 Starts = dict[int, int | None]
-"""Each segment's first flat index by row id (``queries.flat_starts``)."""
+"""Each segment's first flat index by row id (``segment_reads.flat_starts``)."""
 
 
 async def segment_rows(
@@ -37,7 +37,7 @@ async def segment_rows(
             replace(segment, first_index=starts.get(segment.row_id))
             for segment in batch
         ]
-    loaded = await queries.batch_entries(db, batch)
+    loaded = await segment_reads.batch_entries(db, batch)
     rows: list[Row] = []
     for segment in batch:
         header = segment_key(db.path, segment.row_id)
@@ -127,7 +127,7 @@ seam below the newest segment unless already appended."""
 async def newest_batch(db: Database, session_id: str) -> tuple[list[SegmentInfo], int]:
     """A session's newest ``BATCH`` segments, listed (their entries not read
     yet), and how many older ones there are."""
-    return await queries.newest_segments(db, session_id, BATCH)
+    return await segment_reads.newest_segments(db, session_id, BATCH)
 
 
 async def session_rows(
@@ -137,7 +137,7 @@ async def session_rows(
     inflight: Inflight,
     starts: Starts | None = None,
 ) -> tuple[list[Row], dict[str, int]]:
-    """The newest batch of a session (as listed by ``queries.newest_segments``),
+    """The newest batch of a session (as listed by ``segment_reads.newest_segments``),
     then each linked run not yet appended; and, per such run, the last batch
     seq read (to follow it from there)."""
     batch, older = listed
@@ -152,7 +152,7 @@ async def older_rows(
     db: Database, session_id: str, before_id: int, starts: Starts | None
 ) -> list[Row]:
     """The next older batch above what is shown, with a new "older" row if needed."""
-    batch, older = await queries.newest_segments(db, session_id, BATCH, before_id)
+    batch, older = await segment_reads.newest_segments(db, session_id, BATCH, before_id)
     return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
         db, batch, starts
     )
@@ -167,7 +167,7 @@ async def newer_rows(
 ) -> tuple[list[Row], dict[str, int]]:
     """The next newer batch below what is shown: with a "newer" row if more
     follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
-    batch, newer = await queries.oldest_segments(db, session_id, BATCH, after_id)
+    batch, newer = await segment_reads.oldest_segments(db, session_id, BATCH, after_id)
     rows = await segment_rows(db, batch, starts)
     if newer:
         return rows + newer_row(newer, batch[-1].row_id), {}
@@ -178,7 +178,7 @@ async def newer_rows(
 async def _seam_rows(
     db: Database, session_id: str, inflight: Inflight
 ) -> tuple[list[Row], dict[str, int]]:
-    appended = await queries.runs_in_session(
+    appended = await checkpoint_reads.runs_in_session(
         db, session_id, [run.run_id for _, run, _ in inflight]
     )
     rows: list[Row] = []

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from lovia_tui.core.actions import perform
-from lovia_tui.core.journal import Journal
-from lovia_tui.core.previews import Preview
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.perform import perform
+from lovia_tui.core.actions.previews import Preview
+from lovia_tui.core.store.workspace import Workspace
 
 
 async def perform_then_die(

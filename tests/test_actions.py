@@ -30,16 +30,16 @@ from lovia.web.sse import usage_dict
 from lovia.web.store import ChatStore
 from lovia_factory import DONE, READY, append_entries, copy_db, rows, scratch_directory
 
-from lovia_tui.core.actions import perform
-from lovia_tui.core.errors import ActionError
-from lovia_tui.core.run_plans import preview_delete_runs, preview_finalize
-from lovia_tui.core.session_plans import (
+from lovia_tui.core.actions.perform import perform
+from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
+from lovia_tui.core.actions.session_plans import (
     preview_clear,
     preview_rewind,
     preview_trim,
     user_turn_start,
 )
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.workspace import Workspace
 
 pytestmark = pytest.mark.usefixtures("private_journal")
 
@@ -475,7 +475,7 @@ async def test_actions_while_another_process_appends(
 ) -> None:
     """Rewind, undo and trim on one session while a lovia process keeps appending
     to another in the same file: both succeed, nothing is locked out or lost."""
-    from lovia_tui.core.actions import undo
+    from lovia_tui.core.actions.perform import undo
 
     sessions, runs = two_files
     stop = sessions.with_name("stop")
@@ -526,7 +526,7 @@ async def test_a_count_differing_from_the_preview_is_reported_not_failed(
     """A preview that got lovia's count wrong: done, both numbers said, rows journaled."""
     import dataclasses
 
-    from lovia_tui.core.actions import undo
+    from lovia_tui.core.actions.perform import undo
 
     sessions, runs = two_files
     before = rows(sessions), rows(runs)
@@ -551,8 +551,8 @@ async def test_a_journal_that_cannot_record_the_end_leaves_it_undoable(
     two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Committed, then the journal fails: done with a warning, and undo still works."""
-    from lovia_tui.core.actions import undo
-    from lovia_tui.core.journal import Journal
+    from lovia_tui.core.actions.journal import Journal
+    from lovia_tui.core.actions.perform import undo
 
     sessions, runs = two_files
     before = rows(sessions), rows(runs)

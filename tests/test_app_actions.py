@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from app_helpers import confirm, settle, snapshot_app, user_rows
 
-from lovia_tui.core.journal import Journal
+from lovia_tui.core.actions.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lovia_tui.core import chat_schema
+from lovia_tui.core.store import chat_schema
 
 
 def test_the_count_in_the_source_is_lovias_own() -> None:

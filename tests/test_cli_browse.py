@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from lovia_tui.cli import main
-from lovia_tui.core.database import sqlite_uri
-from lovia_tui.core.workspace import Workspace, resolve_paths
+from lovia_tui.core.store.database import sqlite_uri
+from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
     "run_id", "status", "agent", "turns", "usage", "started_at", "updated_at",

@@ -9,9 +9,9 @@ import pytest
 from lovia import SQLiteSession
 from lovia_factory import copy_db
 
-from lovia_tui.core.describe import describe
-from lovia_tui.core.session_plans import preview_rewind, preview_trim
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.actions.describe import describe
+from lovia_tui.core.actions.session_plans import preview_rewind, preview_trim
+from lovia_tui.core.store.workspace import Workspace
 
 
 @pytest.mark.parametrize("keep", [3, 4, 6, 7, 9])

@@ -23,14 +23,15 @@ from lovia.web.store import ChatStore
 from lovia_factory import SCRIPTS, agent, web_records, write_session
 
 from lovia_tui.cli import main
-from lovia_tui.core import doctor_findings, doctor_segments
-from lovia_tui.core.actions import perform, undo
-from lovia_tui.core.agents import load_agent
-from lovia_tui.core.doctor import Finding, Report, diagnose
-from lovia_tui.core.doctor_fixes import fix_preflight, fix_preview
+from lovia_tui.core.actions.perform import perform, undo
+from lovia_tui.core.doctor import findings as doctor_findings
+from lovia_tui.core.doctor import segments as doctor_segments
+from lovia_tui.core.doctor.audit import Finding, Report, diagnose
+from lovia_tui.core.doctor.fixes import fix_preflight, fix_preview
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.resume import replay, resume
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.runs.agents import load_agent
+from lovia_tui.core.runs.resume import replay, resume
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.demo.crash import crash_run
 from lovia_tui.demo.webui import web_run
 

@@ -167,8 +167,8 @@ async def test_an_unfinished_action_is_found_and_undone_from_the_doctor(
     from journal_faults import perform_then_die
     from lovia_factory import rows
 
-    from lovia_tui.core.session_plans import preview_clear
-    from lovia_tui.core.workspace import Workspace
+    from lovia_tui.core.actions.session_plans import preview_clear
+    from lovia_tui.core.store.workspace import Workspace
 
     db = snap_dir / "snap.db"
     before = rows(db)

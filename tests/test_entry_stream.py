@@ -17,8 +17,8 @@ from lovia.transcript import (
 )
 
 from lovia_tui.cli import main
-from lovia_tui.core import entry_stream
 from lovia_tui.core.entries import UnreadableError, parse_entries
+from lovia_tui.core.store import entry_stream
 
 
 @pytest.fixture

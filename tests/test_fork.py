@@ -14,9 +14,9 @@ from lovia.web.store import ChatStore
 from lovia_factory import SCRIPTS, copy_db, rows, write_session
 
 from lovia_tui.cli import main
+from lovia_tui.core.actions.fork import preview_fork
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.fork import preview_fork
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 pytestmark = pytest.mark.usefixtures("private_journal")
 

@@ -29,7 +29,12 @@ from lovia_factory import scratch_directory, write_session
 from rich.console import Console
 from rich.text import Text
 
-from lovia_tui.core import queries
+from lovia_tui.core.actions.session_plans import (
+    preview_clear,
+    preview_rewind,
+    preview_trim,
+    user_turn_start,
+)
 from lovia_tui.core.entries import (
     ENTRY_TYPES,
     UnreadableError,
@@ -44,13 +49,8 @@ from lovia_tui.core.entries import (
 )
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import Entry, SessionLink
-from lovia_tui.core.session_plans import (
-    preview_clear,
-    preview_rewind,
-    preview_trim,
-    user_turn_start,
-)
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store import checkpoint_reads, segment_reads
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.widgets.run_detail import dangling_panel, head_table
 from lovia_tui.widgets.transcript_rows import (
     TRIM_MARKER,
@@ -190,7 +190,7 @@ def _segment(meta_json: str | None, count: int | None = 2) -> Any:
     class Stub:
         name, path = "fuzz.db", Path("fuzz.db")
 
-    return queries._segment(
+    return segment_reads._segment(
         Stub(), (7, "s", "r", time.time(), 100, meta_json), count, 0
     )
 
@@ -266,7 +266,7 @@ def test_run_head_panel_takes_any_head(head_json: str, output: Any) -> None:
     class Stub:
         name, path = "fuzz.db", Path("fuzz.db")
 
-    run = queries.run_info(Stub(), ("run-x", head_json, time.time(), 3, 1))
+    run = checkpoint_reads.run_info(Stub(), ("run-x", head_json, time.time(), 3, 1))
     link = SessionLink(Path("fuzz.db"), "s", "segment")
     for now in (run.updated_at, run.updated_at + 10_000):
         console.print(head_table(run, link, now, 300))

@@ -51,7 +51,7 @@ from textual.worker import WorkerState
 
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
-from lovia_tui.core import database
+from lovia_tui.core.store import database
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.widgets.run_detail import RunDetail
 

@@ -32,10 +32,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lovia_tui.cli import main
-from lovia_tui.core.console import one_line
 from lovia_tui.core.export import export_name, free_path
 from lovia_tui.core.formatting import printable, printable_json
-from lovia_tui.core.redact import HIDDEN, error_line, redact
+from lovia_tui.core.runs.console import one_line
+from lovia_tui.core.runs.redact import HIDDEN, error_line, redact
 
 UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"

@@ -26,7 +26,7 @@ from lovia.transcript import AssistantTextEntry, InputEntry
 from lovia_factory import copy_db, rows, scratch_directory
 
 from lovia_tui.cli import main
-from lovia_tui.core.journal import Journal
+from lovia_tui.core.actions.journal import Journal
 
 pytestmark = pytest.mark.usefixtures("private_journal")
 

@@ -10,13 +10,17 @@ import pytest
 from lovia import SQLiteSession
 from lovia_factory import append_entries, rows
 
-from lovia_tui.core.actions import perform, undo
+from lovia_tui.core.actions.journal import Journal, journal_path
+from lovia_tui.core.actions.perform import perform, undo
+from lovia_tui.core.actions.previews import Preview
+from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
+from lovia_tui.core.actions.session_plans import (
+    preview_clear,
+    preview_rewind,
+    preview_trim,
+)
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.journal import Journal, journal_path
-from lovia_tui.core.previews import Preview
-from lovia_tui.core.run_plans import preview_delete_runs, preview_finalize
-from lovia_tui.core.session_plans import preview_clear, preview_rewind, preview_trim
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 pytestmark = pytest.mark.usefixtures("private_journal")
 
@@ -259,7 +263,7 @@ async def test_a_commit_failing_after_another_files_is_undone(
     two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """runs.db committed, sessions.db's commit failed: the entry says so, undo mends it."""
-    from lovia_tui.core.locked_stores import HeldConnection
+    from lovia_tui.core.actions.locked_stores import HeldConnection
 
     sessions, runs = two_files
     before = rows(sessions), rows(runs)

@@ -1,6 +1,6 @@
 """The one place lovia-tui reaches into lovia: fails loudly if lovia's store plumbing moves.
 
-``core/locked_stores.py`` runs lovia's own store methods on a connection
+``core/actions/locked_stores.py`` runs lovia's own store methods on a connection
 lovia-tui holds inside ``BEGIN IMMEDIATE``. These tests pin what that relies
 on — the names and signatures of ``SQLiteStore._connect/_release/_conn/_tx/_run``,
 that lovia's methods reach the database only through them, and that
@@ -19,8 +19,7 @@ from lovia.stores._sqlite import SQLiteStore
 from lovia.web.store import ChatStore
 from lovia_factory import rows
 
-from lovia_tui.core.errors import ActionError
-from lovia_tui.core.locked_stores import (
+from lovia_tui.core.actions.locked_stores import (
     _PLUMBING,
     LockedCheckpointer,
     LockedSession,
@@ -28,6 +27,7 @@ from lovia_tui.core.locked_stores import (
     check_lovia_shape,
     held_write,
 )
+from lovia_tui.core.errors import ActionError
 
 
 def test_lovia_plumbing_has_the_shape_we_override() -> None:

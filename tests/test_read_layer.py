@@ -22,13 +22,19 @@ from urllib.parse import quote
 
 import pytest
 
-from lovia_tui.core import database, queries
-from lovia_tui.core.database import Database, Stores, open_database, sqlite_uri
 from lovia_tui.core.entries import UnreadableError, dangling_calls, drop_dangling
 from lovia_tui.core.errors import LoviaTuiError, OpenError
 from lovia_tui.core.export import export_session
 from lovia_tui.core.models import DanglingCall, SessionLink
-from lovia_tui.core.workspace import Workspace, resolve_paths, runs_for_session
+from lovia_tui.core.search import substring
+from lovia_tui.core.store import (
+    checkpoint_reads,
+    database,
+    segment_reads,
+    session_reads,
+)
+from lovia_tui.core.store.database import Database, Stores, open_database, sqlite_uri
+from lovia_tui.core.store.workspace import Workspace, resolve_paths, runs_for_session
 
 # ---------------------------------------------------------------- helpers
 
@@ -111,17 +117,22 @@ async def test_store_detection_on_each_demo_file(demo: Any, readonly: bool) -> N
 
 async def test_tables_not_created_yet_read_as_empty(demo: Any) -> None:
     async with opened(demo.sessions_db) as db:
-        assert await queries.runs(db) == []
-        assert await queries.runs(db, demo.cli_crashed_run) == []
-        assert await queries.snapshot_entries(db, demo.cli_crashed_run) == ([], [])
+        assert await checkpoint_reads.runs(db) == []
+        assert await checkpoint_reads.runs(db, demo.cli_crashed_run) == []
+        assert await checkpoint_reads.snapshot_entries(db, demo.cli_crashed_run) == (
+            [],
+            [],
+        )
     async with opened(demo.runs_db) as db:
-        assert await queries.segments(db, demo.cli_session) == []
-        assert await queries.list_sessions(db, 50) == []
-        assert await queries.recent_sessions(db, 50) == []
-        assert await queries.session_summary(db, demo.cli_completed_session) is None
-        assert await queries.session_title(db, demo.cli_completed_session) == ""
-        assert [hit async for hit in queries.search_segments(db, "report")] == []
-        assert [part async for part in queries.session_index(db)] == []
+        assert await segment_reads.segments(db, demo.cli_session) == []
+        assert await session_reads.list_sessions(db, 50) == []
+        assert await session_reads.recent_sessions(db, 50) == []
+        assert (
+            await session_reads.session_summary(db, demo.cli_completed_session) is None
+        )
+        assert await session_reads.session_title(db, demo.cli_completed_session) == ""
+        assert [hit async for hit in substring.search_segments(db, "report")] == []
+        assert [part async for part in session_reads.session_index(db)] == []
 
 
 # ------------------------------------------------------------- sessions
@@ -137,7 +148,7 @@ async def test_web_sessions_include_chats_with_no_segment_yet(demo: Any) -> None
         )
     }
     async with opened(demo.web_db) as db:
-        summaries = await queries.list_sessions(db, 50)
+        summaries = await session_reads.list_sessions(db, 50)
         by_id = {s.session_id: s for s in summaries}
         # Every chat is listed, the batch and failed chats too: their only run
         # never finished, so they have no segment, but they exist and have a title.
@@ -158,18 +169,18 @@ async def test_web_sessions_include_chats_with_no_segment_yet(demo: Any) -> None
         # A limit keeps the newest, in the same order, whatever its size.
         order = [s.session_id for s in summaries]
         for limit in range(1, len(order) + 1):
-            assert [s for s, _ in await queries.recent_sessions(db, limit)] == order[
-                :limit
-            ]
             assert [
-                s.session_id for s in await queries.list_sessions(db, limit)
+                s for s, _ in await session_reads.recent_sessions(db, limit)
+            ] == order[:limit]
+            assert [
+                s.session_id for s in await session_reads.list_sessions(db, limit)
             ] == order[:limit]
 
         assert (
-            await queries.session_summary(db, demo.batch_session)
+            await session_reads.session_summary(db, demo.batch_session)
             == by_id[demo.batch_session]
         )
-        assert await queries.session_summary(db, "no-such-session") is None
+        assert await session_reads.session_summary(db, "no-such-session") is None
 
 
 async def test_a_touched_chat_ranks_as_lovia_web_ranks_it(demo: Any) -> None:
@@ -181,22 +192,22 @@ async def test_a_touched_chat_ranks_as_lovia_web_ranks_it(demo: Any) -> None:
     await store.upsert("chat-fresh", agent="assistant", title="Fresh chat")
     await store.upsert(demo.trip_session)
     async with opened(demo.web_db) as db:
-        full = await queries.list_sessions(db, 100)
+        full = await session_reads.list_sessions(db, 100)
         order = [s.session_id for s in full]
         # The touched chat ranks by its updated_at, as lovia web's sidebar,
         # on every page size.
         assert order[:2] == [demo.trip_session, "chat-fresh"]
         assert order == [chat.id for chat in await store.list()]
         for limit in range(1, 5):
-            assert [s for s, _ in await queries.recent_sessions(db, limit)] == order[
-                :limit
-            ]
-            assert await queries.list_sessions(db, limit) == full[:limit]
+            assert [
+                s for s, _ in await session_reads.recent_sessions(db, limit)
+            ] == order[:limit]
+            assert await session_reads.list_sessions(db, limit) == full[:limit]
 
 
 async def test_two_file_titles_come_from_the_first_user_message(demo: Any) -> None:
     async with opened(demo.sessions_db) as db:
-        summaries = await queries.list_sessions(db, 50)
+        summaries = await session_reads.list_sessions(db, 50)
         assert [(s.session_id, s.runs, s.title) for s in summaries] == [
             (demo.cli_completed_session, 1, "Write the daily report."),
             (demo.cli_session, 2, "What's on today? 今日の予定は?"),
@@ -207,7 +218,7 @@ async def test_two_file_titles_come_from_the_first_user_message(demo: Any) -> No
             demo.cli_session,
         )
         assert summaries[1].last_activity == created
-        assert await queries.session_summary(db, demo.trip_session) is None
+        assert await session_reads.session_summary(db, demo.trip_session) is None
 
 
 @pytest.mark.parametrize("layout", ["web", "two-file"])
@@ -224,10 +235,10 @@ async def test_flat_indices_match_lovia_load(
         sid for (sid,) in raw(path, "SELECT DISTINCT session_id FROM session_runs")
     ]
     assert len(session_ids) >= 2
-    monkeypatch.setattr(queries, "SEGMENT_CHUNK", 2)  # chunked reads agree too
+    monkeypatch.setattr(segment_reads, "SEGMENT_CHUNK", 2)  # chunked reads agree too
     async with opened(path) as db:
         for sid in session_ids:
-            segments = await queries.segments(db, sid)
+            segments = await segment_reads.segments(db, sid)
             lovia_segments = await store.segments(sid)
             assert [s.run_id for s in segments] == [s.run_id for s in lovia_segments]
             flat = []
@@ -239,21 +250,21 @@ async def test_flat_indices_match_lovia_load(
                 timing = (lovia_segment.meta or {}).get("timing", {})
                 assert segment.started_at == timing.get("started_at")
                 assert segment.finished_at == timing.get("finished_at")
-                entries = await queries.segment_entries(db, segment)
+                entries = await segment_reads.segment_entries(db, segment)
                 assert len(entries) == segment.entry_count
                 flat.extend(entries)
             # What the transcript reads: the newest batch, then indices counted apart.
-            assert await queries.flat_starts(db, sid) == {
+            assert await segment_reads.flat_starts(db, sid) == {
                 s.row_id: s.first_index for s in segments
             }
-            newest, older = await queries.newest_segments(db, sid, 2)
+            newest, older = await segment_reads.newest_segments(db, sid, 2)
             assert [s.row_id for s in newest] == [s.row_id for s in segments[-2:]]
             assert [s.entry_count for s in newest] == [
                 s.entry_count for s in segments[-2:]
             ]
             assert older == max(0, len(segments) - 2)
             if older:
-                below, rest = await queries.newest_segments(
+                below, rest = await segment_reads.newest_segments(
                     db, sid, 1, newest[0].row_id
                 )
                 assert [s.row_id for s in below] == [
@@ -276,11 +287,11 @@ async def test_session_index_counts_every_session(
             )
         }
         async with opened(path) as db:
-            for chunk in (queries.SCAN_CHUNK, 4):
-                monkeypatch.setattr(queries, "INDEX_CHUNK", chunk)
+            for chunk in (substring.SCAN_CHUNK, 4):
+                monkeypatch.setattr(session_reads, "INDEX_CHUNK", chunk)
                 merged: dict[str, tuple[int, int]] = {}
                 fractions = []
-                async for part, fraction in queries.session_index(db):
+                async for part, fraction in session_reads.session_index(db):
                     for sid, (count, last) in part.items():
                         old_count, old_last = merged.get(sid, (0, 0))
                         merged[sid] = (old_count + count, max(old_last, last))
@@ -288,7 +299,7 @@ async def test_session_index_counts_every_session(
                 assert merged == expected, (path.name, chunk)
                 assert fractions == sorted(fractions) and fractions[-1] == 1.0
             for sid, (count, _) in expected.items():
-                assert (await queries.session_summary(db, sid)).runs == count
+                assert (await session_reads.session_summary(db, sid)).runs == count
 
 
 # ------------------------------------------------------------------ runs
@@ -309,7 +320,7 @@ async def test_runs_report_every_head_field(
     ):
         batches.setdefault(run_id, []).append((seq, json.loads(text)))
     async with opened(demo.web_db) as db:
-        found = await queries.runs(db)
+        found = await checkpoint_reads.runs(db)
         assert {run.run_id for run in found} == set(heads) == {
             demo.crashed_run, demo.interrupted_run, demo.failed_run,
             demo.batch_run, demo.crash_window_run, demo.orphan_run,
@@ -338,7 +349,7 @@ async def test_runs_report_every_head_field(
                 len(entries) for _, entries in batches[run.run_id]
             )
             assert run.last_seq == max(seq for seq, _ in batches[run.run_id])
-            assert await queries.runs(db, run.run_id) == [run]
+            assert await checkpoint_reads.runs(db, run.run_id) == [run]
         by_id = {run.run_id: run for run in found}
         assert by_id[demo.crashed_run].status == "running"
         assert by_id[demo.interrupted_run].status == "interrupted"
@@ -347,11 +358,11 @@ async def test_runs_report_every_head_field(
         assert failed.error and failed.error["type"]
         window = by_id[demo.crash_window_run]
         assert window.status == "completed" and "Weekly summary" in window.output
-        assert await queries.runs(db, "no-such-run") == []
+        assert await checkpoint_reads.runs(db, "no-such-run") == []
         monkeypatch.setattr(
-            queries, "RUNS_CHUNK", 2
+            checkpoint_reads, "RUNS_CHUNK", 2
         )  # listed a few at a time: the same
-        assert await queries.runs(db) == found
+        assert await checkpoint_reads.runs(db) == found
 
 
 def test_staleness_only_for_running_runs() -> None:
@@ -401,7 +412,7 @@ async def test_snapshot_entries_and_the_dangling_run_job_call(
         for entry in json.loads(text)
     ]
     async with opened(path) as db:
-        entries, problems = await queries.snapshot_entries(db, run_id)
+        entries, problems = await checkpoint_reads.snapshot_entries(db, run_id)
     assert problems == []
     # A checkpoint's own entries are not in the session yet: no flat index.
     assert all(entry.index is None for entry in entries)
@@ -414,7 +425,7 @@ async def test_snapshot_entries_and_the_dangling_run_job_call(
 
 async def test_finished_runs_have_no_dangling_calls(demo: Any) -> None:
     async with opened(demo.runs_db) as db:
-        entries, _ = await queries.snapshot_entries(db, demo.cli_completed_run)
+        entries, _ = await checkpoint_reads.snapshot_entries(db, demo.cli_completed_run)
     assert len(entries) == 2
     assert dangling_calls([entry.data for entry in entries]) == []
 
@@ -510,7 +521,7 @@ async def _search(
 ) -> tuple[list[tuple[str, int]], list[float]]:
     hits: list[tuple[str, int]] = []
     fractions: list[float] = []
-    async for matches, fraction in queries.search_segments(db, needle):
+    async for matches, fraction in substring.search_segments(db, needle):
         hits.extend(matches)
         fractions.append(fraction)
     return hits, fractions
@@ -550,7 +561,7 @@ async def test_search_segments(
     cli: set[str],
     chunk: int,
 ) -> None:
-    monkeypatch.setattr(queries, "SCAN_CHUNK", chunk)
+    monkeypatch.setattr(substring, "SCAN_CHUNK", chunk)
     for path, sessions in ((demo.web_db, web), (demo.sessions_db, cli)):
         expected = _expected_hits(path, needle)
         assert {sid for sid, _ in expected} == sessions
@@ -596,23 +607,26 @@ async def _exercise_everything(ws: Workspace) -> dict[str, int]:
     }
     for db in ws.session_dbs:
         await db.data_version()
-        summaries = await queries.list_sessions(db, 100)
-        assert [s for s, _ in await queries.recent_sessions(db, 100)] == [
+        summaries = await session_reads.list_sessions(db, 100)
+        assert [s for s, _ in await session_reads.recent_sessions(db, 100)] == [
             s.session_id for s in summaries
         ]
         for summary in summaries:
             seen["sessions"] += 1
             assert await ws.find_session(summary.session_id) is db
-            assert await queries.session_title(db, summary.session_id) == summary.title
-            for segment in await queries.segments(db, summary.session_id):
-                seen["entries"] += len(await queries.segment_entries(db, segment))
+            assert (
+                await session_reads.session_title(db, summary.session_id)
+                == summary.title
+            )
+            for segment in await segment_reads.segments(db, summary.session_id):
+                seen["entries"] += len(await segment_reads.segment_entries(db, segment))
             for fmt in ("md", "json"):
                 buffer = io.StringIO()
                 seen["exported"] += await export_session(
                     db, summary.session_id, fmt, buffer
                 )
                 assert buffer.getvalue()
-        async for part, _ in queries.session_index(db):
+        async for part, _ in session_reads.session_index(db):
             assert part
         for needle in ("金閣寺", '"topic"', "nightly"):
             hits, _ = await _search(db, needle)
@@ -621,7 +635,7 @@ async def _exercise_everything(ws: Workspace) -> dict[str, int]:
     links = await ws.links(run.run_id for run in all_runs)
     for run in all_runs:
         seen["runs"] += 1
-        entries, problems = await queries.snapshot_entries(
+        entries, problems = await checkpoint_reads.snapshot_entries(
             ws.database(run.file), run.run_id
         )
         assert problems == []
@@ -676,8 +690,12 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
     before = _digests(tmp_path)
     async with opened(path) as db:
         assert db.notice is not None and "immutable" in db.notice
-        assert len(await queries.list_sessions(db, 100)) == len(_chat_ids(path)) == 10
-        assert len(await queries.runs(db)) == 6
+        assert (
+            len(await session_reads.list_sessions(db, 100))
+            == len(_chat_ids(path))
+            == 10
+        )
+        assert len(await checkpoint_reads.runs(db)) == 6
     assert_untouched(tmp_path, before)
     # The default mode has no such fallback: it must be able to write.
     with pytest.raises(OpenError) as info:
@@ -714,7 +732,7 @@ async def test_odd_file_names_open(demo_dir: Any, tmp_path: Path) -> None:
     path = copy_db(demo_dir.sessions_db, tmp_path, "my db #1?.db")
     async with opened(path) as db:
         assert db.stores.session
-        assert len(await queries.list_sessions(db, 10)) == 2
+        assert len(await session_reads.list_sessions(db, 10)) == 2
 
 
 # ------------------------------------------------------------ default mode
@@ -724,7 +742,7 @@ async def test_default_mode_switches_rollback_journal_to_wal(demo: Any) -> None:
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("delete",)]
     async with opened(demo.sessions_db, readonly=False) as db:
         assert (db.journal_mode, db.notice) == ("wal", None)
-        assert len(await queries.list_sessions(db, 10)) == 2
+        assert len(await session_reads.list_sessions(db, 10)) == 2
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("wal",)]  # sticky
     async with opened(demo.sessions_db) as db:
         assert db.journal_mode == "wal"
@@ -825,7 +843,9 @@ async def test_hostile_file_is_one_line_and_the_rest_still_opens(
     ws = await Workspace.open([demo.directory], readonly=readonly)
     try:
         assert len(await ws.all_runs()) == 8
-        assert len(await queries.list_sessions(ws.database(demo.web_db), 100)) == 10
+        assert (
+            len(await session_reads.list_sessions(ws.database(demo.web_db), 100)) == 10
+        )
     finally:
         await ws.close()
 
@@ -913,9 +933,9 @@ def hostile(demo: Any) -> Any:
 async def test_a_corrupt_segment_is_reported_and_later_indices_unknown(
     hostile: Any, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    monkeypatch.setattr(queries, "SEGMENT_CHUNK", chunk)
+    monkeypatch.setattr(segment_reads, "SEGMENT_CHUNK", chunk)
     async with opened(hostile.web_db) as db:
-        first, broken, after = await queries.segments(db, "hostile")
+        first, broken, after = await segment_reads.segments(db, "hostile")
         assert (first.entry_count, first.first_index, first.unreadable) == (2, 0, None)
         assert (broken.entry_count, broken.first_index) == (None, 2)
         assert broken.unreadable is not None and "h2" in str(broken.unreadable)
@@ -925,20 +945,27 @@ async def test_a_corrupt_segment_is_reported_and_later_indices_unknown(
             None,
             None,
         )
-        assert list((await queries.flat_starts(db, "hostile")).values()) == [0, 2, None]
-        assert [e.index for e in await queries.segment_entries(db, first)] == [0, 1]
+        assert list((await segment_reads.flat_starts(db, "hostile")).values()) == [
+            0,
+            2,
+            None,
+        ]
+        assert [e.index for e in await segment_reads.segment_entries(db, first)] == [
+            0,
+            1,
+        ]
         with pytest.raises(UnreadableError, match="invalid JSON"):
-            await queries.segment_entries(db, broken)
-        assert [e.index for e in await queries.segment_entries(db, after)] == [
+            await segment_reads.segment_entries(db, broken)
+        assert [e.index for e in await segment_reads.segment_entries(db, after)] == [
             None,
             None,
         ]
         # Everything else in the file is untouched by it.
-        kyoto = await queries.segments(db, hostile.trip_session)
+        kyoto = await segment_reads.segments(db, hostile.trip_session)
         assert [(s.first_index, s.entry_count, s.unreadable) for s in kyoto] == [
             (0, 5, None), (5, 4, None), (9, 6, None),
         ]  # fmt: skip
-        summary = await queries.session_summary(db, "hostile")
+        summary = await session_reads.session_summary(db, "hostile")
         assert (summary.runs, summary.title) == (3, "hostile question")
         buffer = io.StringIO()
         assert await export_session(db, "hostile", "json", buffer) == 4
@@ -949,34 +976,36 @@ async def test_a_corrupt_segment_is_reported_and_later_indices_unknown(
 
 async def test_unknown_entry_type_and_bad_meta(hostile: Any) -> None:
     async with opened(hostile.web_db) as db:
-        [segment] = await queries.segments(db, "mystery")
+        [segment] = await segment_reads.segments(db, "mystery")
         assert segment.entry_count == 1
         with pytest.raises(UnreadableError, match="unknown type 'mystery'"):
-            await queries.segment_entries(db, segment)
-        [segment] = await queries.segments(db, "bad-meta")
+            await segment_reads.segment_entries(db, segment)
+        [segment] = await segment_reads.segments(db, "bad-meta")
         assert segment.unreadable is not None and "meta" in str(segment.unreadable)
         assert (segment.entry_count, segment.started_at) == (2, None)
-        assert len(await queries.segment_entries(db, segment)) == 2
+        assert len(await segment_reads.segment_entries(db, segment)) == 2
 
 
 async def test_invalid_utf8_does_not_crash(hostile: Any) -> None:
     async with opened(hostile.web_db) as db:
-        [segment] = await queries.segments(db, "bad-utf8")
-        [entry] = await queries.segment_entries(db, segment)
+        [segment] = await segment_reads.segments(db, "bad-utf8")
+        [entry] = await segment_reads.segment_entries(db, segment)
         assert entry.data["content"] == "\ufffd latte"  # replaced, not raised
-        assert (await queries.session_summary(db, "bad-utf8")).title == "\ufffd latte"
+        assert (
+            await session_reads.session_summary(db, "bad-utf8")
+        ).title == "\ufffd latte"
         hits, _ = await _search(db, "latte")
         assert hits == [("bad-utf8", segment.row_id)]
         buffer = io.StringIO()
         assert await export_session(db, "bad-utf8", "md", buffer) == 1
         assert "bad-utf8" in {
-            s.session_id for s in await queries.list_sessions(db, 100)
+            s.session_id for s in await session_reads.list_sessions(db, 100)
         }
 
 
 async def test_corrupt_heads_are_unreadable_and_other_runs_fine(hostile: Any) -> None:
     async with opened(hostile.web_db) as db:
-        by_id = {run.run_id: run for run in await queries.runs(db)}
+        by_id = {run.run_id: run for run in await checkpoint_reads.runs(db)}
         broken = ("run-bad-json", "run-bad-types", "run-no-status", "run-not-object")
         for run_id in broken:
             run = by_id[run_id]
@@ -990,7 +1019,9 @@ async def test_corrupt_heads_are_unreadable_and_other_runs_fine(hostile: Any) ->
         assert by_id[hostile.crashed_run].status == "running"
         assert len(readable) == 6
         # An unreadable batch is reported; the run's other batches still read.
-        entries, problems = await queries.snapshot_entries(db, hostile.crashed_run)
+        entries, problems = await checkpoint_reads.snapshot_entries(
+            db, hostile.crashed_run
+        )
         assert len(entries) == 4
         [problem] = problems
         assert "seq 99" in problem.where
@@ -1016,10 +1047,10 @@ async def test_exclusive_lock_on_a_rollback_file(
             one_line(str(info.value), path)
             assert time.monotonic() - started < 2
         with pytest.raises(LoviaTuiError, match="locked") as read_info:
-            await queries.list_sessions(reader, 10)
+            await session_reads.list_sessions(reader, 10)
         one_line(str(read_info.value), path)
         holder.execute("ROLLBACK")
-        assert len(await queries.list_sessions(reader, 10)) == 2  # usable again
+        assert len(await session_reads.list_sessions(reader, 10)) == 2  # usable again
     finally:
         holder.close()
         await reader.close()
@@ -1035,7 +1066,7 @@ async def test_exclusive_lock_on_a_wal_file_does_not_block_readers(
         for readonly in (True, False):
             async with opened(demo.web_db, readonly=readonly) as db:
                 assert db.journal_mode == "wal" and db.notice is None
-                assert len(await queries.list_sessions(db, 100)) == 10
+                assert len(await session_reads.list_sessions(db, 100)) == 10
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -1052,7 +1083,7 @@ async def test_wal_switch_refused_while_a_writer_holds_a_lock(
             # Carries on in the current mode and says so.
             assert db.journal_mode == "delete"
             assert db.notice is not None and "WAL" in db.notice
-            assert len(await queries.list_sessions(db, 10)) == 2
+            assert len(await session_reads.list_sessions(db, 10)) == 2
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -27,13 +27,13 @@ from resume_support import (
     session_rows,
 )
 
-from lovia_tui.core.agents import DepsSpec, load_agent, unreachable_reason
-from lovia_tui.core.console import ConsoleEvent
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.models import RunInfo
-from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
-from lovia_tui.core.resume import RunControl, replay, resume
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.runs.agents import DepsSpec, load_agent, unreachable_reason
+from lovia_tui.core.runs.console import ConsoleEvent
+from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
+from lovia_tui.core.runs.resume import RunControl, replay, resume
+from lovia_tui.core.store.workspace import Workspace
 
 TIMEOUT = 20  # bounded: a run that hangs fails the test instead
 

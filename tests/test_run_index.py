@@ -1,4 +1,4 @@
-"""The runs of a checkpoint file in list order, by rowid ranges (core/run_index.py)."""
+"""The runs of a checkpoint file in list order, by rowid ranges (core/runs/index.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from lovia import RunHead, SQLiteCheckpointer
 from lovia.transcript import InputEntry, ToolCallEntry, Usage
 
 from lovia_tui.cli import main
-from lovia_tui.core import run_index
-from lovia_tui.core.database import open_database
-from lovia_tui.core.run_index import RunFilter, RunOrder
+from lovia_tui.core.runs import index as run_index
+from lovia_tui.core.runs.index import RunFilter, RunOrder
+from lovia_tui.core.store.database import open_database
 
 STATUSES = ["completed"] * 5 + ["running", "completed", "interrupted", "failed"]
 

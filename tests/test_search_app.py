@@ -14,9 +14,9 @@ from lovia.transcript import AssistantTextEntry, InputEntry
 from lovia_factory import append_entries
 
 from lovia_tui.app import make_app
-from lovia_tui.core.search import FileSearch
-from lovia_tui.core.search_index import index_path
-from lovia_tui.core.search_query import parse_query
+from lovia_tui.core.search.file_search import FileSearch
+from lovia_tui.core.search.index import index_path
+from lovia_tui.core.search.query import parse_query
 
 
 async def _write(path: Path) -> None:

@@ -15,7 +15,7 @@ from lovia.transcript import AssistantTextEntry, InputEntry
 from lovia_factory import build_two_files
 
 from lovia_tui.cli import main
-from lovia_tui.core.search_index import index_path
+from lovia_tui.core.search.index import index_path
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: Any) -> tuple[int, str, str]:

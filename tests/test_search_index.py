@@ -22,9 +22,9 @@ from lovia.testing import ScriptedProvider, call, text
 from lovia_factory import READY, abandoned_run, append_entries, write_session
 
 from lovia_tui.core.entries import entry_text, parse_entries
-from lovia_tui.core.search import FileSearch, drop_index
-from lovia_tui.core.search_index import FORMAT_VERSION, cache_dir, index_path
-from lovia_tui.core.search_query import QueryError, parse_query
+from lovia_tui.core.search.file_search import FileSearch, drop_index
+from lovia_tui.core.search.index import FORMAT_VERSION, cache_dir, index_path
+from lovia_tui.core.search.query import QueryError, parse_query
 
 VOCABULARY = [
     "order", "refund", "invoice", "shipment", "latency", "cache", "parcel",

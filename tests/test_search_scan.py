@@ -11,9 +11,9 @@ from pathlib import Path
 from lovia import SQLiteSession
 from lovia_factory import append_entries
 
-from lovia_tui.core.search import FileSearch
-from lovia_tui.core.search_build import MAX_ROWS, ChunkReader
-from lovia_tui.core.search_query import parse_query
+from lovia_tui.core.search.build import MAX_ROWS, ChunkReader
+from lovia_tui.core.search.file_search import FileSearch
+from lovia_tui.core.search.query import parse_query
 
 
 def _file(path: Path, rng: random.Random) -> set[str]:

@@ -19,11 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from lovia_tui.core import queries, tail, watch
-from lovia_tui.core.database import Database, open_database
 from lovia_tui.core.entries import dangling_calls
-from lovia_tui.core.models import Entry
-from lovia_tui.core.tail import (
+from lovia_tui.core.live import tail, watch
+from lovia_tui.core.live.tail import (
     ChangeFeed,
     Changes,
     HeadChange,
@@ -33,7 +31,10 @@ from lovia_tui.core.tail import (
     live_changes,
     new_snapshot_entries,
 )
-from lovia_tui.core.watch import CommitWatch
+from lovia_tui.core.live.watch import CommitWatch
+from lovia_tui.core.models import Entry
+from lovia_tui.core.store import checkpoint_reads, segment_reads
+from lovia_tui.core.store.database import Database, open_database
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
 from slow_writer import SlowWriter  # noqa: E402
@@ -221,7 +222,7 @@ async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opene
         await wait_until(lambda: len(seen.entries("run-k")) == 2)
         await writer.close()
 
-    [run] = await queries.runs(db, "run-k")
+    [run] = await checkpoint_reads.runs(db, "run-k")
     assert run.status == "running" and set(seen.statuses("run-k")) == {"running"}
     assert [
         c.name for c in dangling_calls([e.data for e in seen.entries("run-k")])
@@ -233,7 +234,7 @@ async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opene
 
 async def _newest(db: Database, session_id: str, count: int) -> tuple[list, int]:
     """The newest ``count`` segments as the transcript lists them, and the session's total."""
-    shown, older = await queries.newest_segments(db, session_id, count)
+    shown, older = await segment_reads.newest_segments(db, session_id, count)
     return shown, older + len(shown)
 
 
@@ -256,7 +257,7 @@ async def test_rewind_by_another_process_is_reported(tmp_path, writers, opened):
             await wait_until(lambda: seen.merged.sessions_changed)
 
     assert seen.merged.rewritten_sessions == {SESSION}
-    assert [s.entry_count for s in await queries.segments(db, SESSION)] == [1]
+    assert [s.entry_count for s in await segment_reads.segments(db, SESSION)] == [1]
 
 
 async def test_falls_back_to_polling_when_watching_fails(tmp_path, opened, monkeypatch):

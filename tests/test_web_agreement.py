@@ -25,14 +25,14 @@ from lovia_factory import (
 )
 
 from lovia_tui.cli import main
-from lovia_tui.core.agents import load_agent
-from lovia_tui.core.doctor import diagnose
+from lovia_tui.core.actions.run_plans import preview_finalize
+from lovia_tui.core.doctor.audit import diagnose
 from lovia_tui.core.formatting import PIN
-from lovia_tui.core.preflight import preflight
-from lovia_tui.core.resume import RunControl, resume
-from lovia_tui.core.run_index import RunOrder
-from lovia_tui.core.run_plans import preview_finalize
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.runs.agents import load_agent
+from lovia_tui.core.runs.index import RunOrder
+from lovia_tui.core.runs.preflight import preflight
+from lovia_tui.core.runs.resume import RunControl, resume
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.demo.crash import crash_run
 
 pytestmark = pytest.mark.usefixtures("private_journal")

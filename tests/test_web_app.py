@@ -20,7 +20,7 @@ from lovia_factory import (
 
 from lovia_tui.app import make_app
 from lovia_tui.core.formatting import PIN
-from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL
+from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.transcript_rows import summary_line

@@ -24,23 +24,24 @@ from lovia_tui.cli.command import (
     since_time,
     split_paths_and_id,
 )
-from lovia_tui.core import queries, run_index
-from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
-from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, stale_reason
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
-from lovia_tui.core.run_index import RunFilter
-from lovia_tui.core.spliced import (
+from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, stale_reason
+from lovia_tui.core.runs.index import RunFilter, dangling_by_run, stream_runs
+from lovia_tui.core.search import substring
+from lovia_tui.core.store import segment_reads, session_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import segment_entries_stream
+from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,
     seam_title,
     total_entries,
 )
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -62,16 +63,16 @@ async def _sessions(args: argparse.Namespace) -> int:
         for db in ws.session_dbs:
             if args.search:
                 ids: dict[str, None] = {}
-                async for matches, _ in queries.search_segments(db, args.search):
+                async for matches, _ in substring.search_segments(db, args.search):
                     ids.update((sid, None) for sid, _ in matches)
                     if len(ids) >= args.limit:
                         break
                 for sid in list(ids)[: args.limit]:
-                    summary = await queries.session_summary(db, sid)
+                    summary = await session_reads.session_summary(db, sid)
                     if summary:
                         summaries.append(summary)
             else:
-                summaries.extend(await queries.list_sessions(db, args.limit))
+                summaries.extend(await session_reads.list_sessions(db, args.limit))
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
         summaries = summaries[: args.limit]
     finally:
@@ -126,7 +127,7 @@ async def _show(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         db = await _session_db(ws, session_id)
-        segments = await queries.segments(db, session_id)
+        segments = await segment_reads.segments(db, session_id)
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
         )
@@ -251,9 +252,9 @@ async def stream_records(
 async def _file_records(
     ws: Workspace, db: Database, wanted: RunFilter, limit: int | None
 ) -> AsyncIterator[dict[str, Any]]:
-    async for batch in run_index.stream_runs(db, wanted, limit):
+    async for batch in stream_runs(db, wanted, limit):
         links = await ws.links(run.run_id for run in batch)
-        dangling = await run_index.dangling_by_run(db, [r.run_id for r in batch])
+        dangling = await dangling_by_run(db, [r.run_id for r in batch])
         for run in batch:
             yield _record(run, links.get(run.run_id), dangling[run.run_id], wanted)
 

@@ -26,7 +26,7 @@ import orjson
 
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from rich.console import Console

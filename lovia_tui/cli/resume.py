@@ -28,11 +28,11 @@ from lovia_tui.cli.command import (
     open_workspace,
     split_paths_and_id,
 )
-from lovia_tui.core.agents import load_agent, load_deps
-from lovia_tui.core.console import ConsoleEvent
-from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
-from lovia_tui.core.redact import error_line
-from lovia_tui.core.resume import RunControl, replay, resume
+from lovia_tui.core.runs.agents import load_agent, load_deps
+from lovia_tui.core.runs.console import ConsoleEvent
+from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
+from lovia_tui.core.runs.redact import error_line
+from lovia_tui.core.runs.resume import RunControl, replay, resume
 
 _STYLES = {
     "info": "",

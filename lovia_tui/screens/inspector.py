@@ -19,7 +19,7 @@ from lovia_tui.commands import (
 )
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail

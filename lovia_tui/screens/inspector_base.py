@@ -21,7 +21,7 @@ from textual.worker import Worker
 
 from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
 from lovia_tui.core.models import RunInfo, SegmentInfo
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.kinds import Pane
 from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.selection import Selection, SessionKey
@@ -31,8 +31,8 @@ from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
-    from lovia_tui.core.fork import ForkPreview
-    from lovia_tui.core.previews import Preview
+    from lovia_tui.core.actions.fork import ForkPreview
+    from lovia_tui.core.actions.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
     from lovia_tui.transcript_loader import Starts
 

@@ -18,8 +18,8 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from lovia_tui import messages
-from lovia_tui.core.search_query import QueryError, parse_query
-from lovia_tui.core.search_workspace import WorkspaceSearch
+from lovia_tui.core.search.query import QueryError, parse_query
+from lovia_tui.core.search.workspace import WorkspaceSearch
 from lovia_tui.kinds import Group, RowKind
 from lovia_tui.screens.inspector_base import InspectorBase
 

@@ -14,8 +14,8 @@ from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
-from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
+from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.kinds import RowKind, newer_key, older_key
 
 FOLD_LINES = 40

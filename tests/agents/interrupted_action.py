@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from lovia_tui.core import journal, locked_stores
+from lovia_tui.core.actions import journal, locked_stores
 
 STAGE, ARGV = sys.argv[1], sys.argv[2:]
 DELETES_BEFORE_HALT = 100

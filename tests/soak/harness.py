@@ -35,7 +35,7 @@ from reliability_helpers import AppWatch, until
 from textual.widgets import Input
 
 from lovia_tui.app import make_app
-from lovia_tui.core.journal import Journal
+from lovia_tui.core.actions.journal import Journal
 from lovia_tui.screens.action_dialog import ActionScreen
 from soak.live_actions import act_live, is_live, undo_live
 

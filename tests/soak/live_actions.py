@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from lovia_tui.core.actions import undo
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.perform import undo
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.journal import Journal
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 REFUSED = "rows moved on since the preview"
 """What the app says when it shows the preview again (a warning, not an error)."""
