@@ -22,7 +22,7 @@ from lovia_tui.core.models import (
 from lovia_tui.widgets.transcript_rows import Row
 
 if TYPE_CHECKING:
-    from lovia_tui.core.live.tail import ChangeFeed
+    from lovia_tui.core.live.changes import ChangeFeed
 
 
 @dataclass

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lovia_tui.core.entries import UnreadableError
-from lovia_tui.core.live.tail import RunEntries, new_snapshot_entries
+from lovia_tui.core.live.changes import RunEntries
+from lovia_tui.core.live.tail import new_snapshot_entries
 from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.database import Database

@@ -21,12 +21,14 @@ import pytest
 
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.live import tail, watch
-from lovia_tui.core.live.tail import (
+from lovia_tui.core.live.changes import (
     ChangeFeed,
     Changes,
     HeadChange,
     NewSegment,
     RunEntries,
+)
+from lovia_tui.core.live.tail import (
     Tail,
     live_changes,
     new_snapshot_entries,

@@ -14,7 +14,8 @@ from textual import work
 
 from lovia_tui import messages
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.live.tail import ChangeFeed, Changes, Tail, live_changes
+from lovia_tui.core.live.changes import ChangeFeed, Changes
+from lovia_tui.core.live.tail import Tail, live_changes
 from lovia_tui.core.live.watch import CommitWatch
 from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.store.database import Database
