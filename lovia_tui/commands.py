@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from textual.binding import Binding, BindingType
 
-from lovia_tui.kinds import Pane, RunStatus
+from lovia_tui.kinds import Pane
 from lovia_tui.selection import (
     ENTRY,
     RAW,
@@ -131,7 +131,6 @@ BY_ACTION = {command.action: command for command in INSPECTOR_COMMANDS}
 """By the whole action string, as a binding names it."""
 PINNED = ("help", "quit")
 """Kept at the right end of the key bar: visible at any width."""
-RUN_STATUS_FILTERS = [status.value for status in RunStatus]
 
 
 def bindings(commands: list[CommandDef]) -> list[BindingType]:

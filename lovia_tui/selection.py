@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lovia_tui.core.models import RunInfo
-from lovia_tui.kinds import Pane, RowKind, RunStatus
+from lovia_tui.core.models import RunInfo, SessionKey
+from lovia_tui.core.run_status import RunStatus
+from lovia_tui.kinds import Pane, RowKind
 from lovia_tui.widgets.transcript_rows import Row
-
-SessionKey = tuple[str, str]
-"""(file, session_id): a session across the open files."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,12 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
-from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, stale_reason
+from lovia_tui.core.run_status import (
+    DANGLING_CALL,
+    RUNNING_CALL,
+    STATUS_FILTERS,
+    stale_reason,
+)
 from lovia_tui.core.runs.index import RunFilter, dangling_by_run, stream_runs
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import segment_reads, session_reads
@@ -223,7 +228,7 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
     add_stale_after(parser)
     parser.add_argument(
         "--status",
-        choices=["running", "stale", "interrupted", "failed", "completed"],
+        choices=STATUS_FILTERS,
         help="only runs with this status (stale: running with no recent save)",
     )
     parser.add_argument(

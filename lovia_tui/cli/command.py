@@ -26,6 +26,7 @@ import orjson
 
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -71,9 +72,9 @@ def add_stale_after(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
         type=float,
-        default=300.0,
+        default=DEFAULT_STALE_AFTER,
         metavar="SECONDS",
-        help="a running run with no save for this long is stale (likely crashed); default 300",
+        help="a running run with no save for this long is stale (likely crashed); default %(default)g",
     )
 
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from lovia_tui.core.actions.previews import DEFAULT_STALE_AFTER
 from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream

@@ -152,11 +152,12 @@ class ActionFlows(InspectorBase):
             )
 
     def action_delete_runs_by_filter(self) -> None:
-        from lovia_tui.core.actions.run_plans import RUN_STATUSES, preview_delete_runs
+        from lovia_tui.core.actions.run_plans import preview_delete_runs
+        from lovia_tui.core.run_status import STATUS_FILTERS
         from lovia_tui.screens.action_dialog import FormField
 
         fields = [
-            FormField("status", "Status", "interrupted", RUN_STATUSES),
+            FormField("status", "Status", "interrupted", STATUS_FILTERS),
             FormField("days", "Older than (days, empty for any age)", ""),
         ]
 

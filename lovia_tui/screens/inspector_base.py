@@ -20,11 +20,11 @@ from textual import events
 from textual.worker import Worker
 
 from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
-from lovia_tui.core.models import RunInfo, SegmentInfo
+from lovia_tui.core.models import RunInfo, SegmentInfo, SessionKey
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.kinds import Pane
 from lovia_tui.screens.worker_errors import WorkerErrors
-from lovia_tui.selection import Selection, SessionKey
+from lovia_tui.selection import Selection
 from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane

@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Literal
 
 from lovia_tui.core.store.rows import RowGroup
 
-DEFAULT_STALE_AFTER = 300.0
 # How a run's session is known: its segment, the web UI's records, or the user.
 SessionSource = Literal["segment", "web", "given"]
 

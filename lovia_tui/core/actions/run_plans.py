@@ -16,7 +16,6 @@ from lovia_tui.core.actions.plans import (
     runs_and_links,
 )
 from lovia_tui.core.actions.previews import (
-    DEFAULT_STALE_AFTER,
     DeleteRunsPreview,
     FinalizePreview,
     SessionSource,
@@ -24,12 +23,12 @@ from lovia_tui.core.actions.previews import (
 from lovia_tui.core.entries import drop_dangling
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS, RunStatus
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.rows import RowGroup
 from lovia_tui.core.store.workspace import Workspace
 
-RUN_STATUSES = ("running", "stale", "interrupted", "failed", "completed")
 # A web run record still open: the run never reached its wind-down.
 _OPEN_RECORDS = ("running", "interrupted")
 
@@ -47,7 +46,7 @@ def _selected(
             raise ActionError(f"no checkpoint {sorted(missing)[0]!r} in the open files")
         runs = [run for run in runs if run.run_id in run_ids]
     now = time.time()
-    if status == "stale":
+    if status == RunStatus.STALE:
         runs = [run for run in runs if run.is_stale(now, stale_after)]
     elif status is not None:
         runs = [run for run in runs if run.status == status]
@@ -82,9 +81,9 @@ async def preview_delete_runs(
     refuse_readonly(ws)
     if not run_ids and status is None and older_than_days is None:
         raise ActionError("name the runs to delete, or choose them by status or age")
-    if status is not None and status not in RUN_STATUSES:
+    if status is not None and status not in STATUS_FILTERS:
         raise ActionError(
-            f"unknown status {status!r} (one of {', '.join(RUN_STATUSES)})"
+            f"unknown status {status!r} (one of {', '.join(STATUS_FILTERS)})"
         )
     runs, links = await runs_and_links(ws)
     chosen = _selected(runs, run_ids, status, older_than_days, stale_after)

@@ -25,7 +25,6 @@ from lovia_tui.core.actions.plans import (
     session_database,
 )
 from lovia_tui.core.actions.previews import (
-    DEFAULT_STALE_AFTER,
     CheckpointDeletion,
     ClearPreview,
     RewindPreview,
@@ -42,6 +41,7 @@ from lovia_tui.core.entries import (
     trimmed_output,
 )
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.rows import Captured, RowGroup, capture

@@ -18,6 +18,7 @@ from typing import Any
 from lovia_tui.core.actions.plans import require_current_chat
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import RunInfo
+from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.store.workspace import Workspace
 
 _USAGE_FIELDS = (
@@ -127,11 +128,11 @@ async def settle_records(
         await store.finish_run(
             run.run_id,
             status=status,
-            error=None if status == "completed" else error or status,
+            error=None if status == RunStatus.COMPLETED else error or status,
             usage=usage_dict(counts) if counts.total_tokens else None,
         )
         done.append(f"its run record is now {status}")
-    if status == "completed":
+    if status == RunStatus.COMPLETED:
         await store.clear_active_run_id(chat, expected=run.run_id)
         done.append(f"chat {chat!r} no longer points at it")
     return "lovia web's records: " + ("; ".join(done) or "nothing to settle")

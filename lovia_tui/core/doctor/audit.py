@@ -16,12 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lovia_tui.core.actions.previews import DEFAULT_STALE_AFTER
 from lovia_tui.core.doctor.checkpoints import checkpoint_findings
 from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, Severity
 from lovia_tui.core.doctor.journal import journal_findings
 from lovia_tui.core.doctor.segments import segment_findings
 from lovia_tui.core.doctor.web import WebState, web_findings
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import database
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace

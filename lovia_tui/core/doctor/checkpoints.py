@@ -22,7 +22,7 @@ from lovia_tui.core.doctor.web import WebState
 from lovia_tui.core.entries import UnreadableError, drop_dangling, parse_entries
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_status import stale_reason
+from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
 
@@ -74,7 +74,7 @@ class _Checkup:
     ) -> None:  # fmt: skip
         self.ws, self.run, self.link, self.web = ws, run, link, web
         self.now, self.older_than_days = now, older_than_days
-        self.status = "stale running" if run.status == "running" else run.status
+        self.status = "stale running" if run.status == RunStatus.RUNNING else run.status
         self.dead = stale_reason(run, now, 0.0)
 
     def _found(
@@ -114,7 +114,7 @@ class _Checkup:
                 f"the removed content back{left}",
                 fix,
             )  # fmt: skip
-        if self.run.status == "completed":
+        if self.run.status == RunStatus.COMPLETED:
             message = f"completed and already stored in session {sid!r}: the checkpoint is a leftover{left}"
             return self._found(
                 "completed-in-session", "warning" if left else "info", message, fix
@@ -147,7 +147,7 @@ class _Checkup:
             else "nothing links it to a session"
         )
         ago = age(self.now - run.updated_at)
-        if run.status == "completed":
+        if run.status == RunStatus.COMPLETED:
             chats = self.web.chats(rid)
             doom = (
                 f"; opening chat {chats[0]!r} in lovia web deletes it, answer and all"
@@ -161,7 +161,7 @@ class _Checkup:
                 f"its entries exist only in this checkpoint{doom}",
                 Fix("replay", replay, sid) if link else _choose(rid),
             )  # fmt: skip
-        if run.status == "running":
+        if run.status == RunStatus.RUNNING:
             resume = f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR', '--delete-on-success')}); or finalize or delete it"
             return self._found(
                 "stale-running", "warning",

@@ -15,7 +15,6 @@ from lovia_tui.core.actions.plans import (
     require_current_chat,
 )
 from lovia_tui.core.actions.previews import (
-    DEFAULT_STALE_AFTER,
     CheckpointDeletion,
     DeleteRunsPreview,
     Preview,
@@ -24,6 +23,7 @@ from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finali
 from lovia_tui.core.actions.session_plans import preview_clear, preview_rewind
 from lovia_tui.core.doctor.findings import Finding, FixAction
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec
 from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
 from lovia_tui.core.store.workspace import Workspace

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from lovia_tui.core.live import tail_queries
 from lovia_tui.core.live.changes import Changes, HeadChange, NewSegment, RunEntries
 from lovia_tui.core.models import SegmentInfo
+from lovia_tui.core.run_status import UNREADABLE
 from lovia_tui.core.store import checkpoint_reads, database
 from lovia_tui.core.store.database import Database, Stores
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES
@@ -300,7 +301,7 @@ def _end(to_id: int | None) -> int:
 
 def _head_change(row: tuple[int, str, str | None, float]) -> HeadChange:
     _, run_id, status, updated_at = row
-    return HeadChange(run_id, status or "unreadable", updated_at)
+    return HeadChange(run_id, status or UNREADABLE, updated_at)
 
 
 async def live_changes(

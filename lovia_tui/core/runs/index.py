@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, dangling_calls, parse_entries
-from lovia_tui.core.models import WEB_SETTLED, DanglingCall, RunInfo
+from lovia_tui.core.models import DanglingCall, RunInfo
+from lovia_tui.core.run_status import (
+    UNREADABLE,
+    WEB_SETTLED,
+    RunStatus,
+    effective_status,
+)
 from lovia_tui.core.store.checkpoint_reads import RUN_COLUMNS, run_info
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.web_reads import with_web_records
@@ -39,7 +45,18 @@ SAFE_STATUS = (
 NEWEST = "updated_at DESC, rowid DESC"
 """Order inside a range: saves by processes racing each other can commit out of
 their timestamps' order; within a range the stored time decides."""
-UNFINISHED = ("running", "stale", "interrupted", "failed", "unreadable")
+UNFINISHED = (
+    *(
+        status.value
+        for status in (
+            RunStatus.RUNNING,
+            RunStatus.STALE,
+            RunStatus.INTERRUPTED,
+            RunStatus.FAILED,
+        )
+    ),
+    UNREADABLE,
+)
 """The list's first group, in the order the counts are shown."""
 WEB_SETTLED_SQL = "run_id IN (SELECT id FROM chat_runs WHERE status IN ({}))".format(
     ",".join(f"'{status}'" for status in sorted(WEB_SETTLED))
@@ -64,11 +81,9 @@ class Mark:
     """lovia web recorded the run as over (see ``WEB_SETTLED_SQL``)."""
 
     def label(self, now: float, stale_after: float) -> str:
-        if self.status == "running" and (
-            self.web_settled or now - self.updated_at >= stale_after
-        ):
-            return "stale"
-        return self.status
+        return effective_status(
+            self.status, self.updated_at, self.web_settled, now, stale_after
+        )
 
 
 async def head_ranges(
@@ -143,7 +158,7 @@ class RunOrder:
             self.unfinished.extend(
                 Mark(
                     rowid,
-                    status if isinstance(status, str) else "unreadable",
+                    status if isinstance(status, str) else UNREADABLE,
                     when,
                     bool(settled),
                 )
@@ -162,7 +177,7 @@ class RunOrder:
         for mark in self.unfinished:
             label = mark.label(now, stale_after)
             found[label] = found.get(label, 0) + 1
-        found["completed"] = self.completed
+        found[RunStatus.COMPLETED.value] = self.completed
         return found
 
     async def completed_rowids(self, start: int, count: int) -> list[int]:
@@ -216,7 +231,7 @@ class RunFilter:
 
     def sql(self, db: Database) -> tuple[str, tuple[Any, ...]]:
         where, params = [], []
-        if self.status == "stale":
+        if self.status == RunStatus.STALE:
             where.append(
                 f"{{status}} IS 'running' AND (updated_at <= ? OR {web_settled_sql(db)})"
             )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.run_status import UNREADABLE, RunStatus
 from lovia_tui.core.runs.index import (
     SAFE_STATUS,
     UNFINISHED,
@@ -31,7 +32,6 @@ PAGE_CACHE = 5_000
 beyond it the cache is emptied: memory stays bounded however far one scrolls."""
 WEB_CHUNK = 5_000
 """``chat_runs`` rows per statement when looking for web-linked checkpoints."""
-FILTERS = ("all", *UNFINISHED[:-1], "completed")
 
 Links = Callable[[Iterable[str]], Any]
 """``Workspace.links``: the session of each run id, strongest evidence first."""
@@ -97,9 +97,9 @@ class RunList:
     def refilter(self, now: float | None = None) -> None:
         """Recompute the unfinished rows under the filter (staleness moves with time)."""
         now = time.time() if now is None else now
-        if self.status in ("all", "unreadable"):
-            wanted = None if self.status == "all" else {"unreadable"}
-        elif self.status == "completed":
+        if self.status in ("all", UNREADABLE):
+            wanted = None if self.status == "all" else {UNREADABLE}
+        elif self.status == RunStatus.COMPLETED:
             wanted = set()
         else:
             wanted = {self.status}
@@ -111,7 +111,7 @@ class RunList:
 
     @property
     def completed(self) -> int:
-        shows = self.status in ("all", "completed")
+        shows = self.status in ("all", RunStatus.COMPLETED)
         return sum(order.completed for order in self.orders) if shows else 0
 
     def __len__(self) -> int:
@@ -120,7 +120,7 @@ class RunList:
     def counts(self, now: float | None = None) -> dict[str, int]:
         """Checkpoints per status across the files, as far as walked."""
         now = time.time() if now is None else now
-        total = dict.fromkeys((*UNFINISHED, "completed"), 0)
+        total = dict.fromkeys((*UNFINISHED, RunStatus.COMPLETED.value), 0)
         for order in self.orders:
             for status, count in order.counts(now, self.stale_after).items():
                 total[status] += count
@@ -222,7 +222,7 @@ class RunList:
             if not found:
                 continue
             rowid, status, saved = found[0]
-            if status != "completed":
+            if status != RunStatus.COMPLETED:
                 return next(
                     (
                         index
@@ -231,7 +231,7 @@ class RunList:
                     ),
                     None,
                 )
-            if self.status not in ("all", "completed"):
+            if self.status not in ("all", RunStatus.COMPLETED):
                 return None
             where = next(
                 (

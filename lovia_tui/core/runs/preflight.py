@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lovia_tui.core.actions.previews import DEFAULT_STALE_AFTER, SessionSource
+from lovia_tui.core.actions.previews import SessionSource
 from lovia_tui.core.actions.web_settle import afterwards, settled_chat
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import age
 from lovia_tui.core.models import DanglingCall, RunInfo
-from lovia_tui.core.run_status import stale_reason
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
@@ -203,7 +203,7 @@ def _check_status(
 ) -> bool:
     """Status checks for a resume; returns whether the run looks crashed (stale)."""
     now = time.time()
-    if run.status == "completed":
+    if run.status == RunStatus.COMPLETED:
         found.problems.append(
             "it completed: there is nothing to resume; replay it to see its "
             "output (and to store it in its session if that append was lost)"
@@ -219,7 +219,7 @@ def _check_status(
         found.warnings.append(
             f"running in its head, but not live: {stale_reason(run, now, stale_after)}"
         )
-    elif run.status == "failed" and run.error:
+    elif run.status == RunStatus.FAILED and run.error:
         found.warnings.append(
             f"it failed with {error_line(run.error)}; resuming "
             "continues from its last save and the same error may recur"
@@ -349,7 +349,7 @@ async def preflight_replay(
     run = await _find_run(ws, run_id)
     found = _Findings()
     _check_run_file(ws, run, found)
-    if run.status != "completed":
+    if run.status != RunStatus.COMPLETED:
         found.problems.append(f"it is {run.status}, not completed: resume it instead")
     session = await _session(ws, run, "replay", session_id, no_session, force, found)
     if session.already_in:

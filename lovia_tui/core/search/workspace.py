@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lovia_tui.core.models import SessionKey
 from lovia_tui.core.search.build import BuildProgress
 from lovia_tui.core.search.file_search import POSTING_CAP, FileSearch, SearchResult
 from lovia_tui.core.search.index import ENTRY_CAP
@@ -22,7 +23,6 @@ from lovia_tui.core.search.query import Query, parse_query
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
 
-SessionKey = tuple[str, str]
 SEARCH_WAIT = 0.02
 
 

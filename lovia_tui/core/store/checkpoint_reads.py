@@ -15,6 +15,7 @@ from lovia_tui.core.models import (
     RunInfo,
     Unreadable,
 )
+from lovia_tui.core.run_status import UNREADABLE
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.segment_reads import SAFE_ENTRY_COUNT
 from lovia_tui.core.store.web_reads import (
@@ -95,7 +96,7 @@ def run_info(db: Database, row: Any) -> RunInfo:
         turns = int(head.get("turns") or 0)
         saved_at = float(head.get("updated_at") or updated_at)
     except (UnreadableError, KeyError, TypeError, ValueError) as exc:
-        head, status, agent, turns, saved_at = {}, "unreadable", "?", 0, updated_at
+        head, status, agent, turns, saved_at = {}, UNREADABLE, "?", 0, updated_at
         reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)
     usage = head.get("usage") if isinstance(head.get("usage"), dict) else {}

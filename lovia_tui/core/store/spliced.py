@@ -15,10 +15,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from lovia_tui.core.actions.previews import DEFAULT_STALE_AFTER
 from lovia_tui.core.entries import UnreadableError, dangling_calls
 from lovia_tui.core.models import DanglingCall, Entry, RunInfo, SegmentInfo
-from lovia_tui.core.run_status import stale_reason, status_label
+from lovia_tui.core.run_status import (
+    DEFAULT_STALE_AFTER,
+    RunStatus,
+    stale_reason,
+    status_label,
+)
 from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
@@ -43,7 +47,7 @@ class InFlight:
     @property
     def live(self) -> bool:
         """Another process may be writing it: its pending calls are running, not dangling."""
-        return self.status == "running"
+        return self.status == RunStatus.RUNNING
 
     def as_dict(self) -> dict[str, Any]:
         return {
