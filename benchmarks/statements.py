@@ -17,7 +17,7 @@ from probe import Statements
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import checkpoint_reads, segment_reads, session_reads
 from lovia_tui.core.store.database import open_database
-from lovia_tui.transcript_loader import BATCH
+from lovia_tui.view.transcript_loader import BATCH
 
 SEARCH_CHUNKS = 5
 

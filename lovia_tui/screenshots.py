@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from lovia_tui.app import make_app
+from lovia_tui.screens.inspector import InspectorScreen
 
 SHOTS: list[tuple[str, tuple[int, int], list[str]]] = [
     ("main", (160, 42), []),
@@ -43,10 +44,11 @@ async def _shoot(directory: Path, target: Path) -> None:
             await _settle(pilot)
             if name == "crashed-run":
                 await pilot.press("3")
-                runs = app.screen.runs
-                runs.row_list.cursor = [r.run_id for r in runs.shown].index(
-                    "run-crashed"
-                )
+                screen = app.screen
+                assert isinstance(screen, InspectorScreen)
+                runs = screen.runs
+                shown = [r.run_id if r else None for r in runs.shown]
+                runs.row_list.cursor = shown.index("run-crashed")
             for key in keys:
                 await pilot.press(key)
                 await _settle(pilot)

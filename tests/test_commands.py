@@ -4,9 +4,9 @@ inspector, and each command's "why not" read from the selection alone."""
 from __future__ import annotations
 
 from lovia_tui.commands import COMMANDS, INSPECTOR_COMMANDS
-from lovia_tui.kinds import Pane
 from lovia_tui.screens.inspector import InspectorScreen
-from lovia_tui.selection import Selection
+from lovia_tui.view.kinds import Pane
+from lovia_tui.view.selection import Selection
 
 
 def selection(**changes) -> Selection:

@@ -51,12 +51,11 @@ from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import Entry, SessionLink
 from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.rows import Row, pair_tool_calls
 from lovia_tui.widgets.run_detail import dangling_panel, head_table
 from lovia_tui.widgets.transcript_rows import (
     TRIM_MARKER,
-    Row,
     detail_lines,
-    pair_tool_calls,
     segment_title,
     summary_line,
 )

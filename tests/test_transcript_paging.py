@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 
 from app_helpers import settle, snapshot_app
 
-from lovia_tui import transcript_loader
+from lovia_tui.view import transcript_loader
 from lovia_tui.widgets import transcript as transcript_widget
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from lovia_tui.cli.command import (
@@ -21,12 +19,11 @@ from lovia_tui.cli.command import (
     print_json,
     print_json_lazy,
     print_json_stream,
+    session_database,
     since_time,
     split_paths_and_id,
 )
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.run_status import (
@@ -119,19 +116,11 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     add_stale_after(parser)
 
 
-async def _session_db(ws: Workspace, session_id: str):
-    """The file holding ``session_id``; a one-line error when none does."""
-    db = await ws.find_session(session_id)
-    if db is None:
-        raise LoviaTuiError(f"no session {session_id!r} in the given files")
-    return db
-
-
 async def _show(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
     ws = await open_workspace(args)
     try:
-        db = await _session_db(ws, session_id)
+        db = await session_database(ws, session_id)
         segments = await segment_reads.segments(db, session_id)
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
@@ -338,44 +327,6 @@ async def _runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _configure_export(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
-    parser.add_argument(
-        "--format", choices=FORMATS, default="md", help="md (default) or json"
-    )
-    parser.add_argument(
-        "-o", "--output", type=Path, help="write a new file here instead of stdout"
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing file (never a symbolic link)",
-    )
-    add_readonly(parser)
-
-
-async def _export(args: argparse.Namespace) -> int:
-    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
-    ws = await open_workspace(args)
-    try:
-        db = await _session_db(ws, session_id)
-        if args.output:
-            count = await export_to_file(
-                db, session_id, args.format, args.output, replace=args.force, ws=ws
-            )
-        else:
-            # stdout is a terminal as far as the export knows, piped or not:
-            # nothing stored reaches it as a control sequence.
-            await export_session(
-                db, session_id, args.format, sys.stdout, terminal=True, ws=ws
-            )
-    finally:
-        await ws.close()
-    if args.output:
-        print(printable(f"wrote {count} entries to {args.output}"), file=sys.stderr)
-    return EXIT_OK
-
-
 COMMANDS = [
     Command(
         "sessions",
@@ -394,11 +345,5 @@ COMMANDS = [
         "list checkpoints: status, staleness, dangling calls, session",
         _configure_runs,
         _runs,
-    ),
-    Command(
-        "export",
-        "write a session's transcript as Markdown or JSON",
-        _configure_export,
-        _export,
     ),
 ]

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -265,7 +265,7 @@ class _TextPrinter:
     def _line(self, text: str, style: str = "", end: str = "\n") -> None:
         self._console.print(text, style=style, end=end, markup=False, soft_wrap=True)
 
-    def _preflight(self, data: dict[str, Any]) -> None:
+    def _preflight(self, data: Mapping[str, Any]) -> None:
         status = (
             f"{data['status']} (stale: {data['stale_reason']})"
             if data["stale"]

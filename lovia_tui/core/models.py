@@ -100,7 +100,8 @@ class RunInfo:
     usage: dict[str, Any]
     output: Any
     error: dict[str, Any] | None
-    last_input_tokens: int | None
+    last_input_tokens: int | float | None
+    """A number as stored (lovia writes an int; a hostile head may hold a float)."""
     context_state: dict[str, Any]
     pending_handoff: str | None
     updated_at: float

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
-from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import Build, InspectorBase
+from lovia_tui.view.kinds import Group
 
 if TYPE_CHECKING:
     from lovia_tui.core.actions.fork import ForkPreview, ForkResult

@@ -35,9 +35,9 @@ from lovia_tui.core.doctor.findings import SEVERITY_STYLES, FixAction, summary
 from lovia_tui.core.doctor.fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.kinds import Group
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.worker_errors import WorkerErrors
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:

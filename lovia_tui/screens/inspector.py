@@ -16,7 +16,6 @@ from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.kinds import Group, Pane, seam_key
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
@@ -24,6 +23,7 @@ from lovia_tui.screens.run_reads import RunReads
 from lovia_tui.screens.session_reads import FirstPage, SessionReads
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
+from lovia_tui.view.kinds import Group, Pane, seam_key
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 

@@ -16,8 +16,8 @@ from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.models import RunInfo, SessionKey, SessionLink
 from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.store import checkpoint_reads
-from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane

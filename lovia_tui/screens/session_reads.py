@@ -20,9 +20,9 @@ from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.runs.listing import RunList
 from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.screens.worker_errors import EXPECTED
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 
 FIRST_PAGE = 200

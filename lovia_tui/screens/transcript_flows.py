@@ -19,9 +19,9 @@ from lovia_tui import messages
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionKey
 from lovia_tui.core.store import segment_reads
-from lovia_tui.kinds import Group, RowKind
 from lovia_tui.screens.inspector_base import InspectorBase
-from lovia_tui.transcript_loader import (
+from lovia_tui.view.kinds import Group, RowKind
+from lovia_tui.view.transcript_loader import (
     Inflight,
     newer_rows,
     newest_batch,

@@ -19,7 +19,7 @@ from textual.widgets import Label, RichLog, Static
 
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.runs.console import one_line
-from lovia_tui.kinds import Group
+from lovia_tui.view.kinds import Group
 
 if TYPE_CHECKING:
     from lovia_tui.core.runs.console import ConsoleEvent

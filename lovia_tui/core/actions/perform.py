@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -292,7 +292,9 @@ async def _clear(preview: ClearPreview, stores: Stores) -> dict[str, int]:
     return {"segments_removed": 0, "checkpoints_deleted": deleted}
 
 
-_PERFORMERS: dict[type, Callable[[Any, Stores], Awaitable[dict[str, int]]]] = {
+_PERFORMERS: dict[
+    type, Callable[[Any, Stores], Coroutine[Any, Any, dict[str, int]]]
+] = {
     RewindPreview: _rewind,
     TrimPreview: _trim,
     DeleteRunsPreview: _delete_runs,

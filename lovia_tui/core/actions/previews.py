@@ -54,7 +54,7 @@ class CheckpointDeletion:
     appended: bool
     # The web UI chat whose ``active_run_id`` names this run (cleared with it).
     web_pointer: str | None
-    # Why a run whose head says running is not live (core.liveness), else None.
+    # Why a run whose head says running is not live (core.run_status), else None.
     stale_reason: str | None = None
     # lovia web's record of the run (``chat_runs.status``), when there is one.
     web_record: str | None = None

@@ -194,7 +194,7 @@ async def checkpoint_findings(
     nothing may touch it, so it is not looked at.
     """
     for db in ws.checkpoint_dbs:
-        total = (await db.fetchone("SELECT COUNT(*) FROM snapshot_heads"))[0]
+        total = (await db.fetchrow("SELECT COUNT(*) FROM snapshot_heads"))[0]
         done, after = 0, None
         while True:
             where, params = (

@@ -147,22 +147,20 @@ class Tail:
             return
         sid, chars = followed.session_id, 0
         top = _end(followed.to_id)
-        chars += await self._chars(from_id, followed.from_id)  # added below
-        chars -= await self._chars(followed.from_id, from_id)  # dropped below
-        chars += await self._chars(top + 1, _end(to_id) + 1)  # added above
-        chars -= await self._chars(_end(to_id) + 1, top + 1)  # dropped above
+        chars += await self._chars(sid, from_id, followed.from_id)  # added below
+        chars -= await self._chars(sid, followed.from_id, from_id)  # dropped below
+        chars += await self._chars(sid, top + 1, _end(to_id) + 1)  # added above
+        chars -= await self._chars(sid, _end(to_id) + 1, top + 1)  # dropped above
         if self._session is followed:
             segments, last_id, shown = followed.fingerprint
             self._session = _Followed(
                 sid, from_id, to_id, (segments, last_id, shown + chars)
             )
 
-    async def _chars(self, from_id: int, below_id: int) -> int:
+    async def _chars(self, session_id: str, from_id: int, below_id: int) -> int:
         if from_id >= below_id:
             return 0
-        return await tail_queries.session_chars(
-            self.db, self._session.session_id, from_id, below_id
-        )
+        return await tail_queries.session_chars(self.db, session_id, from_id, below_id)
 
     async def poll(self) -> Changes:
         """What changed since the last poll (or :meth:`start`)."""

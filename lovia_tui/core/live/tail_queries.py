@@ -22,7 +22,7 @@ async def segment_totals(db: Database) -> tuple[int, int]:
     Separate subqueries keep SQLite's count optimisation, which walks the
     smallest index: about 25 ms per million segments.
     """
-    row = await db.fetchone(
+    row = await db.fetchrow(
         "SELECT (SELECT COUNT(*) FROM session_runs), "
         "(SELECT COALESCE(MAX(id), 0) FROM session_runs)"
     )
@@ -53,7 +53,7 @@ async def session_fingerprint(
     so a poll costs the same for a session of any length. One statement: one
     snapshot.
     """
-    row = await db.fetchone(
+    row = await db.fetchrow(
         "SELECT COUNT(*), COALESCE(MAX(id), 0), "
         "COALESCE(SUM(id <= ?1), 0), COALESCE(MAX(CASE WHEN id <= ?1 THEN id END), 0), "
         "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
@@ -71,7 +71,7 @@ async def nth_newest_id(
 ) -> int:
     """The id of a session's ``n``-th newest segment below ``before_id`` (its
     oldest if it has fewer; 0 if none), from lovia's index."""
-    row = await db.fetchone(
+    row = await db.fetchrow(
         "SELECT MIN(id) FROM (SELECT id FROM session_runs WHERE session_id = ? AND id < ? "
         "ORDER BY id DESC LIMIT ?)",
         (session_id, NO_ID_ABOVE if before_id is None else before_id, n),
@@ -94,7 +94,7 @@ async def session_chars(
     db: Database, session_id: str, from_id: int, below_id: int
 ) -> int:
     """Characters stored in a session's segments with ids in [from_id, below_id)."""
-    row = await db.fetchone(
+    row = await db.fetchrow(
         "SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
         "WHERE session_id = ? AND id >= ? AND id < ?",
         (session_id, from_id, below_id),
@@ -106,7 +106,7 @@ async def head_totals(
     db: Database, rowid: int
 ) -> tuple[int, int, tuple[str, float] | None]:
     """(checkpoints, highest rowid, the (run_id, updated_at) stored at ``rowid``)."""
-    row = await db.fetchone(
+    row = await db.fetchrow(
         "SELECT (SELECT COUNT(*) FROM snapshot_heads), "
         "(SELECT COALESCE(MAX(rowid), 0) FROM snapshot_heads), "
         "(SELECT run_id FROM snapshot_heads WHERE rowid = ?1), "

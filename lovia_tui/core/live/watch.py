@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Literal
 
@@ -58,7 +58,9 @@ class CommitWatch:
             self.reason = None
         self.mode: WatchMode = "polling" if self.reason else "watching"
 
-    async def commits(self, stop: asyncio.Event | None = None) -> AsyncIterator[int]:
+    async def commits(
+        self, stop: asyncio.Event | None = None
+    ) -> AsyncGenerator[int, None]:
         """Yield ``data_version`` now, then after each commit by another connection.
 
         The first yield comes at once, so a commit between the caller's last

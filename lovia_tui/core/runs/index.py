@@ -151,7 +151,7 @@ class RunOrder:
                 "WHERE s IS NOT 'completed' ORDER BY rowid DESC",
                 (low, high),
             )
-            total = await self.db.fetchone(
+            total = await self.db.fetchrow(
                 "SELECT COUNT(*) FROM snapshot_heads WHERE rowid >= ? AND rowid < ?",
                 (low, high),
             )
@@ -230,7 +230,8 @@ class RunFilter:
     stale_after: float = 0.0
 
     def sql(self, db: Database) -> tuple[str, tuple[Any, ...]]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if self.status == RunStatus.STALE:
             where.append(
                 f"{{status}} IS 'running' AND (updated_at <= ? OR {web_settled_sql(db)})"

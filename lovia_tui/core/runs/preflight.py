@@ -60,7 +60,7 @@ class Preflight:
     warnings: tuple[str, ...]
     problems: tuple[str, ...]
     stale_reason: str | None = None
-    """Why a run whose head says running is not live (see core.liveness)."""
+    """Why a run whose head says running is not live (see core.run_status)."""
     web_chat: str | None = None
     """The lovia web chat whose records the run's end settles (core.web_settle)."""
     afterwards: tuple[str, ...] = ()

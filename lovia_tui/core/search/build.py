@@ -7,7 +7,7 @@ and in WAL mode not at all. Every chunk is committed to the index with the
 new high-water mark: a build stopped anywhere resumes where it was.
 
 Rows above the high-water mark are new; what was deleted or rewritten
-below it is found by ``search_sync``.
+below it is found by :mod:`~lovia_tui.core.search.sync`.
 """
 
 from __future__ import annotations

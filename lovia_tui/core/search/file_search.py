@@ -105,7 +105,7 @@ class FileSearch:
         self.builder = Builder(self.index, self.reader)
 
     def build(self, deadline: float | None = None) -> BuildProgress:
-        """Index what is new and drop what is gone (see ``search_build``);
+        """Index what is new and drop what is gone (see :mod:`~lovia_tui.core.search.build`);
         nothing where the index cannot be kept (``index.notice``)."""
         if self.index.notice:
             return self.progress()
@@ -178,7 +178,7 @@ class FileSearch:
         return SearchResult(query, found, progress, scanned, capped), stale
 
     def _filters(self, query: Query) -> tuple[str, tuple[Any, ...]]:
-        where, params = "", ()
+        where, params = "", tuple[Any, ...]()
         if query.session_id is not None:
             where, params = " AND u.session_id = ? AND u.kind = 0", (query.session_id,)
         if query.run_id is not None:
@@ -239,7 +239,10 @@ class FileSearch:
             "SELECT kind, source, session_id, run_id FROM units WHERE key = ?",
             (rowid >> KEY_SHIFT,),
         ).fetchone()
-        return None if unit is None else RawHit(*unit, rowid & _MASK)
+        if unit is None:
+            return None
+        kind, source, session_id, run_id = unit
+        return RawHit(kind, source, session_id, run_id, rowid & _MASK)
 
     def _hit(self, raw: RawHit, query: Query) -> Hit | None:
         """``raw`` with its snippet and flat index; None if the row changed

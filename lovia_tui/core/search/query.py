@@ -20,7 +20,7 @@ _PIECE = re.compile(r'(\w+):("[^"]*"?|\S*)|"([^"]*)"?|(\S+)')
 _TOKEN = re.compile(r"[^\W_]+")
 FIELDS = ("tool", "error", "run", "session")
 TAG = "lt"
-"""Prefix of the index's ``tag`` and ``tool`` tokens (see ``search_text``)."""
+"""Prefix of the index's ``tag`` and ``tool`` tokens (see :mod:`~lovia_tui.core.search.text`)."""
 
 
 class QueryError(LoviaTuiError):

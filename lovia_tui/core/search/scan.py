@@ -75,7 +75,7 @@ class RestScan:
                 )
 
     def _filters(self, *, segment: bool) -> tuple[str, tuple[Any, ...]]:
-        where, params = "", ()
+        where, params = "", tuple[Any, ...]()
         if segment and self.query.session_id is not None:
             where, params = " AND session_id = ?", (self.query.session_id,)
         if self.query.run_id is not None:

@@ -57,8 +57,8 @@ def entry_fields(entries: list[dict[str, Any]]) -> list[Fields]:
             fields.append((body[:ENTRY_CAP], tool_token(name), _TAGS["call"]))
         elif kind == "tool_result":
             tags = _TAGS["result error" if entry.get("is_error") is True else "result"]
-            name = names.get(_text(entry.get("call_id")))
-            tool = "" if name is None else tool_token(name)
+            called = names.get(_text(entry.get("call_id")))
+            tool = "" if called is None else tool_token(called)
             fields.append((_text(entry.get("output"))[:ENTRY_CAP], tool, tags))
         else:
             content = entry.get("content")

@@ -99,7 +99,9 @@ def run_info(db: Database, row: Any) -> RunInfo:
         head, status, agent, turns, saved_at = {}, UNREADABLE, "?", 0, updated_at
         reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)
-    usage = head.get("usage") if isinstance(head.get("usage"), dict) else {}
+    usage = head.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     context_state = head.get("context_state")
     pending_handoff = head.get("pending_handoff")
     return RunInfo(

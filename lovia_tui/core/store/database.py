@@ -93,9 +93,16 @@ class Database:
         except sqlite3.DatabaseError as exc:
             raise _damaged(self.path, exc) from exc
 
+    async def fetchrow(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        """The row of a statement that always yields one (an aggregate, a PRAGMA)."""
+        row = await self.fetchone(sql, params)
+        if row is None:
+            raise LoviaTuiError(f"{self.name}: no row from {sql.split()[0]} statement")
+        return row
+
     async def data_version(self) -> int:
         """SQLite's counter of commits made by other connections."""
-        row = await self.fetchone("PRAGMA data_version")
+        row = await self.fetchrow("PRAGMA data_version")
         return int(row[0])
 
     async def close(self) -> None:
@@ -183,15 +190,20 @@ async def _set_wal(conn: aiosqlite.Connection) -> tuple[str, str | None]:
     cannot happen we carry on in the current mode and say so.
     """
     try:
-        async with conn.execute("PRAGMA journal_mode=WAL") as cursor:
-            mode = str((await cursor.fetchone())[0]).lower()
+        mode = await _pragma(conn, "PRAGMA journal_mode=WAL")
     except sqlite3.Error as exc:
-        async with conn.execute("PRAGMA journal_mode") as cursor:
-            mode = str((await cursor.fetchone())[0]).lower()
+        mode = await _pragma(conn, "PRAGMA journal_mode")
         return mode, f"could not switch to WAL ({exc}); reads may delay writers"
     if mode != "wal":
         return mode, f"journal mode is {mode}: WAL was refused; reads may delay writers"
     return mode, None
+
+
+async def _pragma(conn: aiosqlite.Connection, sql: str) -> str:
+    """A PRAGMA's one value, lower-cased (``journal_mode`` returns one row)."""
+    async with conn.execute(sql) as cursor:
+        row = await cursor.fetchone()
+    return "" if row is None else str(row[0]).lower()
 
 
 async def open_database(path: Path, *, readonly: bool = False) -> Database:

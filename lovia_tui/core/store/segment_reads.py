@@ -38,7 +38,9 @@ def _segment(
     except UnreadableError as exc:
         meta = {}
         unreadable = Unreadable(f"{db.name} session_runs id {row_id} meta", str(exc))
-    timing = meta.get("timing") if isinstance(meta.get("timing"), dict) else {}
+    timing = meta.get("timing")
+    if not isinstance(timing, dict):
+        timing = {}
     if count is None and unreadable is None:
         unreadable = Unreadable(
             f"{db.name} session_runs id {row_id} (run {run_id})",

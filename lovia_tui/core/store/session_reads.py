@@ -100,7 +100,7 @@ async def session_index(
     """
     if not db.stores.session:
         return
-    total = (await db.fetchone("SELECT COUNT(*) FROM session_runs"))[0]
+    total = (await db.fetchrow("SELECT COUNT(*) FROM session_runs"))[0]
     after: str | None = None
     counted = 0
     while True:

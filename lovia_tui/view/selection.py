@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
-from lovia_tui.kinds import Pane, RowKind
-from lovia_tui.widgets.transcript_rows import Row
+from lovia_tui.view.kinds import Pane, RowKind
+from lovia_tui.view.rows import Row
 
 
 @dataclass(frozen=True)

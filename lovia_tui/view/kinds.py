@@ -1,5 +1,5 @@
-"""Names the UI shares, defined once: row kinds and keys, panes, worker groups
-and run statuses.
+"""Names the UI shares, defined once: row kinds and keys, panes and worker
+groups (run statuses are the core's: :mod:`lovia_tui.core.run_status`).
 
 They are ``StrEnum`` members, so they compare equal to the strings stored and
 shown (``RowKind.ENTRY == "entry"``), but a misspelt one is an error at
@@ -38,17 +38,6 @@ class RowKind(StrEnum):
     ENTRY = "entry"
     SEAM = "seam"
     UNREADABLE = "unreadable"
-
-
-class RunStatus(StrEnum):
-    """A checkpoint's status as the UI shows it: lovia's four, and ``stale``
-    (running, but saved nothing for longer than ``--stale-after``)."""
-
-    RUNNING = "running"
-    STALE = "stale"
-    INTERRUPTED = "interrupted"
-    FAILED = "failed"
-    COMPLETED = "completed"
 
 
 class Group(StrEnum):

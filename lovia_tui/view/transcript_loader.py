@@ -16,8 +16,8 @@ from lovia_tui.core.live.tail import new_snapshot_entries
 from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.database import Database
-from lovia_tui.kinds import RowKind, seam_key, segment_key
-from lovia_tui.widgets.transcript_rows import Row, newer_row, older_row
+from lovia_tui.view.kinds import RowKind, seam_key, segment_key
+from lovia_tui.view.rows import Row, newer_row, older_row
 
 BATCH = 30
 
