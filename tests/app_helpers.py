@@ -1,18 +1,17 @@
-"""Shared pilot helpers: the deterministic app and waiting without sleeps."""
+"""Shared pilot helpers: the deterministic app, confirming a dialog, reading rows.
+
+Waiting for the app is :func:`lovia_tui.pilot.settle`, shared with the
+screenshot script and the benchmarks.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
 from snapshot_db import FILE_NAME, VIEWED_AT
-from textual.screen import ModalScreen
 
 from lovia_tui.app import LoviaTui, make_app
-
-# Worker groups that wait on the user or run for the whole session.
-LONG_LIVED = ("preflight", "action", "live")
 
 
 def snapshot_app(directory: Path, monkeypatch, **options) -> LoviaTui:
@@ -21,56 +20,6 @@ def snapshot_app(directory: Path, monkeypatch, **options) -> LoviaTui:
     monkeypatch.chdir(directory)
     monkeypatch.setattr(time, "time", lambda: VIEWED_AT)
     return make_app([FILE_NAME], **options)
-
-
-def _waits_on_user(worker, app) -> bool:
-    """The live tail runs for the whole session; an action or preflight worker
-    waits on the user while a dialog is open, and works (to be waited for) after."""
-    group = str(worker.group)
-    if group.startswith("live"):
-        return True
-    return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
-
-
-SETTLE_SECONDS = 60
-"""How long settle waits for busy workers before it fails (a loaded machine)."""
-
-
-def _consume(wait: asyncio.Future) -> None:
-    """A waiter's outcome is the worker's, reported by the app: only retrieve it."""
-    if not wait.cancelled():
-        wait.exception()
-
-
-async def settle(pilot) -> None:
-    """Wait until no worker is busy but those waiting on the user (a dialog) or
-    living for the whole session (the live tail), and the messages they posted
-    are handled. Bounded by time, not by rounds: on a loaded machine a worker
-    may take seconds, and returning early would let a test read too soon.
-    """
-    quiet = 0
-    deadline = time.monotonic() + SETTLE_SECONDS
-    # One waiter per worker, never cancelled: Worker.wait awaits the worker's
-    # own task, so cancelling a waiter would cancel the work itself.
-    waiting: dict[object, asyncio.Future] = {}
-    while quiet < 3:
-        busy = [
-            worker
-            for worker in pilot.app.workers
-            if not worker.is_finished and not _waits_on_user(worker, pilot.app)
-        ]
-        if busy:
-            quiet = 0
-            for worker in busy:
-                if worker not in waiting:
-                    waiting[worker] = asyncio.ensure_future(worker.wait())
-                    waiting[worker].add_done_callback(_consume)
-            # Short waits: a worker may open a dialog and wait on the user.
-            await asyncio.wait([waiting[worker] for worker in busy], timeout=0.05)
-            assert time.monotonic() < deadline, f"workers still busy: {busy}"
-        else:
-            quiet += 1
-        await pilot.pause()
 
 
 async def ready_to_confirm(pilot) -> None:

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app_helpers import settle
 from textual.message import Message
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.app import LoviaTui
+from lovia_tui.pilot import settle
 
 
 @dataclass

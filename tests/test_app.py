@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 
-from app_helpers import settle, snapshot_app
+from app_helpers import snapshot_app
 from reliability_helpers import until
 
 from lovia_tui.core.export import export_name
+from lovia_tui.pilot import settle
 from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.widgets.key_bar import KeyBar

@@ -6,9 +6,10 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app_helpers import confirm, settle, snapshot_app, user_rows
+from app_helpers import confirm, snapshot_app, user_rows
 
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 
 

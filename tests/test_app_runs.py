@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from app_helpers import settle, snapshot_app
+from app_helpers import snapshot_app
 
+from lovia_tui.pilot import settle
 from lovia_tui.screens.preflight import PreflightScreen
 from lovia_tui.widgets.run_console import RunConsole
 

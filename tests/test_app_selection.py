@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from app_helpers import settle
 from reliability_helpers import AppWatch, until
 
 from lovia_tui.app import make_app
 from lovia_tui.demo import DemoWorkspace
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.screens.preflight import PreflightScreen
 from lovia_tui.widgets.key_bar import KeyBar

@@ -6,11 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from app_helpers import confirm, settle, snapshot_app
+from app_helpers import confirm, snapshot_app
 from textual.widgets import Select
 
 from lovia_tui.app import make_app
 from lovia_tui.demo import DemoWorkspace
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.preflight import PreflightScreen

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_helpers import settle
 from hostile_db import (
     BAD_HEADS,
     BAD_META_SESSION,
@@ -52,6 +51,7 @@ from textual.worker import WorkerState
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.core.store import database
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.widgets.run_detail import RunDetail
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from app_helpers import confirm, settle
+from app_helpers import confirm
 from hostile_text_db import (
     BEL,
     CRASHED_RUN,
@@ -40,6 +40,7 @@ from textual.notifications import Notification, Notify
 from lovia_tui.app import make_app
 from lovia_tui.core.export import export_name, free_path
 from lovia_tui.core.formatting import printable
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.pager import pager_text

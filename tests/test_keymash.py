@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_helpers import settle
 from lovia_factory import copy_db
 from reliability_helpers import (
     AppWatch,
@@ -28,6 +27,7 @@ from textual.command import CommandPalette
 from lovia_tui.app import make_app
 from lovia_tui.commands import INSPECTOR_COMMANDS
 from lovia_tui.core.export import export_name
+from lovia_tui.pilot import settle
 from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.widgets.row_list import RowList

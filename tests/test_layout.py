@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from app_helpers import settle
 from rich.text import Text
 
 from lovia_tui.app import make_app
+from lovia_tui.pilot import settle
 from lovia_tui.widgets.columns import Column, cell, fit
 from lovia_tui.widgets.line_view import LineCache, as_drawn
 

@@ -8,7 +8,7 @@ import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from app_helpers import settle
+from lovia_tui.pilot import settle
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
 from slow_writer import SlowWriter  # noqa: E402

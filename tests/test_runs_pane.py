@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
-from app_helpers import settle
 from test_run_index import _write
 
 from lovia_tui.app import make_app
 from lovia_tui.core.runs import index as run_index
 from lovia_tui.core.runs import listing as run_list
+from lovia_tui.pilot import settle
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import contextlib
 import time
 from pathlib import Path
 
-from app_helpers import settle
 from lovia import SQLiteSession
 from lovia.transcript import AssistantTextEntry, InputEntry
 from lovia_factory import append_entries
@@ -17,6 +16,7 @@ from lovia_tui.app import make_app
 from lovia_tui.core.search.file_search import FileSearch
 from lovia_tui.core.search.index import index_path
 from lovia_tui.core.search.query import parse_query
+from lovia_tui.pilot import settle
 
 
 async def _write(path: Path) -> None:

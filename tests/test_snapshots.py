@@ -7,7 +7,9 @@ and look at the report before accepting it.
 
 from __future__ import annotations
 
-from app_helpers import settle, snapshot_app
+from app_helpers import snapshot_app
+
+from lovia_tui.pilot import settle
 
 WIDE = (160, 40)
 

@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app_helpers import settle, snapshot_app
+from app_helpers import snapshot_app
 from reliability_helpers import AppWatch, visit_runs, visit_transcript
 
+from lovia_tui.pilot import settle
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.screens.inspector import PANES
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
-from app_helpers import settle, snapshot_app
+from app_helpers import snapshot_app
 
+from lovia_tui.pilot import settle
 from lovia_tui.view import transcript_loader
 from lovia_tui.widgets import transcript as transcript_widget
 

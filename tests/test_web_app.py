@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import confirm, settle, snapshot_app, user_rows
+from app_helpers import confirm, snapshot_app, user_rows
 from lovia.web.store import ChatStore
 from lovia_factory import (
     CRASH,
@@ -21,6 +21,7 @@ from lovia_factory import (
 from lovia_tui.app import make_app
 from lovia_tui.core.formatting import PIN
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.transcript_rows import summary_line

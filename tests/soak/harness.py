@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app_helpers import ready_to_confirm, settle
+from app_helpers import ready_to_confirm
 from lovia_factory import SCRIPTS, write_session
 from reliability_helpers import AppWatch, until
 from textual.widgets import Input
 
 from lovia_tui.app import make_app
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from soak.live_actions import act_live, is_live, undo_live
 
