@@ -31,9 +31,9 @@ from pathlib import Path
 import watchfiles
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "agents"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from slow_writer import SlowWriter  # noqa: E402
+from support.agents.slow_writer import SlowWriter  # noqa: E402
 
 from lovia_tui.core.live import watch  # noqa: E402
 from lovia_tui.core.live.tail import Tail, live_changes  # noqa: E402

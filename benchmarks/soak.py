@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
-from soak.harness import main  # noqa: E402
+from support.soak.harness import main  # noqa: E402
 
 if __name__ == "__main__":
     raise SystemExit(main())

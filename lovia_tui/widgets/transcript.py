@@ -251,6 +251,20 @@ class Transcript(LineView, can_focus=True):
         return f"{self.cursor + 1:,}/{len(self._visible):,}" if self._visible else "0"
 
     @property
+    def shown_rows(self) -> list[int]:
+        """Positions in :attr:`rows` of the rows shown (not folded away), in order."""
+        return list(self._visible)
+
+    @property
+    def needle(self) -> str:
+        """The text highlighted wherever it shows (see :meth:`set_needle`)."""
+        return self._needle
+
+    def shows_raw(self, key: str) -> bool:
+        """Whether the row with ``key`` shows its stored JSON (``r``)."""
+        return key in self._raw
+
+    @property
     def current_row(self) -> Row | None:
         if not self._visible:
             return None
