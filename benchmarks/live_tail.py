@@ -1,6 +1,6 @@
 """Live tail: how soon a commit reaches the UI, and what watching costs when idle.
 
-A real lovia agent (``tests/agents/slow_writer.py``) checkpoints into a WAL
+A real lovia agent (``tests/support/agents/slow_writer.py``) checkpoints into a WAL
 database from a child process and prints the wall time right after each
 commit. This process follows the run as the UI's worker does
 (``live_changes(CommitWatch, Tail)``) and notes when each stored batch (seq)

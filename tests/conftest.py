@@ -41,7 +41,7 @@ def snap_dir(snapshot_template, tmp_path):
 
 @pytest.fixture(scope="session")
 def hostile_text_template(tmp_path_factory: pytest.TempPathFactory):
-    """The database whose text attacks the terminal (tests/hostile_text_db.py)."""
+    """The database whose text attacks the terminal (tests/support/hostile_text_db.py)."""
     import asyncio
 
     from support.hostile_text_db import build_hostile_text_db

@@ -1,7 +1,7 @@
 """Snapshot tests of the main screens, on the deterministic lovia database.
 
 Each docstring says what the screenshot must show. Update with
-``pytest tests/test_snapshots.py --snapshot-update`` after an intended change,
+``pytest tests/app/test_snapshots.py --snapshot-update`` after an intended change,
 and look at the report before accepting it.
 """
 

@@ -1,6 +1,6 @@
 """Stored text that attacks the terminal, at the CLI: shown, never obeyed.
 
-The database (tests/hostile_text_db.py) is written by lovia; its ids, titles,
+The database (tests/support/hostile_text_db.py) is written by lovia; its ids, titles,
 agent names, messages, tool calls and outputs and errors carry escape
 sequences, control characters and Rich markup. Every human-readable command
 prints them visibly (``␛[2J``) and exits as usual; ``--json`` keeps them

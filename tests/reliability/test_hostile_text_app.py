@@ -1,6 +1,6 @@
 """Stored text that attacks the terminal, in the app: every view shows it, none obeys it.
 
-The app opens the hostile-text database (tests/hostile_text_db.py, written by
+The app opens the hostile-text database (tests/support/hostile_text_db.py, written by
 lovia); the pilot goes through every pane, row, dialog, the palette, the
 doctor and the pager text, and every screenshot and notification must hold
 the data only in visible form. A real terminal (a pty) then records the

@@ -10,7 +10,7 @@ between the check and lovia's change, and every lovia method of one action
 commits (or rolls back) together. lovia's logic — the rewind split,
 ``drop_dangling_tool_calls``, the trim marker — is untouched: its methods run
 as written. :func:`check_lovia_shape` refuses to act if the plumbing is not
-what this module overrides; ``tests/test_locked_stores.py`` holds it to that.
+what this module overrides; ``tests/core/test_locked_stores.py`` holds it to that.
 """
 
 from __future__ import annotations
