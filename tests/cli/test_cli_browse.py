@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.lovia_factory import copy_files, raw
 
 from lovia_tui.cli import main
-from lovia_tui.core.store.database import sqlite_uri
 from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
@@ -32,28 +31,12 @@ RUN_KEYS = {
 SESSION_KEYS = {"session_id", "title", "pinned", "runs", "last_activity", "file"}
 
 
-def copy_db(src: Path, dest_dir: Path, name: str | None = None) -> Path:
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / (name or src.name)
-    shutil.copy(src, dest)
-    for suffix in ("-wal", "-shm"):
-        companion = src.with_name(src.name + suffix)
-        if companion.exists():
-            shutil.copy(companion, dest.with_name(dest.name + suffix))
-    return dest
-
-
-def raw(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with contextlib.closing(sqlite3.connect(sqlite_uri(path, "ro"), uri=True)) as conn:
-        return conn.execute(sql, params).fetchall()
-
-
 @pytest.fixture
 def demo(demo_dir: Any, tmp_path: Path) -> Any:
     """A private copy: the default mode switches rollback-journal files to WAL."""
     directory = tmp_path / "demo"
     for path in demo_dir.files:
-        copy_db(path, directory)
+        copy_files(path, directory)
     return dataclasses.replace(demo_dir, directory=directory)
 
 
@@ -480,7 +463,7 @@ def test_no_path_and_no_dot_lovia_suggests_the_demo(
 async def test_dot_lovia_is_the_default(
     demo_dir: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copy_db(demo_dir.web_db, tmp_path / ".lovia")
+    copy_files(demo_dir.web_db, tmp_path / ".lovia")
     monkeypatch.chdir(tmp_path)
     assert resolve_paths([]) == [Path(".lovia") / "assistant.db"]
     ws = await Workspace.open([], readonly=True)

@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import re
-import shutil
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -21,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from support.lovia_factory import copy_files, raw
 
 from lovia_tui.core.entries import UnreadableError, dangling_calls, drop_dangling
 from lovia_tui.core.errors import LoviaTuiError, OpenError
@@ -37,24 +37,6 @@ from lovia_tui.core.store.database import Database, Stores, open_database, sqlit
 from lovia_tui.core.store.workspace import Workspace, resolve_paths, runs_for_session
 
 # ---------------------------------------------------------------- helpers
-
-
-def copy_db(src: Path, dest_dir: Path, name: str | None = None) -> Path:
-    """Copy a database and whatever WAL companions it has."""
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / (name or src.name)
-    shutil.copy(src, dest)
-    for suffix in ("-wal", "-shm"):
-        companion = src.with_name(src.name + suffix)
-        if companion.exists():
-            shutil.copy(companion, dest.with_name(dest.name + suffix))
-    return dest
-
-
-def raw(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    """An independent read with plain sqlite3 (mode=ro: writes nothing)."""
-    with contextlib.closing(sqlite3.connect(sqlite_uri(path, "ro"), uri=True)) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 def write(path: Path, sql: str, *params: Any) -> None:
@@ -95,7 +77,7 @@ def demo(demo_dir: Any, tmp_path: Path) -> Any:
     """A private copy of the demo: free to open in default (WAL-switching) mode."""
     directory = tmp_path / "demo"
     for path in demo_dir.files:
-        copy_db(path, directory)
+        copy_files(path, directory)
     return dataclasses.replace(demo_dir, directory=directory)
 
 
@@ -230,7 +212,7 @@ async def test_flat_indices_match_lovia_load(
 
     path = demo.web_db if layout == "web" else demo.sessions_db
     # lovia's store may write (schema check, journal mode): give it its own copy.
-    store = SQLiteSession(copy_db(path, tmp_path / "lovia-copy"))
+    store = SQLiteSession(copy_files(path, tmp_path / "lovia-copy"))
     session_ids = [
         sid for (sid,) in raw(path, "SELECT DISTINCT session_id FROM session_runs")
     ]
@@ -657,7 +639,7 @@ async def test_readonly_writes_nothing(
     demo_dir: Any, tmp_path: Path, names: tuple[str, ...]
 ) -> None:
     for name in names:
-        copy_db(demo_dir.directory / name, tmp_path)
+        copy_files(demo_dir.directory / name, tmp_path)
     before = _digests(tmp_path)
     modes = {name: raw(tmp_path / name, "PRAGMA journal_mode")[0][0] for name in names}
     assert set(modes.values()) == (
@@ -681,7 +663,7 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
     # Tests run as root, which ignores directory modes (chmod 0o555 does not
     # stop SQLite creating -shm), so occupy the -wal name with a directory
     # instead: a mode=ro open then fails just the same and only immutable=1 reads.
-    path = copy_db(demo_dir.web_db, tmp_path)
+    path = copy_files(demo_dir.web_db, tmp_path)
     # Another test may have the shared demo open, so its -wal came along:
     # fold it in (closing the last connection removes -wal and -shm).
     with contextlib.closing(sqlite3.connect(path)) as conn:
@@ -729,7 +711,7 @@ def test_sqlite_uri_quotes_the_path_and_never_creates(tmp_path: Path) -> None:
 
 
 async def test_odd_file_names_open(demo_dir: Any, tmp_path: Path) -> None:
-    path = copy_db(demo_dir.sessions_db, tmp_path, "my db #1?.db")
+    path = copy_files(demo_dir.sessions_db, tmp_path, "my db #1?.db")
     async with opened(path) as db:
         assert db.stores.session
         assert len(await session_reads.list_sessions(db, 10)) == 2
@@ -792,13 +774,13 @@ def _wrong_columns(directory: Path, demo: Any) -> Path:
 
 
 def _newer_session_schema(directory: Path, demo: Any) -> Path:
-    path = copy_db(demo.sessions_db, directory, "newer.db")
+    path = copy_files(demo.sessions_db, directory, "newer.db")
     write(path, "INSERT INTO lovia_schema (store, version) VALUES ('session', 99)")
     return path
 
 
 def _newer_chat_schema(directory: Path, demo: Any) -> Path:
-    path = copy_db(demo.web_db, directory, "newer-chat.db")
+    path = copy_files(demo.web_db, directory, "newer-chat.db")
     write(path, "UPDATE lovia_schema SET version = 99 WHERE store = 'chat'")
     return path
 
@@ -866,7 +848,7 @@ def test_no_path_uses_dot_lovia(
     (tmp_path / ".lovia").mkdir()
     with pytest.raises(OpenError, match="lovia-tui demo"):
         resolve_paths([])
-    copy_db(demo_dir.web_db, tmp_path / ".lovia")
+    copy_files(demo_dir.web_db, tmp_path / ".lovia")
     assert resolve_paths([]) == [Path(".lovia/assistant.db")]
 
 

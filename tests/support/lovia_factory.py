@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lovia import (
@@ -35,6 +37,8 @@ from lovia import (
 from lovia.messages import AssistantTurn
 from lovia.testing import ScriptedProvider, batch, call, text
 from lovia.transcript import AssistantTextEntry, InputEntry, ToolCallEntry, Usage
+
+from lovia_tui.core.store.database import sqlite_uri
 
 READY, DONE = "READY", "DONE"
 
@@ -179,6 +183,25 @@ def copy_db(source: Path, target: Path) -> Path:
         src.close()
         dst.close()
     return target
+
+
+def copy_files(src: Path, dest_dir: Path, name: str | None = None) -> Path:
+    """Copy a database file byte for byte into ``dest_dir``, with whatever WAL
+    companions it has (unlike :func:`copy_db`, the file exactly as left)."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / (name or src.name)
+    shutil.copy(src, dest)
+    for suffix in ("-wal", "-shm"):
+        companion = src.with_name(src.name + suffix)
+        if companion.exists():
+            shutil.copy(companion, dest.with_name(dest.name + suffix))
+    return dest
+
+
+def raw(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """An independent read with plain sqlite3 (mode=ro: writes nothing)."""
+    with contextlib.closing(sqlite3.connect(sqlite_uri(path, "ro"), uri=True)) as conn:
+        return conn.execute(sql, params).fetchall()
 
 
 def rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
