@@ -146,6 +146,11 @@ class RunList:
         key = (order.db.path, rowid)
         return self.pinned.get(key) or self._pages.get(key)
 
+    @property
+    def kept(self) -> int:
+        """Runs (or row positions) held read: emptied past ``PAGE_CACHE``, so bounded."""
+        return max(len(self._pages), len(self._rowid_at))
+
     def mark(self, index: int) -> Mark | None:
         """What the walk knows of an unfinished row (its status) before it is read."""
         return self._rows[index][0] if index < len(self._rows) else None
@@ -153,7 +158,7 @@ class RunList:
     async def read(self, start: int, count: int) -> bool:
         """Read the runs of rows ``start`` .. ``start + count`` not read yet, with
         their session links; whether any row changed."""
-        if max(len(self._pages), len(self._rowid_at)) >= PAGE_CACHE:
+        if self.kept >= PAGE_CACHE:
             # Only the rows near the screen matter: the rest is read again if shown.
             self._pages.clear()
             self._rowid_at.clear()
