@@ -1,5 +1,6 @@
 """The shape the code promises: layers that import only downwards, no import
-cycle, a Textual-free core and view, small modules, and a light start-up.
+cycle, a Textual-free core and view, small modules, tests that share helpers
+only through tests/support, and a light start-up.
 
 The import graph is read from the source with ``ast`` (every ``import``,
 lazy ones inside functions included; those under ``if TYPE_CHECKING:`` are
