@@ -21,6 +21,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
@@ -32,8 +33,8 @@ from lovia_tui.core.formatting import printable
 from lovia_tui.core.previews import Preview
 from lovia_tui.kinds import Group
 from lovia_tui.screens.action_dialog import FormField
-from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.widgets.key_bar import KeyBar
+from lovia_tui.widgets.worker_errors import WorkerErrors
 
 if TYPE_CHECKING:
     from lovia_tui.screens.inspector_base import InspectorBase
@@ -53,7 +54,7 @@ async def _finished(worker: Worker) -> None:
         await worker.wait()
 
 
-class DoctorScreen(WorkerErrors):
+class DoctorScreen(WorkerErrors, Screen):
     """Findings in a table, the highlighted one in full below with its fix."""
 
     DEFAULT_CSS = """

@@ -22,11 +22,11 @@ from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
 from lovia_tui.screens.action_flows import ActionFlows
+from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.screens.run_reads import RunReads
-from lovia_tui.screens.session_reads import FirstPage, SessionReads
-from lovia_tui.screens.session_search import SessionSearch
+from lovia_tui.screens.search_hits import SearchHits
 from lovia_tui.screens.transcript_flows import TranscriptFlows
 from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
@@ -38,15 +38,16 @@ from lovia_tui.widgets.transcript import Transcript
 FOCUS_AT_THE_LATEST = 0.3
 """Seconds after a jump to a session when its transcript takes the focus even
 if its rows have not arrived (they normally arrive first, with the focus)."""
+HIGHLIGHT_SETTLE = 0.06
+"""Seconds the cursor rests on a session before its transcript is read."""
 NARROW_WIDTH = 100
 PANES = tuple(pane.value for pane in Pane)
 
 
 class InspectorScreen(
-    SessionReads,
     RunReads,
     TranscriptFlows,
-    SessionSearch,
+    SearchHits,
     ActionFlows,
     LiveTail,
     RunFlows,
@@ -79,7 +80,7 @@ class InspectorScreen(
     def compose(self) -> ComposeResult:
         yield Static(id="status-line", markup=False)
         with Horizontal(id="panes"):
-            yield SessionsPane(id="sessions-pane", classes="pane")
+            yield SessionsPane(self.workspace, id="sessions-pane", classes="pane")
             with Vertical(id="transcript-pane", classes="pane"):
                 yield Label(
                     "Transcript",
@@ -94,12 +95,13 @@ class InspectorScreen(
     def on_mount(self) -> None:
         self.start_live()  # first: it decides each file's watch mode, which the status line shows
         self.describe_files()
-        if self.first_page:
-            self.sessions.summaries.update(self.first_page.summaries)
-            self._show_sessions(self.first_page.keys)
-            if self.first_page.runs is not None:
-                self.runs.adopt(self.first_page.runs)
-        self.load_sessions()
+        first, self.first_page = self.first_page, None
+        if first is not None and first.runs is not None:
+            self.runs.adopt(first.runs)
+        if first is None:
+            self.sessions.load()
+        else:
+            self.sessions.load(first.keys, first.summaries)
         self.load_runs()
         self.set_interval(1.0, self._tick)
 
@@ -205,21 +207,40 @@ class InspectorScreen(
     def go_to_session(
         self, key: SessionKey, *, focus_row: str | None = None, focus: bool = True
     ) -> None:
-        pane = self.sessions
-        # One scan of the list (130,000 keys at a million segments), not three.
-        position = _position(pane.shown, key)
-        if position is None and pane.narrowed:
-            self.action_back()
-            position = _position(pane.shown, key)
         self.pending_row = focus_row
         self._select_session(key)
-        if position is not None:
-            pane.row_list.cursor = position
+        self.sessions.show(key)
         if focus:
             # The focus moves with the new rows: moved now, it would repaint
             # the old session's rows and the panes while the new ones are read.
             self.focus_when_loaded = True
             self.set_timer(FOCUS_AT_THE_LATEST, self.focus_loaded)
+
+    def on_sessions_pane_highlighted(self, message: SessionsPane.Highlighted) -> None:
+        """The transcript follows the list, once the cursor rests (the first
+        session at once)."""
+        if message.key != self.session_key:
+            first = self.session_key is None and self.run_view is None
+            self._select_session(message.key, settle=0.0 if first else HIGHLIGHT_SETTLE)
+
+    def on_sessions_pane_chosen(self) -> None:
+        self.action_focus_pane("transcript")
+
+    def _select_session(self, key: SessionKey, *, settle: float = 0.0) -> None:
+        first = self.session_key is None
+        self.session_key = key
+        self.run_view = None
+        if first:
+            # Only whether a session is selected matters to the bindings; a
+            # refresh on every move would recompose the footer per key press.
+            self.refresh_bindings()
+        self.runs.highlight_session(key)
+        self.query_one("#transcript-title", Label).update(
+            printable(f"Transcript · {key[1]} · loading…"), layout=False
+        )
+        if self.runs_loaded:
+            # Otherwise on_runs_loaded loads it: the seam needs the runs' links.
+            self.load_transcript(key, settle)
 
     def go_to_run(self, run_id: str) -> None:
         if self.runs.select_run(run_id):
@@ -250,10 +271,23 @@ class InspectorScreen(
     def action_refresh(self) -> None:
         """Re-read every pane: sessions (their counts and titles too), runs,
         the transcript."""
-        self.sessions.forget_summaries()
-        self.load_sessions()
+        self.sessions.renew()
+        self.sessions.load()
         self.load_runs()
         self.reload_transcript()
+
+    async def action_filter_sessions(self) -> None:
+        self.action_focus_pane("sessions")
+        await self.sessions.open_filter()
+
+    async def action_search_content(self) -> None:
+        self.action_focus_pane("sessions")
+        await self.sessions.open_search()
+
+    def action_back(self) -> None:
+        """Esc: the Sessions pane's search or filter first, then a pane back."""
+        if not self.sessions.back():
+            self.back_a_pane()
 
     def action_help(self) -> None:
         from lovia_tui.screens.help import HelpScreen
@@ -267,13 +301,6 @@ class InspectorScreen(
 
     def action_quit(self) -> None:
         self.app.exit()
-
-
-def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
-    try:
-        return keys.index(key)
-    except ValueError:
-        return None
 
 
 __all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]

@@ -17,18 +17,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events
+from textual.screen import Screen
 from textual.worker import Worker
 
 from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
 from lovia_tui.core.models import RunInfo, SegmentInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Pane
-from lovia_tui.screens.worker_errors import WorkerErrors
 from lovia_tui.selection import Selection, SessionKey
 from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
+from lovia_tui.widgets.worker_errors import WorkerErrors
 
 if TYPE_CHECKING:
     from lovia_tui.core.fork import ForkPreview
@@ -42,7 +43,7 @@ Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
 KEYS = {command.key: command for command in INSPECTOR_COMMANDS}
 
 
-class InspectorBase(WorkerErrors):
+class InspectorBase(WorkerErrors, Screen):
     """The inspector's state and panes, and what its parts call on each other."""
 
     def __init__(
@@ -214,10 +215,6 @@ class InspectorBase(WorkerErrors):
     @abstractmethod
     def load_runs(self) -> None:
         """Have the runs pane walk the checkpoint files (RunsLoaded once linked)."""
-
-    @abstractmethod
-    def fetch_visible_summaries(self) -> None:
-        """Read the summaries of the sessions on screen that lack one."""
 
     @abstractmethod
     def describe_files(self) -> None:

@@ -96,11 +96,10 @@ class LiveTail(InspectorBase):
             self.sessions.bring_to_front(
                 [(str(message.path), s.session_id) for s in changes.segments]
             )
-        if rewritten := changes.rewritten_sessions:
+        if changes.segments or changes.rewritten_sessions:
             # A rewind or trim elsewhere: their run counts and titles changed.
-            self.sessions.outdated |= {(str(message.path), sid) for sid in rewritten}
-        if changes.segments or rewritten:
-            self.fetch_visible_summaries()
+            path = str(message.path)
+            self.sessions.renew((path, sid) for sid in changes.rewritten_sessions)
         key = self.session_key
         if self.run_view and any(
             head.run_id == self.run_view for head in changes.heads

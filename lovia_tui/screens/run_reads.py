@@ -35,8 +35,7 @@ class RunReads(InspectorBase):
         self.runs_loaded = True
         if first and self.session_key:
             self.load_transcript(self.session_key)
-        self.sessions.badges = self._session_badges(message.runs, message.links)
-        self.sessions.row_list.refresh()
+        self.sessions.set_badges(self._session_badges(message.runs, message.links))
         if self.session_key:
             self.runs.highlight_session(self.session_key)
         if self.run_view and (link := self.runs.links.get(self.run_view)):
