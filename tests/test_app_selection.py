@@ -187,7 +187,7 @@ async def test_the_run_panel_follows_the_highlight_through_filters(demo, monkeyp
         shown = detail_text(app)
         later = time.time() + 7_200
         monkeypatch.setattr(time, "time", lambda: later)
-        screen._tick()
+        screen.runs.tick()
         assert detail_text(app) != shown and "2h ago" in detail_text(app)
 
 

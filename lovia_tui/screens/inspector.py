@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
+from lovia_tui import messages
 from lovia_tui.commands import (
     INSPECTOR_COMMANDS,
     PINNED,
@@ -25,12 +26,10 @@ from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
-from lovia_tui.screens.run_reads import RunReads
 from lovia_tui.screens.search_hits import SearchHits
 from lovia_tui.screens.transcript_flows import TranscriptFlows
 from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.key_bar import KeyBar
-from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
@@ -45,7 +44,6 @@ PANES = tuple(pane.value for pane in Pane)
 
 
 class InspectorScreen(
-    RunReads,
     TranscriptFlows,
     SearchHits,
     ActionFlows,
@@ -89,7 +87,9 @@ class InspectorScreen(
                     markup=False,
                 )
                 yield Transcript(id="transcript")
-            yield RunsPane(self.stale_after, id="runs-pane", classes="pane")
+            yield RunsPane(
+                self.workspace, self.stale_after, id="runs-pane", classes="pane"
+            )
         yield KeyBar(pinned=PINNED, shown=self._on_key_bar)
 
     def on_mount(self) -> None:
@@ -102,7 +102,7 @@ class InspectorScreen(
             self.sessions.load()
         else:
             self.sessions.load(first.keys, first.summaries)
-        self.load_runs()
+        self.runs.load()
         self.set_interval(1.0, self._tick)
 
     def on_resize(self) -> None:
@@ -130,10 +130,7 @@ class InspectorScreen(
         self.described = True
 
     def _tick(self) -> None:
-        """Ages and staleness move with time, without any key press."""
-        self.runs.row_list.refresh_changed()
-        self.sessions.row_list.refresh_changed()
-        self.query_one(RunDetail).tick()
+        """The transcript's title moves with time, without any key press."""
         self.title_transcript()
 
     # ----- actions -----
@@ -183,8 +180,30 @@ class InspectorScreen(
         if self.focused_pane is Pane.TRANSCRIPT:
             self.transcript.action_raw()
             return
-        self.run_raw = not self.run_raw
-        self._show_run(self.runs.selected)
+        self.runs.toggle_raw()
+
+    def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
+        first = not self.runs_loaded
+        self.runs_loaded = True
+        if first and self.session_key:
+            self.load_transcript(self.session_key)
+        self.sessions.set_badges(self.runs.session_badges(message.runs))
+        if self.session_key:
+            self.runs.highlight_session(self.session_key)
+        if self.run_view and (link := self.runs.links.get(self.run_view)):
+            # The run shown alone landed in a session (or a record links it
+            # now): show it there, where it is, not behind a stale seam.
+            self.go_to_session((str(link.file), link.session_id), focus=False)
+
+    def on_runs_pane_chosen(self) -> None:
+        self.refresh_bindings()  # resume, replay... depend on the selected run
+
+    def on_runs_pane_opened(self, message: RunsPane.Opened) -> None:
+        self.open_run(message.run)
+
+    def action_jump_to_session(self) -> None:
+        if self.runs.selected is not None:
+            self.open_run(self.runs.selected)
 
     def open_run(self, run: RunInfo) -> None:
         """Show a run in the transcript: at its session's seam, or alone if unlinked."""
@@ -248,8 +267,7 @@ class InspectorScreen(
 
     def action_runs_filter(self, status: str) -> None:
         """Filter the runs list, from any pane: the Runs pane shows the result."""
-        self.runs.status_filter = status
-        self.runs.apply_filter()
+        self.runs.filter_by(status)
         self.action_focus_pane(Pane.RUNS)
 
     def action_pager(self) -> None:
@@ -273,7 +291,7 @@ class InspectorScreen(
         the transcript."""
         self.sessions.renew()
         self.sessions.load()
-        self.load_runs()
+        self.runs.load()
         self.reload_transcript()
 
     async def action_filter_sessions(self) -> None:

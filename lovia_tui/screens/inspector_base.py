@@ -73,8 +73,6 @@ class InspectorBase(WorkerErrors, Screen):
         """(file, run id) of the running run the transcript follows."""
         self.runs_loaded = False
         """The runs (and so the seams' links) have been read once."""
-        self.run_raw = False
-        """The run detail shows the raw head."""
         self.run_console: RunConsole | None = None
         """The console of resumes and replays, once mounted (on first use)."""
         self._sessions: SessionsPane | None = None
@@ -211,10 +209,6 @@ class InspectorBase(WorkerErrors, Screen):
     @abstractmethod
     async def watch_window(self, file: Path, from_id: int, to_id: int | None) -> None:
         """Watch only the segments the transcript holds."""
-
-    @abstractmethod
-    def load_runs(self) -> None:
-        """Have the runs pane walk the checkpoint files (RunsLoaded once linked)."""
 
     @abstractmethod
     def describe_files(self) -> None:

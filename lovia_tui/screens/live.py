@@ -91,7 +91,7 @@ class LiveTail(InspectorBase):
             self.action_refresh()
             return
         if changes.heads or changes.deleted_runs:
-            self.load_runs()
+            self.runs.load()
         if changes.segments:
             self.sessions.bring_to_front(
                 [(str(message.path), s.session_id) for s in changes.segments]
@@ -104,7 +104,7 @@ class LiveTail(InspectorBase):
         if self.run_view and any(
             head.run_id == self.run_view for head in changes.heads
         ):
-            self.load_runs()
+            self.runs.load()
         if key and key[0] == str(message.path):
             touched = changes.session_ids | changes.rewritten_sessions
             if key[1] in touched:

@@ -3,9 +3,9 @@ its filter and its content search.
 
 It owns its state and its workers: the newest page first, then every
 session in the background; summaries (title, runs, activity) only for the
-rows on screen; `/` filters ids and titles as you type, `s` searches the
-content through the search index (built on first use in a thread, then
-following other processes' commits; progress in the title).
+rows on screen; its :class:`~lovia_tui.widgets.search_box.SearchBox`
+filters ids and titles as you type (`/`) or searches the content (`s`,
+progress in the title).
 
 Its interface: :meth:`load`, :meth:`renew`, :meth:`bring_to_front`,
 :meth:`set_badges`, :meth:`open_filter`, :meth:`open_search`, :meth:`show`
@@ -18,7 +18,6 @@ its hits). Results read for a list since replaced are dropped.
 from __future__ import annotations
 
 import gc
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,27 +26,22 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Label
-from textual.worker import get_current_worker
 
 from lovia_tui import messages
 from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionSummary
-from lovia_tui.core.search_query import QueryError, parse_query
 from lovia_tui.core.search_workspace import WorkspaceSearch
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group
 from lovia_tui.selection import SessionKey
 from lovia_tui.widgets.row_list import RowList
+from lovia_tui.widgets.search_box import SearchBox
 from lovia_tui.widgets.session_list import SessionList
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
 FIRST_PAGE = 200
 """Sessions listed before the full index is walked."""
-BUILD_STEP = 0.25
-"""Seconds of indexing between two progress reports (and cancel checks)."""
-COMMIT_POLL = 0.5
-"""Once built, how often the index looks for other processes' commits."""
 
 
 class SessionsPane(WorkerErrors, Vertical):
@@ -81,15 +75,15 @@ class SessionsPane(WorkerErrors, Vertical):
         self.list = SessionList()
         self.progress = ""
         """What a running content search says in the title (its progress)."""
-        self.filter_mode = "filter"
-        self.search_query = ""
-        """The search typed after `s`, as the index reads it."""
-        self.needle = ""
         self._content_search: WorkspaceSearch | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("Sessions", classes="pane-title", id="sessions-title", markup=False)
         yield RowList(self.list.render_row, empty="no sessions", id="sessions")
+
+    def on_mount(self) -> None:
+        # Ages move with time: the rows that read differently are drawn again.
+        self.set_interval(1.0, self.row_list.refresh_changed)
 
     # ----- what the screen reads -----
 
@@ -131,7 +125,7 @@ class SessionsPane(WorkerErrors, Vertical):
 
     @property
     def filter_open(self) -> bool:
-        return any(not box.has_class("hidden") for box in self.query("#session-filter"))
+        return any(not box.has_class("hidden") for box in self.query(SearchBox))
 
     @property
     def content_search(self) -> WorkspaceSearch:
@@ -292,129 +286,66 @@ class SessionsPane(WorkerErrors, Vertical):
     # ----- narrowing: the filter and the content search -----
 
     async def open_filter(self) -> None:
-        await self._open_input("filter", "filter by id or title", self.list.filter_text)
+        (await self._box()).open("filter", self.list.filter_text)
 
     async def open_search(self) -> None:
-        self._start_index()
-        await self._open_input(
-            "search",
-            'search: words, "a phrase", prefix*, tool:NAME, error:, session:ID, run:ID',
-            self.search_query,
-        )
+        (await self._box()).open("search", "")
 
-    async def _open_input(self, mode: str, placeholder: str, value: str) -> None:
-        """Show the filter/search box with ``value``, focused (mounted on
-        first use: it is not in the first frame)."""
-        self.filter_mode = mode
-        found = self.query("#session-filter")
-        box = found.first(Input) if found else Input(id="session-filter")
-        if not found:
-            await self.mount(box, after="#sessions-title")
-        box.placeholder, box.value = placeholder, value
-        box.remove_class("hidden")
-        box.focus()
+    async def _box(self) -> SearchBox:
+        """The filter/search box, mounted on first use: not in the first frame."""
+        found = self.query(SearchBox)
+        if found:
+            return found.first()
+        box = SearchBox(self.content_search, id="session-filter")
+        await self.mount(box, after="#sessions-title")
+        return box
 
-    @on(Input.Changed, "#session-filter")
-    def _typed(self, event: Input.Changed) -> None:
-        event.stop()
-        if self.filter_mode == "filter":
-            self.list.filter_text = event.value
-            self.apply_filter()
+    def on_search_box_filtered(self, message: SearchBox.Filtered) -> None:
+        self.list.filter_text = message.text
+        self.apply_filter()
+
+    def on_search_box_progress(self, message: SearchBox.Progress) -> None:
+        self.show_progress(message.text)
 
     @on(Input.Submitted, "#session-filter")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if self.filter_mode == "search" and event.value:
-            try:
-                words = parse_query(event.value).words
-            except QueryError as exc:
-                self.notify(str(exc), severity="warning")
-                return
-            self.search_query = event.value
-            self.needle = max(words, key=len, default="")
-            self._show_matches(set())
-            self.show_progress("searching… (esc cancels)")
-            self.search(event.value)
         self.row_list.focus()
 
     def _show_matches(self, keys: set[SessionKey] | None) -> None:
         self.list.matches = keys
         self.apply_filter()
 
-    @work(exclusive=True, group=Group.SEARCH)
-    async def search(self, query: str) -> None:
-        self._start_index()
-        found = await self.content_search.search(query)
-        self.post_message(
-            messages.SearchProgress(query, found.keys, 1.0, done=True, note=found.note)
-        )
-
     def on_search_progress(self, message: messages.SearchProgress) -> None:
         message.stop()
-        if message.needle != self.search_query:
+        box = self.query_one(SearchBox)
+        if message.needle != box.query_text:
             return
         keys = set(message.keys)
         self._show_matches(keys)
-        self.show_progress("")
-        self.notify(f"{len(keys)} session(s) match {message.needle!r} ({message.note})")
-        self.post_message(self.Searched(self.search_query, self.needle, keys))
+        if message.done:
+            self.show_progress("")
+            self.notify(
+                f"{len(keys)} session(s) match {message.needle!r} ({message.note})"
+            )
+            self.post_message(self.Searched(box.query_text, box.needle, keys))
 
     def back(self) -> bool:
         """Esc: cancel a running search, else clear the filter and search
         (the box closed, the list focused). False if there was neither."""
-        if self._searching():
-            self.workers.cancel_group(self, Group.SEARCH)
-            self.show_progress("")
+        boxes = self.query(SearchBox)
+        if boxes and boxes.first().cancel():
             self.notify("search cancelled")
             return True
         if not self.narrowed:
             return False
-        self.search_query = self.needle = ""
-        for box in self.query("#session-filter").results(Input):
-            box.add_class("hidden")
-            box.value = ""
+        for box in boxes:
+            box.close()
         self.list.filter_text = ""
         self._show_matches(None)
         self.row_list.focus()
         self.post_message(self.Searched("", "", None))
         return True
-
-    def _searching(self) -> bool:
-        return any(w.group == Group.SEARCH and w.is_running for w in self.workers)
-
-    # ----- the index: built on first use, then kept current -----
-
-    def _start_index(self) -> None:
-        if not any(w.group == Group.SEARCH_INDEX for w in self.workers):
-            self._build_index()
-
-    @work(thread=True, exclusive=True, group=Group.SEARCH_INDEX)
-    def _build_index(self) -> None:
-        """Index in steps, then follow commits, for as long as the pane lives (a
-        "live:" group: a failure is a notification, not the end of the app).
-        A thread: the index is plain sqlite3."""
-        worker = get_current_worker()
-        index = self.content_search
-        try:
-            done = False
-            while not worker.is_cancelled:
-                if done and not index.committed():
-                    time.sleep(COMMIT_POLL)  # bounded: the thread's idle wait
-                    continue
-                progress = index.build_step(BUILD_STEP)
-                if not (done and progress.done):
-                    self.post_message(
-                        messages.IndexProgress(progress.fraction, progress.done)
-                    )
-                done = progress.done
-        finally:
-            index.close()
-
-    def on_index_progress(self, message: messages.IndexProgress) -> None:
-        message.stop()
-        if self._searching():
-            return  # the search's own progress has the title
-        self.show_progress("" if message.done else f"indexing {message.fraction:.0%}")
 
 
 def _position(keys: list[SessionKey], key: SessionKey) -> int | None:

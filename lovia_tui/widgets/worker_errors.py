@@ -10,9 +10,8 @@ exception is a bug and still ends the app with its traceback, as before.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import LoviaTuiError
@@ -21,8 +20,16 @@ from lovia_tui.kinds import Group
 EXPECTED = (LoviaTuiError, sqlite3.Error)
 """Failures caused by the files or other processes, not by the app."""
 
+if TYPE_CHECKING:
+    from textual.widget import Widget as _Node
+else:
+    # A plain mixin at run time: Textual takes a widget's CSS, type names and
+    # component classes along its *first* DOM base, which must stay the
+    # Screen, container or Input this is mixed into.
+    _Node = object
 
-class WorkerErrors(Widget):
+
+class WorkerErrors(_Node):
     """A screen or pane whose workers report failures here instead of exiting
     the app (mixed in before ``Screen`` or a container: a worker's state
     change goes to the node that runs it, it does not bubble)."""
