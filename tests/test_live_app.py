@@ -50,7 +50,11 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
         screen = pilot.app.screen
         await pilot.press("3", "f")
         await _until(
-            pilot, lambda: screen.transcript_pane.run_view == "r1" and screen.transcript_pane.followed is not None
+            pilot,
+            lambda: (
+                screen.transcript_pane.run_view == "r1"
+                and screen.transcript_pane.followed is not None
+            ),
         )
 
         def shown() -> int:
@@ -75,7 +79,10 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
         )
         await pilot.press("ctrl+r")
         await settle(pilot)
-        assert screen.session_key[1] == "sess-live" and screen.transcript_pane.run_view is None
+        assert (
+            screen.session_key[1] == "sess-live"
+            and screen.transcript_pane.run_view is None
+        )
         assert not seams(screen)
 
 

@@ -16,7 +16,6 @@ app does not need them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.screen import Screen
@@ -25,6 +24,7 @@ from textual.worker import Worker
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group
+from lovia_tui.screens.undo_flow import counts_text, undo_flow
 from lovia_tui.selection import Selection, SessionKey
 
 if TYPE_CHECKING:
@@ -42,12 +42,6 @@ FORK_INSTEAD = "Fork instead (keeps this session)"
 def _int(values: dict[str, str], name: str, default: int) -> int:
     text = values.get(name, "").strip()
     return int(text) if text.isdigit() else default
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(
-        f"{count} {what.replace('_', ' ')}" for what, count in counts.items()
-    )
 
 
 class ActionFlows:
@@ -333,7 +327,7 @@ class ActionFlows:
                 return
             break
         self.host.notify(
-            f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
+            f"{preview.action}: {counts_text(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
         )
         for warning in result.warnings:
             self.host.notify(warning, severity="warning")
@@ -341,60 +335,12 @@ class ActionFlows:
 
     def undo(self, entry_id: int | None = None) -> Worker[None]:
         """Undo a journaled action (the newest on the open files), after asking."""
-        return self.host.run_worker(
-            self._undo(entry_id), group=Group.ACTION, exclusive=True
-        )
 
-    async def _undo(self, entry_id: int | None) -> None:
-        """Undo an action (the newest on the open files), after saying what it was."""
-        from lovia_tui.core.actions import undo
-        from lovia_tui.core.journal import Journal
-        from lovia_tui.screens.action_dialog import ActionScreen
+        async def flow() -> None:
+            if await undo_flow(self.host, self.workspace, entry_id):
+                self.on_done()
 
-        journal = Journal()
-        files = [db.path for db in self.workspace.databases]
-        try:
-            entry = (
-                await journal.get(entry_id)
-                if entry_id is not None
-                else await journal.last_undoable([Path(f).resolve() for f in files])
-            )
-        except ActionError as exc:
-            self.host.notify(str(exc), severity="error")
-            return
-        if entry is None:
-            self.host.notify("nothing to undo in the journal for these files")
-            return
-        what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
-        lines = [
-            f"undo journal entry #{entry.id}: {what} by {entry.user}",
-            (
-                "it never finished (interrupted): puts back the journaled rows now "
-                "missing or altered, leaves the others as they are"
-                if entry.unfinished
-                else f"restores the rows exactly as they were before it ({_counts(entry.counts)})"
-            ),
-            "refused if anything changed those rows since",
-        ]
-        answer = await self.host.app.push_screen_wait(
-            ActionScreen(f"Undo {entry.action}", lines, noop=False, ask_reason=False)
-        )
-        if answer is None or not answer.confirm:
-            return
-        try:
-            result = await undo(self.workspace, entry.id, journal)
-        except ActionError as exc:
-            self.host.notify(str(exc), severity="error")
-            return
-        in_place = (
-            f"; {result.rows_in_place} were already in place"
-            if entry.unfinished and result.rows_in_place
-            else ""
-        )
-        self.host.notify(
-            f"undone: journal #{entry.id} ({result.rows_restored} rows restored{in_place})"
-        )
-        self.on_done()
+        return self.host.run_worker(flow(), group=Group.ACTION, exclusive=True)
 
 
 def session_choice(sessions: list[SessionKey]) -> FormField:

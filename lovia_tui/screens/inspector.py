@@ -15,7 +15,6 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Static
 
 from lovia_tui import messages
 from lovia_tui.commands import (
@@ -24,7 +23,6 @@ from lovia_tui.commands import (
     RUN_STATUS_FILTERS,
     bindings,
 )
-from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
@@ -35,6 +33,7 @@ from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
+from lovia_tui.widgets.status_line import StatusLine
 from lovia_tui.widgets.transcript_pane import TranscriptPane
 
 FOCUS_AT_THE_LATEST = 0.3
@@ -68,7 +67,6 @@ class InspectorScreen(InspectorBase):
             deps_spec=deps_spec,
         )
         self.first_page = first_page
-        self.described = False
 
     # ----- layout -----
 
@@ -76,7 +74,7 @@ class InspectorScreen(InspectorBase):
         runs = RunsPane(
             self.workspace, self.stale_after, id="runs-pane", classes="pane"
         )
-        yield Static(id="status-line", markup=False)
+        yield StatusLine(id="status-line")
         with Horizontal(id="panes"):
             yield SessionsPane(self.workspace, id="sessions-pane", classes="pane")
             yield TranscriptPane(
@@ -102,24 +100,7 @@ class InspectorScreen(InspectorBase):
         self._show_focused_pane()
 
     def describe_files(self) -> None:
-        parts = []
-        for db in self.workspace.databases:
-            stores = "+".join(
-                name
-                for name, has in (
-                    ("sessions", db.stores.session),
-                    ("checkpoints", db.stores.checkpoint),
-                    ("web", db.stores.chat),
-                )
-                if has
-            )
-            mode = "read-only" if db.readonly else db.journal_mode.upper()
-            live = self.live.watch_modes.get(db.path, "watching")
-            parts.append(f"{db.name} [{stores}, {mode}, {live}]")
-            if db.notice and not self.described:
-                self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
-        self.query_one("#status-line", Static).update(printable(" · ".join(parts)))
-        self.described = True
+        self.query_one(StatusLine).describe(self.workspace, self.live.watch_modes)
 
     # ----- actions -----
 
@@ -200,7 +181,7 @@ class InspectorScreen(InspectorBase):
         self.action_focus_pane("transcript")
 
     def on_sessions_pane_searched(self, message: SessionsPane.Searched) -> None:
-        self.transcript_pane.search_for(
+        self.transcript_pane.hits.search_for(
             message.query, message.needle, message.keys, self.sessions.content_search
         )
 
@@ -311,7 +292,7 @@ class InspectorScreen(InspectorBase):
         await self.sessions.open_search()
 
     def action_next_hit(self, step: int) -> None:
-        self.transcript_pane.next_hit(step)
+        self.transcript_pane.hits.step(step)
 
     def action_back(self) -> None:
         """Esc: the Sessions pane's search or filter first, then a pane back."""

@@ -39,12 +39,12 @@ class Hits:
         matches: set[SessionKey] | None,
         index: WorkspaceSearch,
     ) -> None:
-        self.query, self.needle, self.matches, self.index = (
-            query,
-            needle,
-            matches,
-            index,
-        )
+        """Highlight ``needle``; in a session among ``matches``, go to its hits."""
+        self.query, self.needle = query, needle
+        self.matches, self.index = matches, index
+        self.pane.transcript.set_needle(needle)
+        if self.pane.session_key:
+            self.session_shown(self.pane.session_key)
 
     def session_shown(self, key: SessionKey) -> None:
         """A session is shown: its hits, if the search matched it."""

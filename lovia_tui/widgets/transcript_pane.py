@@ -6,20 +6,20 @@ user scrolls, Home's first batch, flat indices counted in the background, a
 run shown alone. Every read runs in a named worker and reports back by
 message; a result for a session the user has already left is dropped. The
 live tail is told, before each read, which segments the view is about to
-hold, so a rewrite of them is never missed (:class:`Watcher`); the runs
-linked to the session come from the Runs pane (:class:`Runs`).
+hold, so a rewrite of them is never missed (``transcript_loader.Watcher``);
+the runs linked to the session come from the Runs pane (``Runs``).
 
 Its interface: :meth:`open_session`, :meth:`open_run`, :meth:`reload`,
 :meth:`runs_known`, :meth:`take_live`, :meth:`toggle_follow`,
-:meth:`search_for`, :meth:`next_hit`, :meth:`show_title`; and what the
-screen reads, :attr:`session_key`, :attr:`run_view`, :attr:`followed`.
+:meth:`show_title`, and its :attr:`hits` (``search_for``, ``step``);
+and what the screen reads, :attr:`session_key`, :attr:`run_view`,
+:attr:`followed`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Protocol
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -29,15 +29,16 @@ from textual.widgets import Label
 from lovia_tui import messages
 from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.models import RunInfo, SegmentInfo
-from lovia_tui.core.search_workspace import WorkspaceSearch
+from lovia_tui.core.models import RunInfo
 from lovia_tui.core.tail import Changes
 from lovia_tui.core.workspace import Workspace
 from lovia_tui.kinds import Group, RowKind, RunStatus
 from lovia_tui.selection import SessionKey
 from lovia_tui.transcript_loader import (
     Inflight,
+    Runs,
     Starts,
+    Watcher,
     inflight_rows,
     newer_rows,
     newest_batch,
@@ -49,29 +50,6 @@ from lovia_tui.transcript_loader import (
 from lovia_tui.widgets.transcript import Transcript
 from lovia_tui.widgets.transcript_hits import Hits
 from lovia_tui.widgets.worker_errors import WorkerErrors
-
-
-class Watcher(Protocol):
-    """What the live tail offers the transcript: which rows to watch."""
-
-    def follow_session(
-        self, file: Path, session_id: str, shown: list[SegmentInfo], total: int
-    ) -> None: ...
-    async def watch_older(self, file: Path) -> None: ...
-    async def watch_newer(self, file: Path) -> None: ...
-    async def watch_window(
-        self, file: Path, from_id: int, to_id: int | None
-    ) -> None: ...
-    def follow_run(self, file: Path, run_id: str, seq: int) -> bool: ...
-    def stop_following(self) -> None: ...
-
-
-class Runs(Protocol):
-    """What the Runs pane tells the transcript: the runs a seam shows."""
-
-    def linked_to(self, key: SessionKey) -> list[RunInfo]: ...
-    def status_of(self, run: RunInfo) -> str: ...
-    def find(self, run_id: str) -> RunInfo | None: ...
 
 
 class TranscriptPane(WorkerErrors, Vertical):
@@ -105,6 +83,10 @@ class TranscriptPane(WorkerErrors, Vertical):
         )
         yield Transcript(id="transcript")
 
+    def on_mount(self) -> None:
+        # The "new entries" count clears on scrolling, which says nothing.
+        self.set_interval(1.0, self.show_title)
+
     @property
     def transcript(self) -> Transcript:
         return self.query_one(Transcript)
@@ -122,8 +104,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         """Show ``key`` (read once the cursor rested ``settle`` seconds), its
         cursor on ``focus_row``; ``focus``: take the focus once its rows arrive."""
         self.session_key, self.run_view = key, None
-        if focus_row is not None:
-            self._pending_row = focus_row
+        self._pending_row = focus_row
         self._focus_when_loaded = self._focus_when_loaded or focus
         self.query_one("#transcript-title", Label).update(
             printable(f"Transcript · {key[1]} · loading…"), layout=False
@@ -218,10 +199,9 @@ class TranscriptPane(WorkerErrors, Vertical):
             self.transcript.refresh()
             self.refresh_bindings()  # rewind applies now that entries are counted
 
-    def on_transcript_load_older(self) -> None:
-        self.load_older()
-
+    @on(Transcript.LoadOlder)
     def load_older(self) -> None:
+        """The batch above what is shown (scrolling up, or a hit beyond it)."""
         rows = self.transcript.rows
         if self.session_key and rows and rows[0].kind == RowKind.OLDER:
             self._load_older(self.session_key, rows[0].boundary)
@@ -403,22 +383,6 @@ class TranscriptPane(WorkerErrors, Vertical):
 
     # ----- a content search's hits -----
 
-    def search_for(
-        self,
-        query: str,
-        needle: str,
-        matches: set[SessionKey] | None,
-        index: WorkspaceSearch,
-    ) -> None:
-        """Highlight ``needle``; in a session among ``matches``, go to its hits."""
-        self.hits.search_for(query, needle, matches, index)
-        self.transcript.set_needle(needle)
-        if self.session_key:
-            self.hits.session_shown(self.session_key)
-
     def on_search_hits(self, message: messages.SearchHits) -> None:
         message.stop()
         self.hits.found(message)
-
-    def next_hit(self, step: int) -> None:
-        self.hits.step(step)
