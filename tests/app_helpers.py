@@ -116,7 +116,7 @@ def user_rows(transcript) -> list[int]:
     """Visible positions of the transcript's user messages (where turns start)."""
     return [
         n
-        for n, row in enumerate(transcript._visible)
+        for n, row in enumerate(transcript.window.visible)
         if transcript.rows[row].kind == "entry"
         and transcript.rows[row].entry.data.get("role") == "user"
     ]

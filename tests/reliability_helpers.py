@@ -100,7 +100,7 @@ async def visit_transcript(
     transcript.focus()
     positions = [
         number
-        for number, row_index in enumerate(transcript._visible)
+        for number, row_index in enumerate(transcript.window.visible)
         if wanted is None or wanted(transcript.rows[row_index])
     ][:most]
     for position in positions:

@@ -145,13 +145,13 @@ async def test_entries_fold_unfold_and_show_raw_json(snap_dir, monkeypatch):
         await settle(pilot)
         await pilot.press("2")
         transcript = app.screen.transcript
-        lines_before = len(transcript._lines)
+        lines_before = len(transcript.window.lines)
         await pilot.press("enter")
-        assert len(transcript._lines) > lines_before
+        assert len(transcript.window.lines) > lines_before
         await pilot.press("r")
-        assert transcript.current_row.key in transcript._raw
+        assert transcript.current_row.key in transcript.window.raw
         await pilot.press("enter")
-        assert len(transcript._lines) == lines_before, "a short entry folds again"
+        assert len(transcript.window.lines) == lines_before, "a short entry folds again"
 
 
 async def test_narrow_terminal_shows_one_pane_at_a_time(snap_dir, monkeypatch):

@@ -311,7 +311,7 @@ async def test_actions_on_hostile_rows_refuse_in_one_line(hostile: Path) -> None
         await pilot.press("2")
         first = next(
             n
-            for n, i in enumerate(screen.transcript._visible)
+            for n, i in enumerate(screen.transcript.window.visible)
             if screen.transcript.rows[i].entry
         )
         for key in ("t", "W", "w"):

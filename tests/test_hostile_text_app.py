@@ -132,7 +132,7 @@ async def test_sessions_transcripts_and_the_pager_show_hostile_text_literally(
             await visit_transcript(pilot)
             seen.shots.take(f"transcript {session_id!r}")
         transcript = screen.transcript
-        for position, index in enumerate(transcript._visible):
+        for position, index in enumerate(transcript.window.visible):
             row = transcript.rows[index]
             if row.entry is None:
                 continue

@@ -311,7 +311,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         if not self.follow_enabled:
             return
         for run_id, seq in run_seqs.items():
-            run = self.transcript.seam_run(run_id)
+            run = self.transcript.window.seam_run(run_id)
             if (
                 run is not None
                 and run.status == RunStatus.RUNNING
@@ -334,15 +334,16 @@ class TranscriptPane(WorkerErrors, Vertical):
         if key and key[0] == str(path) and key[1] in touched:
             self._load_session(key)
             return
-        transcript = self.transcript
-        transcript.set_seam_statuses(
+        transcript, window = self.transcript, self.transcript.window
+        if window.set_seam_statuses(
             {head.run_id: head.status for head in changes.heads}
-        )
+        ):
+            transcript.refresh()
         entries = changes.run_entries
         if entries and self.followed == (path, entries.run_id):
-            run = transcript.seam_run(entries.run_id)
+            run = window.seam_run(entries.run_id)
             if run is not None:
-                offset = transcript.entries_of_run(run.run_id)
+                offset = window.entries_of_run(run.run_id)
                 transcript.extend(run_entry_rows(run, entries, offset))
                 self.show_title()
 
@@ -352,9 +353,9 @@ class TranscriptPane(WorkerErrors, Vertical):
         """What is shown and where the cursor is (and what is followed)."""
         transcript = self.transcript
         if self.session_key:
-            title = f"Transcript · {self.session_key[1]} · {transcript.entries:,} entries shown · {transcript.position}"
+            title = f"Transcript · {self.session_key[1]} · {transcript.window.entries:,} entries shown · {transcript.position}"
         elif self.run_view:
-            title = f"Run {self.run_view} · session unknown · {transcript.entries:,} entries · {transcript.position}"
+            title = f"Run {self.run_view} · session unknown · {transcript.window.entries:,} entries · {transcript.position}"
         else:
             return
         if self.followed:

@@ -352,7 +352,7 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
         if action == "rewind":  # keep the first run's 4 entries (no call left dangling)
             transcript = screen.transcript
             position = next(
-                (n for n, i in enumerate(transcript._visible)
+                (n for n, i in enumerate(transcript.window.visible)
                  if transcript.rows[i].entry is not None and transcript.rows[i].entry.index == 4),
                 None,
             )  # fmt: skip
