@@ -45,12 +45,7 @@ async def apply(
     await pilot.press(key)
     await settle(pilot)
     assert isinstance(pilot.app.screen, dialog), pilot.app.screen
-    opened = pilot.app.screen
-    for _ in range(3):  # bounded: an Enter taken by the dialog's late first focus
-        await confirm(pilot)
-        await settle(pilot)
-        if pilot.app.screen is not opened:
-            break
+    await confirm(pilot)
     await until_audited(pilot, screen, (kind, run_id), audits)
 
 

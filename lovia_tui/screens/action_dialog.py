@@ -158,16 +158,17 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                     yield Button("Preview again", id="again")
                 yield Button("Cancel", id="cancel")
 
-    def on_mount(self) -> None:
-        # The Reason first, even above option fields (shift+tab reaches
-        # them): a reason typed at once is kept, not typed into an option.
-        fields = self.query("#reason")
-        if not len(fields):
-            fields = self.query("Input, Select")
-        if len(fields):
-            fields.first().focus()
-        else:
-            self.query_one("#cancel" if self.noop else "#confirm", Button).focus()
+    @property
+    def AUTO_FOCUS(self) -> str:  # type: ignore[override]  # Textual reads it per screen
+        """The Reason first, even above option fields (shift+tab reaches
+        them): a reason typed at once is kept, not typed into an option.
+        Textual focuses it as the dialog is composed, so no later focus of the
+        dialog's own takes back where a fast user has already moved."""
+        if self.ask_reason:
+            return "#reason"
+        if self.fields or self.token:
+            return "Input, Select"
+        return "#cancel" if self.noop else "#confirm"
 
     @on(Input.Submitted)
     def _next(self, event: Input.Submitted) -> None:
@@ -223,6 +224,8 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
 
 class ForceScreen(ModalScreen[bool]):
     """A refusal for a live run, overridable only by typing the run's id."""
+
+    AUTO_FOCUS = "#typed"
 
     BINDINGS = [
         Binding("escape", "dismiss(False)", "Cancel", tooltip="Keep the refusal")

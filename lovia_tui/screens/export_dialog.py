@@ -48,6 +48,9 @@ class ExportAnswer:
 class ExportScreen(ModalScreen[ExportAnswer | None]):
     """Asks for the export file; offers Replace only for the file it warned about."""
 
+    AUTO_FOCUS = "#export-path"
+    """Focused as the dialog is composed (a key typed at once lands in it)."""
+
     BINDINGS = [
         Binding(
             "escape",
@@ -90,9 +93,6 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
                 else:
                     yield Button("Export", id="export", variant="primary")
                 yield Button("Cancel", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one("#export-path", Input).focus()
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#export")

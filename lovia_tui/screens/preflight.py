@@ -127,6 +127,11 @@ def describe(pf: Preflight) -> RenderableType:
 class PreflightScreen(ModalScreen[PreflightChoice | None]):
     """Shows a :class:`Preflight`; its button runs only when nothing blocks."""
 
+    AUTO_FOCUS = "Input, Select, #recheck"
+    """Not the Resume button: Enter at once would re-run dangling tool calls.
+    The first field, else Check again (Enter moves on from there), focused
+    as the dialog is composed so no later focus takes back a fast user's."""
+
     BINDINGS = [
         Binding(
             "escape", "dismiss(None)", "Cancel", tooltip="Close without doing anything"
@@ -195,12 +200,6 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
                 for file, sid in self.sessions
             ],
         ]
-
-    def on_mount(self) -> None:
-        # Not the Resume button: Enter at once would re-run dangling tool
-        # calls. The first field, else Check again; Enter moves on from there.
-        fields = self.query("Input, Select")
-        (fields.first() if fields else self.query_one("#recheck", Button)).focus()
 
     @on(Input.Submitted)
     def _next(self, event: Input.Submitted) -> None:

@@ -36,7 +36,7 @@ from textual.widgets import Input
 
 from lovia_tui.app import make_app
 from lovia_tui.core.journal import Journal
-from lovia_tui.screens.action_dialog import ActionScreen
+from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from soak.live_actions import act_live, is_live, undo_live
 
 WRITER = Path(__file__).with_name("writer.py")
@@ -216,10 +216,11 @@ async def drive_app(
                 action = plan[(len(victims) - len(pending)) % len(plan)]
                 victim = pending.pop(0)
                 report.app_steps[action] += 1
-                if await act(pilot, screen, db, action, victim):
-                    report.actions_done[action] += 1
+                problem = await act(pilot, screen, db, action, victim)
+                if problem:
+                    report.app_errors.append(f"{action} on {victim}: {problem}")
                 else:
-                    report.app_errors.append(f"{action} on {victim} did not complete")
+                    report.actions_done[action] += 1
             else:
                 chosen = browse[step // 2 % len(browse)]
                 report.app_steps[chosen.__name__] += 1
@@ -297,6 +298,8 @@ async def follow_run(pilot, screen, rng: random.Random, writers: int) -> None:
 
 async def search(pilot, screen, rng: random.Random, writers: int) -> None:
     await tap(pilot, "s")
+    if not await within(pilot, lambda: bool(screen.query("#session-filter"))):
+        return  # the key was not taken (a dialog or the narrow layout had it)
     # Typed text needs a character with each key; set it as typing would.
     screen.query_one(
         "#session-filter", Input
@@ -306,8 +309,9 @@ async def search(pilot, screen, rng: random.Random, writers: int) -> None:
     await tap(pilot, "escape")
 
 
-async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
-    """One action through the app's own dialog: preview, Confirm, done."""
+async def act(pilot, screen, db: Path, action: str, victim: str) -> str | None:
+    """One action through the app's own dialog: preview, Confirm, done.
+    None when done (or refused each time it was shown), else what did not happen."""
     app = pilot.app
     if action == "delete":
         await tap(pilot, "3")
@@ -324,13 +328,13 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
             return False
 
         if not await within(pilot, located):
-            return False
+            return f"run {run_id} never highlighted"
         key = "d"
     else:
         if not await within(
             pilot, lambda: any(k[1] == victim for k in screen.sessions.keys)
         ):
-            return False
+            return "session never listed"
         session_key = next(k for k in screen.sessions.keys if k[1] == victim)
         screen.go_to_session(session_key)
 
@@ -347,7 +351,7 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
             )
 
         if not await within(pilot, loaded):
-            return False
+            return "transcript never loaded"
         key = {"trim": "t", "rewind": "w", "clear": "C"}[action]
         if action == "rewind":  # keep the first run's 4 entries (no call left dangling)
             transcript = screen.transcript
@@ -357,40 +361,34 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> bool:
                 None,
             )  # fmt: skip
             if position is None:
-                return False
+                return "no entry 4 in the transcript"
             transcript.move_cursor(position)
     await tap(pilot, key)
-    if not await within(pilot, lambda: isinstance(app.screen, ActionScreen)):
-        return False
+    dialogs = ActionScreen | ForceScreen
+    if not await within(pilot, lambda: isinstance(app.screen, dialogs)):
+        return f"{key} opened no dialog (screen {app.screen!r})"
     for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
         dialog = app.screen
+        if isinstance(dialog, ForceScreen):
+            break  # a writer's run is live: keep the refusal (the app asks to force)
 
         def ended(dialog=dialog) -> bool:
-            if isinstance(app.screen, ActionScreen):
-                return app.screen is not dialog  # previewed again: rows moved on
+            if isinstance(app.screen, dialogs):
+                # Previewed again as the rows moved on, or refused for a live run.
+                return app.screen is not dialog
             return _idle(app, "action")
 
-        def enter_lost(dialog=dialog) -> bool:
-            """The dialog's own first focus landed after ours: Enter moved on
-            from a field (it never confirms) instead of pressing Confirm."""
-            focused = app.focused
-            return app.screen is dialog and (
-                focused is None or focused.id not in ("confirm", "go")
-            )
-
         # Deliberately, as a user: the count typed where asked, Enter on Confirm.
-        for _ in range(3):  # bounded: Enter again only where it was lost
-            await ready_to_confirm(pilot)
-            await tap(pilot, "enter")
-            await within(pilot, lambda: ended() or enter_lost(), timeout=2.0)
-            if not enter_lost():
-                break
+        await ready_to_confirm(pilot)
+        await tap(pilot, "enter")
         if not await within(pilot, ended):
-            return False
-        if not isinstance(app.screen, ActionScreen):
-            return True
+            return f"Enter on {app.focused!r} did not end the dialog"
+        if not isinstance(app.screen, dialogs):
+            return None
     await tap(pilot, "escape")
-    return await within(pilot, lambda: _idle(app, "action"))
+    if not await within(pilot, lambda: _idle(app, "action")):
+        return "the action never ended after Escape"
+    return None
 
 
 # ------------------------------------------------------------ verification

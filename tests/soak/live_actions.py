@@ -37,15 +37,15 @@ def live_target(number: int, writers: int) -> tuple[str, str]:
 
 
 async def act_live(
-    act: Callable[..., Awaitable[bool]], pilot, screen, db: Path, number: int,
+    act: Callable[..., Awaitable[str | None]], pilot, screen, db: Path, number: int,
     writers: int, watch, report,
 ) -> None:  # fmt: skip
     action, session_id = live_target(number, writers)
     report.app_steps[f"live {action}"] += 1
     seen = len(watch.notes)
     # The app previews again each time the rows moved on; act confirms again.
-    if not await act(pilot, screen, db, action, session_id):
-        report.app_errors.append(f"live {action} on {session_id} did not complete")
+    if problem := await act(pilot, screen, db, action, session_id):
+        report.app_errors.append(f"live {action} on {session_id}: {problem}")
         return
     notes = [text for _, text in watch.notes[seen:]]
     report.live_refused += sum(REFUSED in text for text in notes)
