@@ -173,9 +173,12 @@ class InspectorScreen(InspectorBase):
     def on_sessions_pane_highlighted(self, message: SessionsPane.Highlighted) -> None:
         """The transcript follows the list, once the cursor rests (the first
         session at once)."""
-        if message.key != self.session_key:
-            first = self.session_key is None and self.transcript_pane.run_view is None
-            self._select_session(message.key, settle=0.0 if first else HIGHLIGHT_SETTLE)
+        pane = self.transcript_pane
+        if message.key != pane.session_key:
+            first = pane.session_key is None
+            settle = 0.0 if first and pane.run_view is None else HIGHLIGHT_SETTLE
+            pane.open_session(message.key, settle=settle)
+            self._selected(message.key, first)
 
     def on_sessions_pane_chosen(self) -> None:
         self.action_focus_pane("transcript")
@@ -237,25 +240,17 @@ class InspectorScreen(InspectorBase):
     ) -> None:
         """Select a session (its cursor on ``focus_row``), focusing its
         transcript once its rows arrive."""
-        self._select_session(key, focus_row=focus_row, focus=focus)
+        first = self.session_key is None
+        self.transcript_pane.open_session(key, focus_row=focus_row, focus=focus)
+        self._selected(key, first)
         self.sessions.show(key)
         if focus:
             # The focus moves with the new rows: moved now, it would repaint
             # the old session's rows and the panes while the new ones are read.
             self.set_timer(FOCUS_AT_THE_LATEST, self.transcript_pane.focus_loaded)
 
-    def _select_session(
-        self,
-        key: SessionKey,
-        *,
-        settle: float = 0.0,
-        focus_row: str | None = None,
-        focus: bool = False,
-    ) -> None:
-        first = self.session_key is None
-        self.transcript_pane.open_session(
-            key, settle=settle, focus_row=focus_row, focus=focus
-        )
+    def _selected(self, key: SessionKey, first: bool) -> None:
+        """A session is shown (``first``: none was): the runs mark its own."""
         if first:
             # Only whether a session is selected matters to the bindings; a
             # refresh on every move would recompose the footer per key press.
