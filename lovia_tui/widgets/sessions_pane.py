@@ -102,14 +102,6 @@ class SessionsPane(WorkerErrors, Vertical):
         return self.list.shown
 
     @property
-    def summaries(self) -> dict[SessionKey, SessionSummary]:
-        return self.list.summaries
-
-    @property
-    def matches(self) -> set[SessionKey] | None:
-        return self.list.matches
-
-    @property
     def selected(self) -> SessionKey | None:
         rows, shown = self.row_list, self.list.shown
         return shown[rows.cursor] if shown and rows.cursor < len(shown) else None
