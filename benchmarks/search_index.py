@@ -125,7 +125,7 @@ def queries(rng: random.Random) -> list[str]:
 
 
 def measure_queries(search, rng: random.Random) -> dict:
-    from lovia_tui.core.search_query import parse_query
+    from lovia_tui.core.search.query import parse_query
 
     times, found = [], {}
     for text in queries(rng):
@@ -171,7 +171,7 @@ def run(size: str) -> dict:
     info = generate(size)
     work = Path(tempfile.mkdtemp(prefix="search-bench-", dir=Path(info.path).parent))
     os.environ["XDG_CACHE_HOME"] = str(work / "cache")
-    from lovia_tui.core.search import FileSearch
+    from lovia_tui.core.search.file_search import FileSearch
 
     try:
         path = work / "lovia.db"

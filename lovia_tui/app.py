@@ -16,10 +16,11 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS
+from lovia_tui.commands import INSPECTOR_COMMANDS
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.goto import GotoProvider
 from lovia_tui.screens.inspector import InspectorScreen
@@ -43,7 +44,7 @@ class LoviaTui(App):
         paths: Iterable[str | Path],
         *,
         readonly: bool = False,
-        stale_after: float = 300.0,
+        stale_after: float = DEFAULT_STALE_AFTER,
         agent_spec: str | None = None,
         deps_spec: str | None = None,
     ) -> None:
@@ -127,7 +128,7 @@ class LoviaTui(App):
                 yield SystemCommand(
                     command.title, command.help, _runner(screen, command.action)
                 )
-        for status in ["all", *RUN_STATUS_FILTERS]:
+        for status in ["all", *STATUS_FILTERS]:
             yield SystemCommand(
                 f"Runs: show {status} (status filter)",
                 "Show every run again"
@@ -148,7 +149,7 @@ def make_app(
     paths: Iterable[str | Path],
     *,
     readonly: bool = False,
-    stale_after: float = 300.0,
+    stale_after: float = DEFAULT_STALE_AFTER,
     agent_spec: str | None = None,
     deps_spec: str | None = None,
 ) -> LoviaTui:

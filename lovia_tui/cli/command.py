@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import io
 import json
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +25,9 @@ import orjson
 
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,7 +42,7 @@ class Command:
     name: str
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], Awaitable[int] | int]
+    run: Callable[[argparse.Namespace], Coroutine[Any, Any, int] | int]
 
 
 def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
@@ -71,9 +72,9 @@ def add_stale_after(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
         type=float,
-        default=300.0,
+        default=DEFAULT_STALE_AFTER,
         metavar="SECONDS",
-        help="a running run with no save for this long is stale (likely crashed); default 300",
+        help="a running run with no save for this long is stale (likely crashed); default %(default)g",
     )
 
 
@@ -102,6 +103,14 @@ def split_paths_and_ids(
 
 async def open_workspace(args: argparse.Namespace) -> Workspace:
     return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
+
+
+async def session_database(ws: Workspace, session_id: str) -> Database:
+    """The file holding ``session_id``; a one-line error when none does."""
+    db = await ws.find_session(session_id)
+    if db is None:
+        raise LoviaTuiError(f"no session {session_id!r} in the given files")
+    return db
 
 
 def _encodes_everything(stream: Any) -> bool:
@@ -244,7 +253,7 @@ SLICE_ABOVE = 1 << 20
 
 
 async def _aiter(items: Iterator[Any] | AsyncIterator[Any]) -> AsyncIterator[Any]:
-    if isinstance(items, AsyncGeneratorType):
+    if isinstance(items, AsyncIterator):
         async for item in items:
             yield item
     else:
@@ -289,7 +298,7 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
     """Run a subcommand's body (sync or async); known errors become one line, exit 2."""
     try:
         result = command.run(args)
-        return asyncio.run(result) if inspect.isawaitable(result) else result
+        return result if isinstance(result, int) else asyncio.run(result)
     except LoviaTuiError as exc:
         return fail(str(exc))
     except sqlite3.Error as exc:

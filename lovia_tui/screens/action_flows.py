@@ -5,7 +5,7 @@ Every action goes: preview (core) → dialog with exactly what will be
 removed → confirm → ``perform`` through lovia, journaled first → ``on_done``
 (the inspector re-reads every pane). A live run is refused unless the user
 types its id to force it. :class:`ActionFlows` takes its target explicitly
-(the :class:`~lovia_tui.selection.Selection`, a run, a doctor's preview) and
+(the :class:`~lovia_tui.view.selection.Selection`, a run, a doctor's preview) and
 runs each flow in a worker of its host screen (group ``action``: one at a
 time), which it returns so that a caller can wait for it.
 
@@ -22,15 +22,16 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.undo_flow import counts_text, undo_flow
-from lovia_tui.selection import Selection, SessionKey
+from lovia_tui.view.kinds import Group
+from lovia_tui.view.selection import Selection
 
 if TYPE_CHECKING:
-    from lovia_tui.core.actions import ActionResult
-    from lovia_tui.core.fork import ForkPreview, ForkResult
-    from lovia_tui.core.previews import Preview
+    from lovia_tui.core.actions.fork import ForkPreview, ForkResult
+    from lovia_tui.core.actions.perform import ActionResult
+    from lovia_tui.core.actions.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
 
 Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
@@ -61,7 +62,7 @@ class ActionFlows:
         """Called once an action or an undo changed the files."""
 
     def rewind_here(self, selection: Selection) -> None:
-        from lovia_tui.core.session_plans import preview_rewind
+        from lovia_tui.core.actions.session_plans import preview_rewind
 
         index, key = selection.entry_index, selection.session
         if index is not None and key is not None:
@@ -85,7 +86,7 @@ class ActionFlows:
 
     def _fork(self, sid: str, index: int) -> None:
         """Fork the session before entry ``index`` (a web chat: before its user turn)."""
-        from lovia_tui.core.fork import fork_point, preview_fork
+        from lovia_tui.core.actions.fork import fork_point, preview_fork
 
         async def build(values: dict[str, str], force: bool) -> ForkPreview:
             keep = await fork_point(self.workspace, sid, index)
@@ -94,7 +95,7 @@ class ActionFlows:
         self.flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
 
     def rewind_turn(self, selection: Selection) -> None:
-        from lovia_tui.core.session_plans import preview_rewind, user_turn_start
+        from lovia_tui.core.actions.session_plans import preview_rewind, user_turn_start
 
         index, key = selection.entry_index, selection.session
         if index is not None and key is not None:
@@ -113,7 +114,7 @@ class ActionFlows:
             )
 
     def trim(self, selection: Selection) -> None:
-        from lovia_tui.core.session_plans import preview_trim
+        from lovia_tui.core.actions.session_plans import preview_trim
         from lovia_tui.screens.action_dialog import FormField
 
         key = selection.session
@@ -136,7 +137,7 @@ class ActionFlows:
         )
 
     def clear_session(self, selection: Selection) -> None:
-        from lovia_tui.core.session_plans import preview_clear
+        from lovia_tui.core.actions.session_plans import preview_clear
 
         key = selection.session
         if key is None:
@@ -150,7 +151,7 @@ class ActionFlows:
         )
 
     def delete_run(self, selection: Selection) -> None:
-        from lovia_tui.core.run_plans import preview_delete_runs
+        from lovia_tui.core.actions.run_plans import preview_delete_runs
 
         run = selection.run
         if run is not None:
@@ -165,11 +166,12 @@ class ActionFlows:
             )
 
     def delete_runs_by_filter(self) -> None:
-        from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs
+        from lovia_tui.core.actions.run_plans import preview_delete_runs
+        from lovia_tui.core.run_status import STATUS_FILTERS
         from lovia_tui.screens.action_dialog import FormField
 
         fields = [
-            FormField("status", "Status", "interrupted", RUN_STATUSES),
+            FormField("status", "Status", "interrupted", STATUS_FILTERS),
             FormField("days", "Older than (days, empty for any age)", ""),
         ]
 
@@ -192,7 +194,7 @@ class ActionFlows:
     ) -> None:
         """Finalize the selected run; ``linked``: a record says which session
         it belongs to, else the user picks one of ``sessions``."""
-        from lovia_tui.core.run_plans import preview_finalize
+        from lovia_tui.core.actions.run_plans import preview_finalize
 
         run = selection.run
         if run is None:
@@ -239,9 +241,9 @@ class ActionFlows:
         ``fork_instead`` (a rewind's entry index) offers the non-destructive
         choice in the dialog: fork the session there instead.
         """
-        from lovia_tui.core.actions import perform
-        from lovia_tui.core.describe import describe
-        from lovia_tui.core.fork import ForkPreview, perform_fork
+        from lovia_tui.core.actions.describe import describe
+        from lovia_tui.core.actions.fork import ForkPreview, perform_fork
+        from lovia_tui.core.actions.perform import perform
         from lovia_tui.screens.action_dialog import (
             ActionScreen,
             ForceScreen,

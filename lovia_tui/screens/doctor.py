@@ -26,17 +26,22 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Finding, Report, diagnose
-from lovia_tui.core.doctor_findings import SEVERITY_STYLES, FixAction, summary
-from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
+from lovia_tui.core.actions.previews import Preview
+from lovia_tui.core.doctor.audit import (
+    DEFAULT_OLDER_THAN_DAYS,
+    Finding,
+    Report,
+    diagnose,
+)
+from lovia_tui.core.doctor.findings import SEVERITY_STYLES, FixAction, summary
+from lovia_tui.core.doctor.fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.previews import Preview
-from lovia_tui.kinds import Group
+from lovia_tui.core.models import SessionKey
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.action_flows import ActionFlows, session_choice
 from lovia_tui.screens.run_flows import RunFlows
-from lovia_tui.selection import SessionKey
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.worker_errors import WorkerErrors
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from lovia_tui.core.models import SessionSummary
-from lovia_tui.core.previews import DEFAULT_STALE_AFTER
-from lovia_tui.core.run_list import RunList
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.selection import SessionKey
+from lovia_tui.core.models import SessionKey, SessionSummary
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
+from lovia_tui.core.runs.listing import RunList
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.widgets.sessions_pane import FIRST_PAGE
 from lovia_tui.widgets.worker_errors import EXPECTED
 

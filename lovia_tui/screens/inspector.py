@@ -17,18 +17,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 
 from lovia_tui import messages
-from lovia_tui.commands import (
-    INSPECTOR_COMMANDS,
-    PINNED,
-    RUN_STATUS_FILTERS,
-    bindings,
-)
-from lovia_tui.core.models import RunInfo
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
+from lovia_tui.commands import INSPECTOR_COMMANDS, PINNED, bindings
+from lovia_tui.core.models import RunInfo, SessionKey
+from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.inspector_base import InspectorBase
-from lovia_tui.selection import SessionKey
+from lovia_tui.view.kinds import Group, Pane, seam_key
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
@@ -390,4 +385,4 @@ class InspectorScreen(InspectorBase):
         self.app.exit()
 
 
-__all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]
+__all__ = ["InspectorScreen"]

@@ -2,7 +2,7 @@
 
 :class:`~lovia_tui.screens.inspector.InspectorScreen` subclasses it for its
 layout and routing; what is here is how a key is judged: the
-:class:`~lovia_tui.selection.Selection` built from the panes' public
+:class:`~lovia_tui.view.selection.Selection` built from the panes' public
 properties, and ``check_action`` / ``on_key`` derived from the command list.
 """
 
@@ -14,12 +14,13 @@ from textual import events
 from textual.screen import Screen
 
 from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Pane
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
-from lovia_tui.selection import Selection, SessionKey
+from lovia_tui.view.kinds import Pane
+from lovia_tui.view.selection import Selection
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript

@@ -14,14 +14,15 @@ from pathlib import Path
 from textual.screen import Screen
 
 from lovia_tui import messages
-from lovia_tui.core.database import Database
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.live.changes import ChangeFeed, Changes
+from lovia_tui.core.live.tail import Tail, live_changes
+from lovia_tui.core.live.watch import CommitWatch
 from lovia_tui.core.models import SegmentInfo
-from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
-from lovia_tui.core.watch import CommitWatch
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group
-from lovia_tui.transcript_loader import BATCH
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import Group
+from lovia_tui.view.transcript_loader import BATCH
 
 LOCK_RETRY = 1.0
 """Seconds between looks at a file the live tail found locked."""

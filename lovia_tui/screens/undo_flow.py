@@ -12,14 +12,14 @@ from pathlib import Path
 from textual.screen import Screen
 
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 
 async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) -> bool:
     """Undo an action (the newest on the open files), after saying what it
     was; whether it was undone."""
-    from lovia_tui.core.actions import undo
-    from lovia_tui.core.journal import Journal
+    from lovia_tui.core.actions.journal import Journal
+    from lovia_tui.core.actions.perform import undo
     from lovia_tui.screens.action_dialog import ActionScreen
 
     journal = Journal()

@@ -19,14 +19,14 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from lovia_tui import messages
-from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import age, printable, printable_json, timestamp
-from lovia_tui.core.liveness import stale_reason, status_label
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
-from lovia_tui.core.redact import error_line
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group as Workers
+from lovia_tui.core.run_status import stale_reason, status_label
+from lovia_tui.core.runs.redact import error_line
+from lovia_tui.core.store import checkpoint_reads
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import Group as Workers
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
@@ -201,7 +201,7 @@ class RunDetail(WorkerErrors, VerticalScroll):
 
     @work(exclusive=True, group=Workers.RUN_DETAIL)
     async def _read_dangling(self, run: RunInfo) -> None:
-        entries, problems = await queries.snapshot_entries(
+        entries, problems = await checkpoint_reads.snapshot_entries(
             self.workspace.database(run.file), run.run_id
         )
         calls = dangling_calls([entry.data for entry in entries])

@@ -9,8 +9,8 @@ import time
 from rich.text import Text
 
 from lovia_tui.core.formatting import age, printable
-from lovia_tui.core.liveness import status_label
-from lovia_tui.core.run_list import RunList
+from lovia_tui.core.run_status import status_label
+from lovia_tui.core.runs.listing import RunList
 from lovia_tui.widgets.columns import Column, cell, fit, longest
 from lovia_tui.widgets.run_detail import STATUS_STYLES
 

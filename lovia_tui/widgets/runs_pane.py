@@ -1,6 +1,6 @@
 """Every checkpoint in the open files, paged, with the selected run's detail below.
 
-The rows come from :class:`~lovia_tui.core.run_list.RunList`: the pane walks
+The rows come from :class:`~lovia_tui.core.runs.listing.RunList`: the pane walks
 the files in the background (counts per status show in the title as they are
 known), and reads the runs of the rows on screen, a screenful either way, as
 the list scrolls. A million checkpoints cost what the screen shows.
@@ -33,12 +33,11 @@ from textual.message import Message
 from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core.liveness import status_label
-from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_list import RunList
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group, RunStatus
-from lovia_tui.selection import SessionKey
+from lovia_tui.core.models import RunInfo, SessionKey, SessionLink
+from lovia_tui.core.run_status import RunStatus, status_label
+from lovia_tui.core.runs.listing import RunList
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.run_rows import RunColumns

@@ -3,7 +3,7 @@ a content search through the search index (`s`).
 
 The box owns the search: the first `s` starts the index's build in a thread
 worker (afterwards it follows other processes' commits); a search looks the
-indexed part up and scans the rest (``core.search_workspace``). It says
+indexed part up and scans the rest (``core.search.workspace``). It says
 :class:`Filtered` as the filter is typed, :class:`Progress` for the pane's
 title, and :class:`messages.SearchProgress` once a search answered.
 """
@@ -19,9 +19,9 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from lovia_tui import messages
-from lovia_tui.core.search_query import QueryError, parse_query
-from lovia_tui.core.search_workspace import WorkspaceSearch
-from lovia_tui.kinds import Group
+from lovia_tui.core.search.query import QueryError, parse_query
+from lovia_tui.core.search.workspace import WorkspaceSearch
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
 BUILD_STEP = 0.25

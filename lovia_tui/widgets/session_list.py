@@ -13,8 +13,7 @@ import time
 from rich.text import Text
 
 from lovia_tui.core.formatting import PIN, age, printable
-from lovia_tui.core.models import SessionSummary
-from lovia_tui.selection import SessionKey
+from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 
 BADGE_STYLES = {

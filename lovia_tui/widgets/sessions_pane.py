@@ -28,13 +28,12 @@ from textual.message import Message
 from textual.widgets import Input, Label
 
 from lovia_tui import messages
-from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.models import SessionSummary
-from lovia_tui.core.search_workspace import WorkspaceSearch
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group
-from lovia_tui.selection import SessionKey
+from lovia_tui.core.models import SessionKey, SessionSummary
+from lovia_tui.core.search.workspace import WorkspaceSearch
+from lovia_tui.core.store import session_reads
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.search_box import SearchBox
 from lovia_tui.widgets.session_list import SessionList
@@ -150,7 +149,7 @@ class SessionsPane(WorkerErrors, Vertical):
             self.post_message(messages.SessionsLoaded(keys))
         index: dict[SessionKey, int] = {}
         for db in self.workspace.session_dbs:
-            async for chunk, _ in queries.session_index(db):
+            async for chunk, _ in session_reads.session_index(db):
                 for session_id, (_, last_id) in chunk.items():
                     key = (str(db.path), session_id)
                     index[key] = max(index.get(key, 0), last_id)

@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.widgets import Static
 
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 
 class StatusLine(Static):

@@ -17,9 +17,9 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 
-from lovia_tui.kinds import RowKind
+from lovia_tui.view.kinds import RowKind
+from lovia_tui.view.rows import Row
 from lovia_tui.widgets.line_view import LineCache, LineView
-from lovia_tui.widgets.transcript_rows import Row
 from lovia_tui.widgets.transcript_window import TranscriptWindow
 
 
@@ -171,6 +171,20 @@ class Transcript(LineView, can_focus=True):
         else:
             self.new_below += sum(1 for row in rows if row.kind == RowKind.ENTRY)
         self.refresh()
+
+    @property
+    def shown_rows(self) -> list[int]:
+        """Positions in :attr:`rows` of the rows shown (not folded away), in order."""
+        return list(self.window.visible)
+
+    @property
+    def needle(self) -> str:
+        """The text highlighted wherever it shows (see :meth:`set_needle`)."""
+        return self._needle
+
+    def shows_raw(self, key: str) -> bool:
+        """Whether the row with ``key`` shows its stored JSON (``r``)."""
+        return key in self.window.raw
 
     def set_needle(self, needle: str) -> None:
         """Highlight ``needle`` (case-insensitively) wherever it shows."""

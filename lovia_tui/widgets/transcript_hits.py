@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lovia_tui import messages
-from lovia_tui.core.search_workspace import WorkspaceSearch
-from lovia_tui.kinds import Group
-from lovia_tui.selection import SessionKey
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.search.workspace import WorkspaceSearch
+from lovia_tui.view.kinds import Group
 
 if TYPE_CHECKING:
     from lovia_tui.widgets.transcript_pane import TranscriptPane

@@ -27,14 +27,14 @@ from textual.containers import Vertical
 from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.models import RunInfo
-from lovia_tui.core.tail import Changes
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group, RowKind, RunStatus
-from lovia_tui.selection import SessionKey
-from lovia_tui.transcript_loader import (
+from lovia_tui.core.live.changes import Changes
+from lovia_tui.core.models import RunInfo, SessionKey
+from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import Group, RowKind
+from lovia_tui.view.transcript_loader import (
     Inflight,
     Runs,
     Starts,
@@ -153,7 +153,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         # Shown first; the flat indices need every older segment counted.
         self.post_message(
-            messages.IndicesCounted(key, await queries.flat_starts(db, key[1]))
+            messages.IndicesCounted(key, await segment_reads.flat_starts(db, key[1]))
         )
 
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:

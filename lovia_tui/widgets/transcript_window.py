@@ -15,17 +15,16 @@ from rich.console import Console
 from rich.text import Text
 
 from lovia_tui.core.models import RunInfo
-from lovia_tui.kinds import RowKind
-from lovia_tui.widgets.transcript_rows import (
+from lovia_tui.view.kinds import RowKind
+from lovia_tui.view.rows import (
     Row,
-    detail_lines,
     index_text,
     keep_newest,
     keep_oldest,
     pair_tool_calls,
     partner_text,
-    summary_line,
 )
+from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
 
 SUMMARIES = 4096
 """Summary lines remembered (a few screens of rows in every state)."""
