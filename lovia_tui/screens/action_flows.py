@@ -16,6 +16,7 @@ app does not need them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.screen import Screen
@@ -222,7 +223,7 @@ class ActionFlows:
     ) -> Worker[None]:
         """Preview, confirm, perform through lovia (journaled), then ``on_done``."""
         return self.host.run_worker(
-            self._flow(title, build, fields, fork_instead),
+            partial(self._flow, title, build, fields, fork_instead),
             group=Group.ACTION,
             exclusive=True,
         )
@@ -342,7 +343,7 @@ class ActionFlows:
             if await undo_flow(self.host, self.workspace, entry_id):
                 self.on_done()
 
-        return self.host.run_worker(flow(), group=Group.ACTION, exclusive=True)
+        return self.host.run_worker(flow, group=Group.ACTION, exclusive=True)
 
 
 def session_choice(sessions: list[SessionKey]) -> FormField:

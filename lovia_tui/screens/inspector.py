@@ -11,6 +11,7 @@ shared with the doctor (``ActionFlows``, ``RunFlows``).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from textual.app import ComposeResult
@@ -366,7 +367,8 @@ class InspectorScreen(InspectorBase):
             return
         from lovia_tui.screens.export_dialog import export_flow
 
-        self.run_worker(export_flow(self, key, fmt), group=Group.EXPORT, exclusive=True)
+        flow = partial(export_flow, self, key, fmt)
+        self.run_worker(flow, group=Group.EXPORT, exclusive=True)
 
     def action_help(self) -> None:
         from lovia_tui.screens.help import HelpScreen

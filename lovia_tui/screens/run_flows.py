@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
@@ -121,7 +122,7 @@ class RunFlows:
     ) -> Worker[None]:
         """Resume or replay ``run_id``: the preflight dialog, then the console."""
         return self.host.run_worker(
-            self._preflight_flow(mode, run_id, delete_on_success),
+            partial(self._preflight_flow, mode, run_id, delete_on_success),
             group=Group.PREFLIGHT,
             exclusive=True,
         )

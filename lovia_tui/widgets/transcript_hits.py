@@ -8,6 +8,7 @@ worker looks the hits up in the Sessions pane's search index.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from lovia_tui import messages
@@ -51,7 +52,9 @@ class Hits:
         self.rows, self.at = [], -1
         if self.query and self.matches and key in self.matches:
             self.pane.run_worker(
-                self._find(key, self.query), group=Group.HITS, exclusive=True
+                partial(self._find, key, self.query),
+                group=Group.HITS,
+                exclusive=True,
             )
 
     async def _find(self, key: SessionKey, query: str) -> None:

@@ -19,6 +19,7 @@ and what the screen reads, :attr:`session_key`, :attr:`run_view`,
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 from textual import on, work
@@ -282,7 +283,7 @@ class TranscriptPane(WorkerErrors, Vertical):
             to_id = ids[-1] if rows[-1].kind == RowKind.NEWER else None
             file = Path(self.session_key[0])
             self.run_worker(
-                self.live.watch_window(file, ids[0], to_id),
+                partial(self.live.watch_window, file, ids[0], to_id),
                 group=Group.WATCH,
                 exclusive=True,
             )
