@@ -434,7 +434,8 @@ async def open_session(app, frames: Frames, screen, info: dict) -> dict:
 
 
 async def load_older(app, frames: Frames, screen, batches: int | None) -> list[float]:
-    """Home, wait for the older batch to be prepended, repeat (all, or ``batches``)."""
+    """Up at the top, wait for the older batch to be prepended, repeat (all, or
+    ``batches``): scrolling back a run at a time (Home jumps to the start)."""
     transcript = screen.transcript
     times: list[float] = []
     with stamped(transcript, "prepend") as prepended:
@@ -444,8 +445,10 @@ async def load_older(app, frames: Frames, screen, batches: int | None) -> list[f
             if batches is not None and len(times) >= batches:
                 break
             before = len(prepended)
+            transcript.move_cursor(1)  # the row below "older runs": up reaches it
+            await settle(app)
             pressed = perf_counter()
-            post_key(app, "home")
+            post_key(app, "up")
             while len(prepended) == before:
                 if perf_counter() - pressed > 30:
                     raise TimeoutError("older batch never came")

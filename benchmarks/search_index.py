@@ -15,7 +15,7 @@ Measures, on a copy of ``generate.py``'s file (the writer appends to it):
 - index lag at 20 runs/s: commit to indexed, p99, following commits through
   ``PRAGMA data_version`` as the app does: budget 1 s.
 
-Run: ``.venv/bin/python benchmarks/search_index.py --size 10k|100k``
+Run: ``.venv/bin/python benchmarks/search_index.py --size 10k|100k|1m``
 (results in ``results/search-<size>.json``).
 """
 
@@ -234,7 +234,7 @@ def main() -> None:
         writer(sys.argv[2], sys.argv[3])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=["10k", "100k"], default="10k")
+    parser.add_argument("--size", choices=["10k", "100k", "1m"], default="10k")
     args = parser.parse_args()
     result = run(args.size)
     out = ROOT / "benchmarks" / "results" / f"search-{args.size}.json"
