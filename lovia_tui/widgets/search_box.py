@@ -4,8 +4,9 @@ a content search through the search index (`s`).
 The box owns the search: the first `s` starts the index's build in a thread
 worker (afterwards it follows other processes' commits); a search looks the
 indexed part up and scans the rest (``core.search.workspace``). It says
-:class:`Filtered` as the filter is typed, :class:`Progress` for the pane's
-title, and :class:`messages.SearchProgress` once a search answered.
+:class:`Filtered` as the filter is typed, :class:`Started` and
+:class:`messages.SearchProgress` (once it answered) for a search, and
+:class:`Progress` for the pane's title.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ class SearchBox(WorkerErrors, Input):
         """The filter now reads ``text``."""
 
         text: str
+
+    @dataclass
+    class Started(Message):
+        """A content search for ``query`` started."""
+
+        query: str
 
     @dataclass
     class Progress(Message):
@@ -104,8 +111,7 @@ class SearchBox(WorkerErrors, Input):
             return
         self.query_text = event.value
         self.needle = max(words, key=len, default="")
-        self.post_message(messages.SearchProgress(event.value, [], 0.0, done=False))
-        self.post_message(self.Progress("searching… (esc cancels)"))
+        self.post_message(self.Started(event.value))
         self.search(event.value)
 
     @work(exclusive=True, group=Group.SEARCH)

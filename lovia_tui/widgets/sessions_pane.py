@@ -295,6 +295,10 @@ class SessionsPane(WorkerErrors, Vertical):
         self.list.filter_text = message.text
         self.apply_filter()
 
+    def on_search_box_started(self) -> None:
+        self._show_matches(set())
+        self.show_progress("searching… (esc cancels)")
+
     def on_search_box_progress(self, message: SearchBox.Progress) -> None:
         self.show_progress(message.text)
 
@@ -314,12 +318,9 @@ class SessionsPane(WorkerErrors, Vertical):
             return
         keys = set(message.keys)
         self._show_matches(keys)
-        if message.done:
-            self.show_progress("")
-            self.notify(
-                f"{len(keys)} session(s) match {message.needle!r} ({message.note})"
-            )
-            self.post_message(self.Searched(box.query_text, box.needle, keys))
+        self.show_progress("")
+        self.notify(f"{len(keys)} session(s) match {message.needle!r} ({message.note})")
+        self.post_message(self.Searched(box.query_text, box.needle, keys))
 
     def back(self) -> bool:
         """Esc: cancel a running search, else clear the filter and search
