@@ -19,7 +19,7 @@ from textual.screen import Screen
 from lovia_tui.commands import INSPECTOR_COMMANDS
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS
+from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.goto import GotoProvider
@@ -128,11 +128,11 @@ class LoviaTui(App):
                 yield SystemCommand(
                     command.title, command.help, _runner(screen, command.action)
                 )
-        for status in ["all", *STATUS_FILTERS]:
+        for status in [ALL_RUNS, *STATUS_FILTERS]:
             yield SystemCommand(
                 f"Runs: show {status} (status filter)",
                 "Show every run again"
-                if status == "all"
+                if status == ALL_RUNS
                 else f"Show only the runs whose status is {status}",
                 partial(screen.action_runs_filter, status),
             )

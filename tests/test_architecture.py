@@ -1,5 +1,6 @@
 """The shape the code promises: layers that import only downwards, no import
-cycle, a Textual-free core and view, small modules, and a light start-up.
+cycle, a Textual-free core and view, small modules, tests that share helpers
+only through tests/support, and a light start-up.
 
 The import graph is read from the source with ``ast`` (every ``import``,
 lazy ones inside functions included; those under ``if TYPE_CHECKING:`` are
@@ -185,6 +186,28 @@ def test_modules_stay_small():
         if (lines := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert set(over) <= OVER_MAX_LINES, over
+
+
+def test_tests_share_helpers_only_through_support():
+    """A test module imports no other test module: what tests share lives in
+    ``tests/support`` (a helper left in a test file is found here)."""
+    tests = Path(__file__).parent
+    wrong = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            wrong += [
+                f"{path.relative_to(tests)} imports {name}"
+                for name in names
+                if name.rpartition(".")[2].startswith(("test_", "conftest"))
+            ]
+    assert not wrong, wrong
 
 
 def _loaded_after(statement: str) -> set[str]:

@@ -16,12 +16,11 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     open_workspace,
+    opened_session,
     print_json,
     print_json_lazy,
     print_json_stream,
-    session_database,
     since_time,
-    split_paths_and_id,
 )
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
@@ -117,10 +116,7 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 
 
 async def _show(args: argparse.Namespace) -> int:
-    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
-    ws = await open_workspace(args)
-    try:
-        db = await session_database(ws, session_id)
+    async with opened_session(args) as (ws, db, session_id):
         segments = await segment_reads.segments(db, session_id)
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
@@ -151,8 +147,6 @@ async def _show(args: argparse.Namespace) -> int:
                     f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
                 )
         _print_flights(out_console, flights)
-    finally:
-        await ws.close()
     return EXIT_OK
 
 

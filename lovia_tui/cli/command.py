@@ -15,6 +15,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -105,12 +106,21 @@ async def open_workspace(args: argparse.Namespace) -> Workspace:
     return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
 
 
-async def session_database(ws: Workspace, session_id: str) -> Database:
-    """The file holding ``session_id``; a one-line error when none does."""
-    db = await ws.find_session(session_id)
-    if db is None:
-        raise LoviaTuiError(f"no session {session_id!r} in the given files")
-    return db
+@asynccontextmanager
+async def opened_session(
+    args: argparse.Namespace,
+) -> AsyncIterator[tuple[Workspace, Database, str]]:
+    """``PATH... SESSION_ID`` opened: the workspace, the file holding the
+    session, its id; a one-line error when no file holds it."""
+    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
+    ws = await open_workspace(args)
+    try:
+        db = await ws.find_session(session_id)
+        if db is None:
+            raise LoviaTuiError(f"no session {session_id!r} in the given files")
+        yield ws, db, session_id
+    finally:
+        await ws.close()
 
 
 def _encodes_everything(stream: Any) -> bool:

@@ -10,9 +10,7 @@ from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
     add_readonly,
-    open_workspace,
-    session_database,
-    split_paths_and_id,
+    opened_session,
 )
 from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import printable
@@ -35,10 +33,7 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
 
 
 async def _export(args: argparse.Namespace) -> int:
-    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
-    ws = await open_workspace(args)
-    try:
-        db = await session_database(ws, session_id)
+    async with opened_session(args) as (ws, db, session_id):
         if args.output:
             count = await export_to_file(
                 db, session_id, args.format, args.output, replace=args.force, ws=ws
@@ -49,8 +44,6 @@ async def _export(args: argparse.Namespace) -> int:
             await export_session(
                 db, session_id, args.format, sys.stdout, terminal=True, ws=ws
             )
-    finally:
-        await ws.close()
     if args.output:
         print(printable(f"wrote {count} entries to {args.output}"), file=sys.stderr)
     return EXIT_OK

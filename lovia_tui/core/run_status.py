@@ -32,7 +32,9 @@ class RunStatus(StrEnum):
 
 
 STATUS_FILTERS = tuple(status.value for status in RunStatus)
-"""What ``--status`` and the runs pane's filter accept (besides "all")."""
+"""What ``--status`` and the runs pane's filter accept (besides :data:`ALL_RUNS`)."""
+ALL_RUNS = "all"
+"""The runs pane's filter that hides nothing."""
 UNREADABLE = "unreadable"
 """The status of a head that does not parse: listed with the unfinished runs."""
 DEFAULT_STALE_AFTER = 300.0

@@ -34,7 +34,7 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core.models import RunInfo, SessionKey, SessionLink
-from lovia_tui.core.run_status import RunStatus, status_label
+from lovia_tui.core.run_status import ALL_RUNS, RunStatus, status_label
 from lovia_tui.core.runs.listing import RunList
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
@@ -76,7 +76,7 @@ class RunsPane(WorkerErrors, Vertical):
         self.stale_after = stale_after
         self.source = RunList([], _no_links, stale_after)
         self.related_session: tuple[str, str] | None = None
-        self._wanted_filter = "all"
+        self._wanted_filter = ALL_RUNS
         self._counts = ""
         self._walking = False
         self._again = False
@@ -273,14 +273,16 @@ class RunsPane(WorkerErrors, Vertical):
 
     def show_title(self) -> None:
         label = (
-            "Runs" if self._wanted_filter == "all" else f"Runs: {self._wanted_filter}"
+            "Runs"
+            if self._wanted_filter == ALL_RUNS
+            else f"Runs: {self._wanted_filter}"
         )
         self.query_one("#runs-title", Label).update(
             f"{label} {self.row_list.position}{self._counts}", layout=False
         )
 
     def filter_by(self, status: str) -> None:
-        """Show the runs of one status ("all": every run)."""
+        """Show the runs of one status (``ALL_RUNS``: every run)."""
         self._wanted_filter = status
         self.apply_filter()
 
@@ -304,8 +306,8 @@ class RunsPane(WorkerErrors, Vertical):
         """Put the cursor on a run (the filter cleared if it hides it). A run
         not read yet is looked for in the background: False until it is."""
         index = self.source.index_of(run_id)
-        if index is None and self._wanted_filter != "all":
-            self._wanted_filter = "all"
+        if index is None and self._wanted_filter != ALL_RUNS:
+            self._wanted_filter = ALL_RUNS
             self.apply_filter()
             index = self.source.index_of(run_id)
         if index is None:

@@ -9,16 +9,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from support.agents.slow_writer import SlowWriter
+from support.reliability import until
 
 from lovia_tui.app import make_app
 from lovia_tui.pilot import settle
-
-
-async def _until(pilot, predicate, timeout: float = 30.0) -> None:
-    """Pump the app until ``predicate()`` holds (bounded)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await pilot.pause(0.02)  # bounded
 
 
 @asynccontextmanager
@@ -33,7 +27,9 @@ async def writing(tmp_path: Path, runs: str, steps: int, delay: float, session: 
             await settle(pilot)
             writer.go()
             last = runs.split(",")[-1]
-            await _until(pilot, lambda: app.screen.runs.find(last) is not None)
+            await until(
+                pilot, lambda: app.screen.runs.find(last) is not None, timeout=30.0
+            )
             yield pilot, writer
     finally:
         await writer.close()
@@ -47,23 +43,28 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
     async with writing(tmp_path, "r1", 10, 0.5, "sess-live") as (pilot, writer):
         screen = pilot.app.screen
         await pilot.press("3", "f")
-        await _until(
+        await until(
             pilot,
             lambda: (
                 screen.transcript_pane.run_view == "r1"
                 and screen.transcript_pane.followed is not None
             ),
+            timeout=30.0,
         )
 
         def shown() -> int:
             return sum(1 for row in screen.transcript.rows if row.kind == "entry")
 
         first = shown()
-        await _until(pilot, lambda: shown() > first)
+        await until(pilot, lambda: shown() > first, timeout=30.0)
         await writer.expect("DONE", timeout=30)
-        await _until(pilot, lambda: screen.runs.find("r1").status == "completed")
-        await _until(
-            pilot, lambda: "sess-live" in {key[1] for key in screen.sessions.keys}
+        await until(
+            pilot, lambda: screen.runs.find("r1").status == "completed", timeout=30.0
+        )
+        await until(
+            pilot,
+            lambda: "sess-live" in {key[1] for key in screen.sessions.keys},
+            timeout=30.0,
         )
         calls = [
             row.entry.data.get("name")
@@ -72,8 +73,10 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
         ]
         assert calls == ["pause"] * 10, "every tool call arrived, in order, once"
         # Landed in its session: shown there, the seam gone, also after ctrl+r.
-        await _until(
-            pilot, lambda: screen.session_key is not None and not seams(screen)
+        await until(
+            pilot,
+            lambda: screen.session_key is not None and not seams(screen),
+            timeout=30.0,
         )
         await pilot.press("ctrl+r")
         await settle(pilot)
@@ -95,10 +98,14 @@ async def test_a_run_followed_alone_moves_into_its_session_once_it_lands(tmp_pat
         await pilot.press("3")
         assert screen.runs.select_run("r2")
         await pilot.press("f")
-        await _until(pilot, lambda: screen.transcript_pane.run_view == "r2")
+        await until(
+            pilot, lambda: screen.transcript_pane.run_view == "r2", timeout=30.0
+        )
         await writer.expect("DONE", timeout=30)
-        await _until(
-            pilot, lambda: screen.session_key is not None and not seams(screen)
+        await until(
+            pilot,
+            lambda: screen.session_key is not None and not seams(screen),
+            timeout=30.0,
         )
         await pilot.press("ctrl+r")
         await settle(pilot)
@@ -135,4 +142,4 @@ async def test_a_rewind_by_another_process_shows_up(snap_dir, monkeypatch):
             sys.executable, "-c", REWIND, str(snap_dir / "snap.db"), "chat-kyoto", "3"
         )
         assert await child.wait() == 0
-        await _until(pilot, lambda: entries() == [0, 1, 2])
+        await until(pilot, lambda: entries() == [0, 1, 2], timeout=30.0)

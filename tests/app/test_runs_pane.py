@@ -55,9 +55,7 @@ async def test_unfinished_first_then_every_completed_run_reachable(fleet):
             await pilot.press("pagedown")
             await settle(pilot)
         window = 3 * pane.row_list.size.height
-        source = pane.source
-        assert len(source._pages) <= run_list.PAGE_CACHE + window
-        assert len(source._rowid_at) <= run_list.PAGE_CACHE + window
+        assert pane.source.kept <= run_list.PAGE_CACHE + window
 
 
 async def test_status_filters_and_going_to_a_run(fleet):

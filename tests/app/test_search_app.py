@@ -5,13 +5,12 @@ narrows to the matches, the transcript cursor lands on the first hit and
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 
 from lovia import SQLiteSession
 from lovia.transcript import AssistantTextEntry, InputEntry
 from support.lovia_factory import append_entries
-from support.reliability import AppWatch
+from support.reliability import AppWatch, until
 
 from lovia_tui.app import make_app
 from lovia_tui.core.search.file_search import FileSearch
@@ -41,14 +40,6 @@ async def _write(path: Path) -> None:
     )
 
 
-async def _until(pilot, condition, what: str) -> None:
-    """Wait (bounded) for ``condition`` while the app runs."""
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
-
-
 @contextlib.asynccontextmanager
 async def _app(scratch: Path):
     """The app on :func:`_write`'s file, settled: (path, app, pilot)."""
@@ -61,9 +52,9 @@ async def _app(scratch: Path):
 
 
 async def _until_built(pilot, path: Path) -> None:
-    await _until(pilot, lambda: index_path(path).exists(), "the index file")
+    await until(pilot, lambda: index_path(path).exists(), 10, "the index file")
     progress = pilot.app.screen.sessions
-    await _until(pilot, lambda: "indexing" not in progress.progress, "the build")
+    await until(pilot, lambda: "indexing" not in progress.progress, 10, "the build")
 
 
 async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Path):
@@ -77,8 +68,8 @@ async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Pat
         screen = app.screen
         assert [key[1] for key in screen.sessions.shown] == ["long"]
         # The newest 30 runs are shown first: the first hit loads older ones.
-        await _until(
-            pilot, lambda: screen.transcript.current_row.key == first, "first hit"
+        await until(
+            pilot, lambda: screen.transcript.current_row.key == first, 10, "first hit"
         )
         assert screen.transcript_pane.hits.rows == [first, middle, last]
         await pilot.press("2", "n")
@@ -108,9 +99,10 @@ async def test_the_index_follows_commits_by_other_writers(scratch: Path):
         await append_entries(path, "late", 1, prefix="lighthouse")
         search = FileSearch(path)
         try:
-            await _until(
+            await until(
                 pilot,
                 lambda: search.index.state().seg_count == 47,
+                10,
                 "the new segment indexed",
             )
             result = search.search(parse_query("lighthouse"))

@@ -7,8 +7,8 @@ sleeps: every wait is bounded and marked ``# bounded``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,11 +82,15 @@ def assert_untouched(
             assert (directory / name).stat().st_size == 0, f"{name} is not empty"
 
 
-async def until(pilot, predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Pump the app until ``predicate()`` holds (bounded)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # bounded
-            await pilot.pause(0.02)
+async def until(
+    pilot, predicate: Callable[[], bool], timeout: float = 15.0, what: str = ""
+) -> None:
+    """Pump the app until ``predicate()`` holds; TimeoutError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():  # bounded
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out waiting for {what or predicate}")
+        await pilot.pause(0.02)
 
 
 async def visit_transcript(

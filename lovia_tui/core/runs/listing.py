@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_status import UNREADABLE, RunStatus
+from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus
 from lovia_tui.core.runs.index import (
     SAFE_STATUS,
     UNFINISHED,
@@ -44,7 +44,7 @@ class RunList:
         self.orders = [RunOrder(db) for db in databases if db.stores.checkpoint]
         self._links_of = links
         self.stale_after = stale_after
-        self.status = "all"
+        self.status = ALL_RUNS
         self.links: dict[str, SessionLink] = {}
         self.pinned: dict[tuple[Path, int], RunInfo] = {}
         """Unfinished and web-linked runs, read in full once walked."""
@@ -97,8 +97,8 @@ class RunList:
     def refilter(self, now: float | None = None) -> None:
         """Recompute the unfinished rows under the filter (staleness moves with time)."""
         now = time.time() if now is None else now
-        if self.status in ("all", UNREADABLE):
-            wanted = None if self.status == "all" else {UNREADABLE}
+        if self.status in (ALL_RUNS, UNREADABLE):
+            wanted = None if self.status == ALL_RUNS else {UNREADABLE}
         elif self.status == RunStatus.COMPLETED:
             wanted = set()
         else:
@@ -111,7 +111,7 @@ class RunList:
 
     @property
     def completed(self) -> int:
-        shows = self.status in ("all", RunStatus.COMPLETED)
+        shows = self.status in (ALL_RUNS, RunStatus.COMPLETED)
         return sum(order.completed for order in self.orders) if shows else 0
 
     def __len__(self) -> int:
@@ -146,6 +146,11 @@ class RunList:
         key = (order.db.path, rowid)
         return self.pinned.get(key) or self._pages.get(key)
 
+    @property
+    def kept(self) -> int:
+        """Runs (or row positions) held read: emptied past ``PAGE_CACHE``, so bounded."""
+        return max(len(self._pages), len(self._rowid_at))
+
     def mark(self, index: int) -> Mark | None:
         """What the walk knows of an unfinished row (its status) before it is read."""
         return self._rows[index][0] if index < len(self._rows) else None
@@ -153,7 +158,7 @@ class RunList:
     async def read(self, start: int, count: int) -> bool:
         """Read the runs of rows ``start`` .. ``start + count`` not read yet, with
         their session links; whether any row changed."""
-        if max(len(self._pages), len(self._rowid_at)) >= PAGE_CACHE:
+        if self.kept >= PAGE_CACHE:
             # Only the rows near the screen matter: the rest is read again if shown.
             self._pages.clear()
             self._rowid_at.clear()
@@ -231,7 +236,7 @@ class RunList:
                     ),
                     None,
                 )
-            if self.status not in ("all", RunStatus.COMPLETED):
+            if self.status not in (ALL_RUNS, RunStatus.COMPLETED):
                 return None
             where = next(
                 (
