@@ -240,7 +240,7 @@ async def export_session(
     )
     if fmt == "md":
         for flight in flights:
-            problem = "; ".join(flight.problems) or None
+            problem = "; ".join(map(str, flight.problems)) or None
             await write(f"\n## {seam_title(flight)}\n\n", flush=False)
             if problem:
                 await write(f"> unreadable: {problem}\n\n", flush=False)

@@ -8,16 +8,17 @@ in the background (``segment_reads.flat_starts``) and filled in by ``set_indices
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.live.changes import RunEntries
-from lovia_tui.core.live.tail import new_snapshot_entries
 from lovia_tui.core.models import RunInfo, SegmentInfo, SessionKey, Unreadable
-from lovia_tui.core.store import checkpoint_reads, segment_reads
+from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.spliced import InFlight, read_flight, splice
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind, seam_key, segment_key
 from lovia_tui.view.rows import Row, newer_row, older_row
 
@@ -111,20 +112,36 @@ def run_entry_rows(run: RunInfo, loaded: RunEntries, first_offset: int) -> list[
     return rows
 
 
-async def inflight_rows(
-    db: Database, run: RunInfo, status: str
-) -> tuple[list[Row], int]:
-    """The seam and a checkpoint's own entries, not yet in the session; and
-    the last batch seq read, from which following the run picks up."""
+def flight_rows(flight: InFlight) -> list[Row]:
+    """The seam and a checkpoint's own entries below it, as ``show`` splices them."""
+    run = flight.run
     seam = seam_key(run.run_id)
-    loaded = await new_snapshot_entries(db, run.run_id)
-    rows = [Row(RowKind.SEAM, seam, run=run, fold=seam, status=status)]
-    return rows + run_entry_rows(run, loaded, 0), loaded.last_seq
+    loaded = RunEntries(
+        run.run_id, -1, flight.last_seq, flight.entries, flight.problems
+    )
+    return [
+        Row(RowKind.SEAM, seam, run=run, fold=seam, status=flight.status),
+        *run_entry_rows(run, loaded, 0),
+    ]
 
 
-Inflight = list[tuple[Database, RunInfo, str]]
-"""The runs linked to a session, each with its file and status: shown at the
-seam below the newest segment unless already appended."""
+async def inflight_rows(
+    ws: Workspace, run: RunInfo, stale_after: float
+) -> tuple[list[Row], int]:
+    """A run shown by itself behind its seam; and the last batch seq read,
+    from which following the run picks up."""
+    flight = await read_flight(ws, run, None, stale_after=stale_after)
+    return flight_rows(flight), flight.last_seq
+
+
+@dataclass(frozen=True)
+class Seams:
+    """What the seams below a session come from: the runs the Runs pane links
+    to it (shown unless already stored), their files, when they go stale."""
+
+    workspace: Workspace
+    runs: list[RunInfo]
+    stale_after: float
 
 
 class Watcher(Protocol):
@@ -145,6 +162,8 @@ class Watcher(Protocol):
 class Runs(Protocol):
     """What the Runs pane tells the transcript: the runs a seam shows."""
 
+    stale_after: float
+
     def linked_to(self, key: SessionKey) -> list[RunInfo]: ...
     def status_of(self, run: RunInfo) -> str: ...
     def find(self, run_id: str) -> RunInfo | None: ...
@@ -160,7 +179,7 @@ async def session_rows(
     db: Database,
     session_id: str,
     listed: tuple[list[SegmentInfo], int],
-    inflight: Inflight,
+    seams: Seams,
     starts: Starts | None = None,
 ) -> tuple[list[Row], dict[str, int]]:
     """The newest batch of a session (as listed by ``segment_reads.newest_segments``),
@@ -170,7 +189,7 @@ async def session_rows(
     rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
         db, batch, starts
     )
-    more, seqs = await _seam_rows(db, session_id, inflight)
+    more, seqs = await _seam_rows(db, session_id, seams)
     return rows + more, seqs
 
 
@@ -189,7 +208,7 @@ async def newer_rows(
     session_id: str,
     after_id: int,
     starts: Starts | None,
-    inflight: Inflight,
+    seams: Seams,
 ) -> tuple[list[Row], dict[str, int]]:
     """The next newer batch below what is shown: with a "newer" row if more
     follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
@@ -197,20 +216,16 @@ async def newer_rows(
     rows = await segment_rows(db, batch, starts)
     if newer:
         return rows + newer_row(newer, batch[-1].row_id), {}
-    more, seqs = await _seam_rows(db, session_id, inflight)
+    more, seqs = await _seam_rows(db, session_id, seams)
     return rows + more, seqs
 
 
 async def _seam_rows(
-    db: Database, session_id: str, inflight: Inflight
+    db: Database, session_id: str, seams: Seams
 ) -> tuple[list[Row], dict[str, int]]:
-    appended = await checkpoint_reads.runs_in_session(
-        db, session_id, [run.run_id for _, run, _ in inflight]
+    # Unnumbered: an entry not stored yet is no place to rewind to.
+    flights = await splice(
+        seams.workspace, db, session_id, seams.runs, None, stale_after=seams.stale_after
     )
-    rows: list[Row] = []
-    seqs: dict[str, int] = {}
-    for run_db, run, status in inflight:
-        if run.run_id not in appended:
-            more, seqs[run.run_id] = await inflight_rows(run_db, run, status)
-            rows.extend(more)
-    return rows, seqs
+    rows = [row for flight in flights for row in flight_rows(flight)]
+    return rows, {flight.run.run_id: flight.last_seq for flight in flights}

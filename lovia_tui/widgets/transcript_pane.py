@@ -36,8 +36,8 @@ from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group, RowKind
 from lovia_tui.view.transcript_loader import (
-    Inflight,
     Runs,
+    Seams,
     Starts,
     Watcher,
     inflight_rows,
@@ -186,11 +186,8 @@ class TranscriptPane(WorkerErrors, Vertical):
         self.show_title()
         self.hits.session_shown(message.key)
 
-    def _inflight(self, key: SessionKey) -> Inflight:
-        return [
-            (self.workspace.database(run.file), run, self.runs.status_of(run))
-            for run in self.runs.linked_to(key)
-        ]
+    def _inflight(self, key: SessionKey) -> Seams:
+        return Seams(self.workspace, self.runs.linked_to(key), self.runs.stale_after)
 
     def on_indices_counted(self, message: messages.IndicesCounted) -> None:
         message.stop()
@@ -292,9 +289,7 @@ class TranscriptPane(WorkerErrors, Vertical):
 
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def _load_run(self, run: RunInfo) -> None:
-        rows, seq = await inflight_rows(
-            self.workspace.database(run.file), run, self.runs.status_of(run)
-        )
+        rows, seq = await inflight_rows(self.workspace, run, self.runs.stale_after)
         self.post_message(messages.RunViewLoaded(run.run_id, rows, seq))
 
     def on_run_view_loaded(self, message: messages.RunViewLoaded) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, dangling_calls
-from lovia_tui.core.models import DanglingCall, Entry, RunInfo, SegmentInfo
+from lovia_tui.core.models import DanglingCall, Entry, RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.run_status import (
     DEFAULT_STALE_AFTER,
     RunStatus,
@@ -42,7 +42,9 @@ class InFlight:
     entries: tuple[Entry, ...]
     """Its own entries, with the flat indices they would get once stored."""
     dangling: tuple[DanglingCall, ...]
-    problems: tuple[str, ...]
+    problems: tuple[Unreadable, ...]
+    last_seq: int = -1
+    """The last batch read: following the run picks up after it."""
 
     @property
     def live(self) -> bool:
@@ -63,7 +65,7 @@ class InFlight:
                 {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
                 for c in self.dangling
             ],
-            "unreadable": list(self.problems),
+            "unreadable": [str(p) for p in self.problems],
         }
 
 
@@ -98,34 +100,72 @@ async def in_flight(
 ) -> list[InFlight]:
     """The session's unfinished runs (checkpoints the web UI links to it, not
     yet stored in it), oldest first, their entries numbered from ``total_entries``."""
-    runs: list[RunInfo] = []
-    candidates = await linked_run_ids(db, session_id)
-    stored = await checkpoint_reads.runs_in_session(db, session_id, candidates)
-    for run_id in candidates:
-        if run_id not in stored and (run := await ws.find_run(run_id)) is not None:
-            runs.append(run)
-    runs.sort(key=lambda run: (run.started_at or run.updated_at, run.run_id))
-    now, found, next_index = time.time(), [], total_entries
-    for run in runs:
-        entries, problems = await checkpoint_reads.snapshot_entries(
-            ws.database(run.file), run.run_id
-        )
-        numbered = tuple(
-            Entry(None if next_index is None else next_index + n, entry.data)
-            for n, entry in enumerate(entries)
-        )
-        next_index = None if next_index is None else next_index + len(numbered)
-        found.append(
-            InFlight(
-                run=run,
-                status=status_label(run, now, stale_after),
-                stale_reason=stale_reason(run, now, stale_after),
-                entries=numbered,
-                dangling=tuple(dangling_calls([e.data for e in entries])),
-                problems=tuple(str(p) for p in problems),
-            )
-        )
+    runs = [
+        run
+        for run_id in await linked_run_ids(db, session_id)
+        if (run := await ws.find_run(run_id)) is not None
+    ]
+    return await splice(
+        ws, db, session_id, runs, total_entries, stale_after=stale_after
+    )
+
+
+async def splice(
+    ws: Workspace,
+    db: Database,
+    session_id: str,
+    runs: list[RunInfo],
+    total_entries: int | None,
+    *,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> list[InFlight]:
+    """Of ``runs`` (linked to the session by whoever knows the links: lovia
+    web's records for ``show``, the Runs pane for the app), those not stored
+    in it yet, oldest first, each read as it stands below the seam; their
+    entries numbered from ``total_entries`` (None: left unnumbered)."""
+    stored = await checkpoint_reads.runs_in_session(
+        db, session_id, [run.run_id for run in runs]
+    )
+    pending = sorted(
+        (run for run in runs if run.run_id not in stored),
+        key=lambda run: (run.started_at or run.updated_at, run.run_id),
+    )
+    found, next_index = [], total_entries
+    for run in pending:
+        flight = await read_flight(ws, run, next_index, stale_after=stale_after)
+        next_index = None if next_index is None else next_index + len(flight.entries)
+        found.append(flight)
     return found
+
+
+async def read_flight(
+    ws: Workspace,
+    run: RunInfo,
+    first_index: int | None,
+    *,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> InFlight:
+    """One run's checkpoint as it stands below a seam: its status, its own
+    entries (numbered from ``first_index``, or not), its dangling calls."""
+    db = ws.database(run.file)
+    entries, problems, last_seq = (
+        await checkpoint_reads.snapshot_entries_after(db, run.run_id, -1)
+        if db.stores.checkpoint
+        else ([], [], -1)
+    )
+    now = time.time()
+    return InFlight(
+        run=run,
+        status=status_label(run, now, stale_after),
+        stale_reason=stale_reason(run, now, stale_after),
+        entries=tuple(
+            Entry(None if first_index is None else first_index + n, entry.data)
+            for n, entry in enumerate(entries)
+        ),
+        dangling=tuple(dangling_calls([e.data for e in entries])),
+        problems=tuple(problems),
+        last_seq=last_seq,
+    )
 
 
 def in_flight_fields(flights: list[InFlight]) -> dict[str, Any]:
