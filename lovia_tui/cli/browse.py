@@ -31,6 +31,7 @@ from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
+from lovia_tui.core.huge_text import shortened
 from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, stale_reason
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.run_index import RunFilter
@@ -153,7 +154,7 @@ async def _show(args: argparse.Namespace) -> int:
                     "?" if entry["index"] is None else entry["index"]
                 )  # after an unreadable segment
                 out_console.print(
-                    f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
+                    f"{index:>5}  {label:<14} {shortened(entry_text(entry), 100)}"
                 )
         _print_flights(out_console, flights)
     finally:
@@ -174,7 +175,7 @@ async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
             "first_index": segment.first_index,
         }
         try:
-            entries = await segment_entries_stream(db, segment)
+            entries = await segment_entries_stream(db, segment, spare=True)
             item["entries"] = ({"index": e.index, **e.data} for e in entries)
         except UnreadableError as exc:
             item["unreadable"] = str(exc)

@@ -11,14 +11,22 @@ U+FFFD), so a row reads the same either way.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
 import ijson
 
-from lovia_tui.core.database import Database
-from lovia_tui.core.entries import UnreadableError, check_entry, parse_entries
+from lovia_tui.core.database import BUSY_TIMEOUT_MS, Database, sqlite_uri
+from lovia_tui.core.entries import (
+    UnreadableError,
+    check_entry,
+    parse_entries,
+    parse_json,
+)
+from lovia_tui.core.huge_text import spare_entries
 from lovia_tui.core.models import Entry, SegmentInfo
 
 STREAM_ABOVE = 4 << 20
@@ -27,6 +35,9 @@ MANY_ENTRIES = 1_000
 """Entries above which a large segment is streamed: a few huge entries are not
 (yajl re-reads a value cut by a read from its start, so one 50 MB output took
 97 s in 64 KB reads; orjson parses it at once, and it is one entry anyway)."""
+COUNT_IN_SQL_UP_TO = 16 << 20
+"""Stored characters up to which SQLite counts a segment's entries
+(``json_array_length`` holds twice the value: 400 MB for one 200 MB output)."""
 READ_SIZE = 4 << 20
 """Bytes per read of the stream parser (few reads of a huge value: see above)."""
 
@@ -64,6 +75,17 @@ def _parse_whole(raw: bytes) -> list[dict[str, Any]]:
         return parse_entries(_text(raw))
 
 
+def _parse_list(raw: bytes) -> list[Any]:
+    """The stored list, its items unchecked (what ``json_array_length`` counts)."""
+    try:
+        data = parse_json(raw)
+    except UnreadableError:
+        data = parse_json(_text(raw))
+    if not isinstance(data, list):
+        raise UnreadableError("expected a JSON list of entries")
+    return data
+
+
 def _opens_a_list(raw: bytes) -> bool:
     for byte in raw[:4096]:
         if byte not in b" \t\r\n":
@@ -76,15 +98,17 @@ def streamed(raw: bytes, entries: int | None) -> bool:
     return len(raw) > STREAM_ABOVE and (entries is None or entries > MANY_ENTRIES)
 
 
-def iter_entries(raw: bytes, entries: int | None = None) -> Iterator[dict[str, Any]]:
+def iter_entries(
+    raw: bytes, entries: int | None = None, *, check: bool = True
+) -> Iterator[Any]:
     """The entries of one ``entries_json`` value (of ``entries`` entries, if
-    known), checked, one at a time.
+    known), checked (unless not ``check``), one at a time.
 
     Raises :class:`UnreadableError` at the first problem, so a caller that
     must not show half a segment runs :func:`check_stream` first.
     """
     if not streamed(raw, entries):
-        yield from _parse_whole(raw)
+        yield from _parse_whole(raw) if check else _parse_list(raw)
         return
     if not _opens_a_list(raw):
         parse_entries(_text(raw[:4096]))  # raises, saying what the value is instead
@@ -92,7 +116,8 @@ def iter_entries(raw: bytes, entries: int | None = None) -> Iterator[dict[str, A
     try:
         items = ijson.items(_Utf8(raw), "item", use_float=True, buf_size=READ_SIZE)
         for position, entry in enumerate(items):
-            check_entry(position, entry)
+            if check:
+                check_entry(position, entry)
             yield entry
     except ijson.JSONError as exc:
         raise UnreadableError(f"invalid JSON ({exc})") from exc
@@ -107,24 +132,77 @@ def check_stream(raw: bytes, entries: int | None = None) -> int:
     return count
 
 
-async def segment_entries_stream(db: Database, segment: SegmentInfo) -> Iterator[Entry]:
+async def stored_entries(db: Database, row_id: int, size: int) -> bytes | None:
+    """A segment's stored ``entries_json`` bytes (None if it is gone); one of
+    ``size`` characters or more through SQLite's incremental blob I/O, which
+    keeps no copy of it (a SELECT of it holds the value and its CAST too)."""
+    if size > STREAM_ABOVE:
+        return await asyncio.to_thread(_read_blob, db, row_id)
+    row = await db.fetchone(
+        "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE id = ?", (row_id,)
+    )
+    return None if row is None else row[0]
+
+
+def _read_blob(db: Database, row_id: int) -> bytes | None:
+    """The value read on a read-only connection of its own (never writes,
+    never creates: the URI the file was opened with, in mode ro)."""
+    uri = sqlite_uri(db.path, "ro", immutable=db.immutable)
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        with conn.blobopen(
+            "session_runs", "entries_json", row_id, readonly=True
+        ) as blob:
+            return blob.read()
+    except sqlite3.OperationalError as exc:
+        if "no such rowid" in str(exc) or "cannot open value of type null" in str(exc):
+            return None
+        raise
+    finally:
+        conn.close()
+
+
+async def count_stored(db: Database, row_id: int) -> int | None:
+    """How many items a large stored value's list holds (None: none, or not a
+    list), read once, off SQLite and off the event loop."""
+    return await asyncio.to_thread(_count_blob, db, row_id)
+
+
+def _count_blob(db: Database, row_id: int) -> int | None:
+    raw = _read_blob(db, row_id)
+    if raw is None:
+        return None
+    try:
+        spared = spare_entries(raw)
+    except UnreadableError:
+        spared = None  # an entry lovia does not know is still an item
+    if spared is not None:
+        return len(spared)
+    try:
+        return sum(1 for _ in iter_entries(raw, check=False))
+    except UnreadableError:
+        return None
+
+
+async def segment_entries_stream(
+    db: Database, segment: SegmentInfo, *, spare: bool = False
+) -> Iterator[Entry]:
     """A segment's entries with their flat indices, checked whole before the
     first is returned (raises UnreadableError), then one at a time: an export
-    never writes half a segment, and never holds a large one parsed."""
-    row = await db.fetchone(
-        "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE id = ?",
-        (segment.row_id,),
-    )
-    if row is None or row[0] is None:
+    never writes half a segment, and never holds a large one parsed. With
+    ``spare`` a huge string is a :class:`~lovia_tui.core.huge_text.HugeText`
+    (the caller's writer expands it)."""
+    raw = await stored_entries(db, segment.row_id, segment.stored_bytes)
+    if raw is None:
         raise UnreadableError("segment no longer exists")
-    raw, count = row[0], segment.entry_count
-    del row
+    count = segment.entry_count
     if streamed(raw, count):
         check_stream(raw, count)
         entries: Iterator[dict[str, Any]] = iter_entries(raw, count)
     else:
-        entries = iter(_parse_whole(raw))
-        del raw  # parsed: the stored bytes need not stay beside the entries
+        spared = spare_entries(raw) if spare else None
+        entries = iter(_parse_whole(raw) if spared is None else spared)
+        del raw  # parsed: only a HugeText keeps the stored bytes
     first = segment.first_index
     return (
         Entry(None if first is None else first + offset, entry)
