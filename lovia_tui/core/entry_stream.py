@@ -36,7 +36,7 @@ MANY_ENTRIES = 1_000
 (yajl re-reads a value cut by a read from its start, so one 50 MB output took
 97 s in 64 KB reads; orjson parses it at once, and it is one entry anyway)."""
 COUNT_IN_SQL_UP_TO = 16 << 20
-"""Stored characters up to which SQLite counts a segment's entries
+"""Stored bytes up to which SQLite counts a segment's entries
 (``json_array_length`` holds twice the value: 400 MB for one 200 MB output)."""
 READ_SIZE = 4 << 20
 """Bytes per read of the stream parser (few reads of a huge value: see above)."""
@@ -59,6 +59,19 @@ class _Utf8:
         self._offset += len(chunk)
         final = self._offset >= len(self._view)
         return self._decoder.decode(chunk, final=final).encode("utf-8")
+
+
+def valid_utf8(raw: bytes) -> bool:
+    """Whether stored bytes are UTF-8, checked a read at a time (no decoded copy)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(raw)
+    try:
+        for start in range(0, len(view), READ_SIZE):
+            decoder.decode(view[start : start + READ_SIZE])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _text(raw: bytes) -> str:
@@ -91,6 +104,13 @@ def _opens_a_list(raw: bytes) -> bool:
         if byte not in b" \t\r\n":
             return byte == ord("[")
     return False
+
+
+def entries_hint(raw: bytes) -> int:
+    """About how many entries stored JSON holds, at the speed of a byte search:
+    each entry has a ``"type"`` key, and a string cannot hold those six bytes
+    (its quotes are escaped). Chooses how to parse, never what is read."""
+    return raw.count(b'"type"')
 
 
 def streamed(raw: bytes, entries: int | None) -> bool:
@@ -137,16 +157,16 @@ async def stored_entries(db: Database, row_id: int, size: int) -> bytes | None:
     ``size`` characters or more through SQLite's incremental blob I/O, which
     keeps no copy of it (a SELECT of it holds the value and its CAST too)."""
     if size > STREAM_ABOVE:
-        return await asyncio.to_thread(_read_blob, db, row_id)
+        return await asyncio.to_thread(stored_blob, db, row_id)
     row = await db.fetchone(
         "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE id = ?", (row_id,)
     )
     return None if row is None else row[0]
 
 
-def _read_blob(db: Database, row_id: int) -> bytes | None:
-    """The value read on a read-only connection of its own (never writes,
-    never creates: the URI the file was opened with, in mode ro)."""
+def stored_blob(db: Database, row_id: int) -> bytes | None:
+    """A segment's stored value by blob I/O, on a read-only connection of its
+    own (never writes, never creates: the file's URI in mode ro); blocking."""
     uri = sqlite_uri(db.path, "ro", immutable=db.immutable)
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
@@ -169,7 +189,7 @@ async def count_stored(db: Database, row_id: int) -> int | None:
 
 
 def _count_blob(db: Database, row_id: int) -> int | None:
-    raw = _read_blob(db, row_id)
+    raw = stored_blob(db, row_id)
     if raw is None:
         return None
     try:

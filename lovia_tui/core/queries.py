@@ -500,7 +500,8 @@ async def _with_counts(
 async def _counted(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
     """``base`` with ``{count}`` the count in SQL, -1 for a row too large for it."""
     huge = (
-        f"CASE WHEN length(entries_json) > {COUNT_IN_SQL_UP_TO} THEN -1 ELSE {{}} END"
+        f"CASE WHEN length(CAST(entries_json AS BLOB)) > {COUNT_IN_SQL_UP_TO} "
+        "THEN -1 ELSE {} END"
     )
     try:
         return list(
