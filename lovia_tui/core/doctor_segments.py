@@ -15,16 +15,8 @@ from typing import Any
 from lovia_tui.core import queries
 from lovia_tui.core.database import Database
 from lovia_tui.core.doctor_findings import Finding, FindingList, Fix, Progress, command
-from lovia_tui.core.entries import UnreadableError, parse_entries, parse_object
-from lovia_tui.core.entry_stream import (
-    STREAM_ABOVE,
-    entries_hint,
-    iter_entries,
-    stored_blob,
-    streamed,
-    valid_utf8,
-)
-from lovia_tui.core.huge_text import spare_entries
+from lovia_tui.core.entries import UnreadableError, parse_object
+from lovia_tui.core.entry_stream import STREAM_ABOVE, read_entries, stored_blob
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
@@ -108,16 +100,7 @@ def _unpaired_in(
     read by itself; its entries as a stream, its huge strings left stored."""
     if raw == _LARGE:
         raw = stored_blob(db, row_id)
-    if raw is None or not streamed(raw, entries_hint(raw)):
-        spared = None if raw is None else spare_entries(raw)
-        return unpaired(parse_entries(raw) if spared is None else spared)
-    if not valid_utf8(raw):
-        parse_entries(raw)  # raises, as the whole parse says it
-    try:
-        return unpaired(iter_entries(raw))
-    except UnreadableError:
-        parse_entries(raw)  # the whole parse's words for it, where it has them
-        raise
+    return unpaired(read_entries(raw))
 
 
 async def _bounds(db: Database) -> tuple[int, int] | None:

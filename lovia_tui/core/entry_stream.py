@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import ijson
@@ -141,6 +141,35 @@ def iter_entries(
             yield entry
     except ijson.JSONError as exc:
         raise UnreadableError(f"invalid JSON ({exc})") from exc
+
+
+class _Stream:
+    """The entries of a large stored value, read again on each iteration, refused
+    as :func:`parse_entries` refuses them (invalid UTF-8 too: lovia cannot
+    decode it) and in its words where it has words for it."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            if not valid_utf8(self.raw):
+                raise UnreadableError("not valid UTF-8")
+            yield from iter_entries(self.raw)
+        except UnreadableError:
+            parse_entries(self.raw)  # the whole parse's words, where it has them
+            raise
+
+
+def read_entries(raw: bytes | None) -> Iterable[dict[str, Any]]:
+    """A stored value's entries as :func:`parse_entries` reads them (same
+    entries, same refusals), iterable more than once, never held parsed when
+    large: many entries stream (a refusal comes while iterating), a huge
+    string stays stored (:mod:`~lovia_tui.core.huge_text`)."""
+    if raw is None or not streamed(raw, entries_hint(raw)):
+        spared = None if raw is None else spare_entries(raw)
+        return parse_entries(raw) if spared is None else spared  # type: ignore[arg-type]
+    return _Stream(raw)
 
 
 def check_stream(raw: bytes, entries: int | None = None) -> int:

@@ -30,7 +30,7 @@ from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
-from lovia_tui.core.huge_text import expand, holds_huge
+from lovia_tui.core.huge_text import expand, holds_huge, json_piece
 from lovia_tui.core.previews import DEFAULT_STALE_AFTER
 from lovia_tui.core.spliced import (
     in_flight,
@@ -159,7 +159,7 @@ async def export_session(
     pending: list[str] = []
     held = 0
 
-    piece: Callable[[str], str] = _json_piece if fmt == "json" else str
+    piece: Callable[[str], str] = json_piece if fmt == "json" else str
 
     async def put(text: str) -> None:
         # A huge stored string is a token in the text, written piece by piece.
@@ -267,11 +267,6 @@ async def export_session(
     tail = json.dumps(in_flight_fields(flights), ensure_ascii=False)
     await write(f"], {tail[1:]}\n")
     return written
-
-
-def _json_piece(text: str) -> str:
-    """A piece of a string as ``json.dumps`` writes it inside the quotes."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def _printable_lines(text: str) -> str:

@@ -14,6 +14,8 @@ string the whole parse gives, so the output is the same text.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import secrets
 import weakref
@@ -69,11 +71,40 @@ class HugeText:
     def __len__(self) -> int:
         return self.chars
 
+    def __getitem__(self, cut: slice) -> str:
+        """A slice from the start (``text[:n]``), decoding only what it needs."""
+        if cut.start or cut.step or cut.stop is None or cut.stop < 0:
+            raise ValueError("a huge text is sliced from its start only")
+        head = ""
+        for piece in self.pieces():
+            if len(head) >= cut.stop:
+                break
+            head += piece
+        return head[: cut.stop]
+
+    def endswith(self, suffix: str) -> bool:
+        """``str.endswith``, decoding the last pieces only."""
+        tail, at = "", len(self._cuts) - 1
+        while len(tail) < len(suffix) and at > 0:
+            tail = self._piece(at - 1) + tail
+            at -= 1
+        return tail.endswith(suffix)
+
+    def sha1(self) -> str:
+        """``hashlib.sha1`` of the text's UTF-8 (surrogates passed), a piece at a time."""
+        digest = hashlib.sha1()
+        for piece in self.pieces():
+            digest.update(piece.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
     def pieces(self) -> Iterator[str]:
         """The decoded text, a piece (about ``PIECE`` bytes stored) at a time."""
-        view = memoryview(self._raw)
-        for start, end in zip(self._cuts, self._cuts[1:], strict=False):
-            yield orjson.loads(b'"' + bytes(view[start:end]) + b'"')
+        for number in range(len(self._cuts) - 1):
+            yield self._piece(number)
+
+    def _piece(self, number: int) -> str:
+        start, end = self._cuts[number], self._cuts[number + 1]
+        return orjson.loads(b'"' + self._raw[start:end] + b'"')
 
 
 def _count() -> Iterator[int]:
@@ -87,17 +118,40 @@ _numbers = _count()
 
 
 def _cut(raw: bytes, target: int, floor: int) -> int | None:
-    """A cut at or before ``target`` (above ``floor``) that splits no
-    character and no escape: not in a UTF-8 sequence, no backslash in the 16
-    bytes before it (an escape is at most 6), so each side decodes alone."""
+    """A cut at or before ``target`` (above ``floor``) that splits no UTF-8
+    sequence, no escape and no surrogate pair of escapes, so that each side
+    decodes alone."""
     while target > floor:
-        while target > floor and raw[target] & 0xC0 == 0x80:
+        if raw[target] & 0xC0 == 0x80:  # inside a UTF-8 sequence
             target -= 1
-        slash = raw.rfind(b"\\", max(floor, target - 16), target)
-        if slash < 0:
+            continue
+        escape = _escape_before(raw, target, floor)
+        if escape is None:
             return target
-        target = slash
+        start, end = escape
+        high = end - start == 6 and raw[start + 2 : start + 4].lower() in _HIGH
+        if end <= target and not (end == target and high):
+            return target
+        target = start  # inside it, or between a pair's halves: cut before it
     return None
+
+
+_HIGH = frozenset(f"d{digit}".encode() for digit in "89ab")
+"""The first two hex digits of a high surrogate's escape (``\\uD83D``)."""
+
+
+def _escape_before(raw: bytes, target: int, floor: int) -> tuple[int, int] | None:
+    """The escape nearest before ``target`` that could reach it (it starts at
+    most 6 bytes before), as (start, end); None if there is none."""
+    slash = raw.rfind(b"\\", max(floor, target - 6), target)
+    if slash < 0:
+        return None
+    run = slash
+    while run > floor and raw[run - 1] == 0x5C:
+        run -= 1
+    if (slash - run) % 2:  # the second of an escaped backslash: it ends here
+        return slash - 1, slash + 1
+    return slash, slash + (6 if raw[slash + 1 : slash + 2] == b"u" else 2)
 
 
 def _huge(raw: bytes, start: int, end: int) -> HugeText | None:
@@ -180,6 +234,18 @@ def expand(text: Text, encode: Callable[[str], Text]) -> Iterator[Text]:
             yield encode(piece)
         at = match.end()
     yield text[at:]
+
+
+def json_piece(text: str) -> str:
+    """A piece of a string as ``json.dumps`` writes it inside the quotes."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def dumped_bytes(entry: dict[str, Any]) -> int:
+    """``len(json.dumps(entry, ensure_ascii=False).encode())``, a huge string's
+    pieces measured one at a time."""
+    text = json.dumps(entry, ensure_ascii=False, default=str)
+    return sum(len(part.encode()) for part in expand(text, json_piece))
 
 
 def holds_huge(text: str) -> bool:
