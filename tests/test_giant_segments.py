@@ -17,6 +17,7 @@ import random
 import sqlite3
 from pathlib import Path
 
+import lovia_factory
 import pytest
 from lovia import SQLiteSession
 from lovia.context.state import result_digest
@@ -162,7 +163,7 @@ def test_a_huge_output_at_the_real_thresholds(tmp_path, capsys, monkeypatch):
     _write(
         path,
         [
-            ("r1", _many(1_200, 100, dangling_at=1_100), None),
+            ("r1", _many(1_050, 80, dangling_at=1_000), None),
             ("r2", entries, meta),
             ("r3", [AssistantTextEntry("bye")], None),
         ],
@@ -183,6 +184,22 @@ def test_a_huge_output_at_the_real_thresholds(tmp_path, capsys, monkeypatch):
     for name, argv in argvs.items():
         main(argv)
         assert capsys.readouterr().out == windowed[name], name
+
+
+def test_trimming_a_huge_output_is_undone_byte_for_byte(tmp_path, capsys, monkeypatch):
+    """The preview's rows (a large value read by blob I/O) are the journal's."""
+    monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(tmp_path / "journal.db"))
+    path = tmp_path / "sessions.db"
+    entries, meta = _huge(huge_text.HUGE_ABOVE + 100_000)
+    _write(path, [("r1", entries, meta), ("r2", [AssistantTextEntry("bye")], None)])
+    before = lovia_factory.rows(path)
+    assert main(["trim", str(path), "s", "--yes", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert (
+        done["preview"]["results_trimmed"] == 1 and lovia_factory.rows(path) != before
+    )
+    assert main(["undo", str(path), "--yes"]) == 0
+    assert lovia_factory.rows(path) == before
 
 
 def test_huge_text_pieces_join_into_the_stored_string(monkeypatch):

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import ijson
 
-from lovia_tui.core.database import BUSY_TIMEOUT_MS, Database, sqlite_uri
+from lovia_tui.core.database import Database
 from lovia_tui.core.entries import (
     UnreadableError,
     check_entry,
@@ -194,21 +193,8 @@ async def stored_entries(db: Database, row_id: int, size: int) -> bytes | None:
 
 
 def stored_blob(db: Database, row_id: int) -> bytes | None:
-    """A segment's stored value by blob I/O, on a read-only connection of its
-    own (never writes, never creates: the file's URI in mode ro); blocking."""
-    uri = sqlite_uri(db.path, "ro", immutable=db.immutable)
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-    try:
-        with conn.blobopen(
-            "session_runs", "entries_json", row_id, readonly=True
-        ) as blob:
-            return blob.read()
-    except sqlite3.OperationalError as exc:
-        if "no such rowid" in str(exc) or "cannot open value of type null" in str(exc):
-            return None
-        raise
-    finally:
-        conn.close()
+    """A segment's stored ``entries_json`` by blob I/O (blocking)."""
+    return db.read_blob("session_runs", "entries_json", row_id)
 
 
 async def count_stored(db: Database, row_id: int) -> int | None:
