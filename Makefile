@@ -1,6 +1,6 @@
 # Two commands on a fresh machine with Python >= 3.11 and make:
 #   make demo   set everything up and open the app on a demo built from real lovia runs
-#   make test   set everything up and run the whole test suite
+#   make test   set everything up, type-check (mypy) and run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,7 +17,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/lovia-tui demo
 
-test: $(STAMP)
+# The type check is part of the test command (CI runs exactly `make test`):
+# mypy is pinned, so it is as deterministic as the tests, and takes seconds.
+test: $(STAMP) types
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

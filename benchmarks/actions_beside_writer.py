@@ -13,7 +13,7 @@
    and every other round first a bulk delete of ``--checkpoints`` completed
    checkpoints (one of ``BATCHES`` seeded beforehand, chosen by age, so no
    re-seeding competes with the writer) — each one previewed, then performed
-   through :func:`lovia_tui.core.actions.perform` (check, journal and lovia's
+   through :func:`lovia_tui.core.actions.perform.perform` (check, journal and lovia's
    change under one write lock on the file).
 
 Most actions on ``target`` are refused: the writer appends every 20 ms, so
@@ -92,11 +92,11 @@ async def seed_checkpoints(path: Path, count: int) -> None:
 
 async def act_until(path: Path, stop: threading.Event, gap: float) -> dict:
     """Rewind, trim and bulk-delete beside the writer until ``stop``; what happened."""
-    from lovia_tui.core.actions import load_lovia, perform, undo
+    from lovia_tui.core.actions.perform import load_lovia, perform, undo
+    from lovia_tui.core.actions.run_plans import preview_delete_runs
+    from lovia_tui.core.actions.session_plans import preview_rewind, preview_trim
     from lovia_tui.core.errors import ActionError
-    from lovia_tui.core.run_plans import preview_delete_runs
-    from lovia_tui.core.session_plans import preview_rewind, preview_trim
-    from lovia_tui.core.workspace import Workspace
+    from lovia_tui.core.store.workspace import Workspace
 
     load_lovia()
     held: dict[str, list[float]] = {}

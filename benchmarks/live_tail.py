@@ -1,6 +1,6 @@
 """Live tail: how soon a commit reaches the UI, and what watching costs when idle.
 
-A real lovia agent (``tests/agents/slow_writer.py``) checkpoints into a WAL
+A real lovia agent (``tests/support/agents/slow_writer.py``) checkpoints into a WAL
 database from a child process and prints the wall time right after each
 commit. This process follows the run as the UI's worker does
 (``live_changes(CommitWatch, Tail)``) and notes when each stored batch (seq)
@@ -31,13 +31,13 @@ from pathlib import Path
 import watchfiles
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "agents"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from slow_writer import SlowWriter  # noqa: E402
+from support.agents.slow_writer import SlowWriter  # noqa: E402
 
-from lovia_tui.core import watch  # noqa: E402
-from lovia_tui.core.database import open_database  # noqa: E402
-from lovia_tui.core.tail import Tail, live_changes  # noqa: E402
+from lovia_tui.core.live import watch  # noqa: E402
+from lovia_tui.core.live.tail import Tail, live_changes  # noqa: E402
+from lovia_tui.core.store.database import open_database  # noqa: E402
 
 STEPS = 60  # 2 commits with entries per step: 121 measured commits per mode
 STEP_DELAY = 0.1

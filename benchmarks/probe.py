@@ -284,7 +284,7 @@ class Statements:
     """Wall time of every read-layer statement (queueing on the connection included)."""
 
     def __init__(self) -> None:
-        from lovia_tui.core.database import Database
+        from lovia_tui.core.store.database import Database
 
         self.records: list[tuple[str, float]] = []
         self.originals = {
@@ -304,7 +304,7 @@ class Statements:
             setattr(Database, name, timed)
 
     def restore(self) -> None:
-        from lovia_tui.core.database import Database
+        from lovia_tui.core.store.database import Database
 
         for name, original in self.originals.items():
             setattr(Database, name, original)
@@ -321,32 +321,14 @@ class Statements:
         }
 
 
-LONG_LIVED = ("preflight", "action", "live")
-"""Worker groups that wait on the user or run for the whole session (as in the tests)."""
-
-
-def busy_workers(app) -> list:
-    return [
-        worker
-        for worker in app.workers
-        if not worker.is_finished and not str(worker.group).startswith(LONG_LIVED)
-    ]
-
-
 async def settle(app, quiet: float = 0.15, timeout: float = 600) -> None:
-    """Until no short-lived worker runs for ``quiet`` seconds."""
-    deadline = perf_counter() + timeout
-    calm_since = None
-    while perf_counter() < deadline:
-        busy = bool(busy_workers(app))
-        if busy:
-            calm_since = None
-        elif calm_since is None:
-            calm_since = perf_counter()
-        elif perf_counter() - calm_since >= quiet:
-            return
-        await asyncio.sleep(0.01)
-    raise TimeoutError(f"workers never settled: {[w.group for w in busy_workers(app)]}")
+    """Until no short-lived worker has run for ``quiet`` seconds (the tests' settle,
+    with a quiet period: a debounce timer may start a worker a moment later)."""
+    from textual.pilot import Pilot
+
+    from lovia_tui.pilot import settle as settle_app
+
+    await settle_app(Pilot(app), timeout, quiet=quiet)
 
 
 def browse(info: dict, keys: int) -> None:
@@ -452,7 +434,8 @@ async def open_session(app, frames: Frames, screen, info: dict) -> dict:
 
 
 async def load_older(app, frames: Frames, screen, batches: int | None) -> list[float]:
-    """Home, wait for the older batch to be prepended, repeat (all, or ``batches``)."""
+    """Up at the top, wait for the older batch to be prepended, repeat (all, or
+    ``batches``): scrolling back a run at a time (Home jumps to the start)."""
     transcript = screen.transcript
     times: list[float] = []
     with stamped(transcript, "prepend") as prepended:
@@ -462,8 +445,10 @@ async def load_older(app, frames: Frames, screen, batches: int | None) -> list[f
             if batches is not None and len(times) >= batches:
                 break
             before = len(prepended)
+            transcript.move_cursor(1)  # the row below "older runs": up reaches it
+            await settle(app)
             pressed = perf_counter()
-            post_key(app, "home")
+            post_key(app, "up")
             while len(prepended) == before:
                 if perf_counter() - pressed > 30:
                     raise TimeoutError("older batch never came")

@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import NEEDLE, generate  # noqa: E402
 
-from lovia_tui.core.search_build import open_reader  # noqa: E402
-from lovia_tui.core.search_index import IndexState  # noqa: E402
-from lovia_tui.core.search_query import parse_query  # noqa: E402
-from lovia_tui.core.search_scan import RestScan  # noqa: E402
+from lovia_tui.core.search.build import open_reader  # noqa: E402
+from lovia_tui.core.search.index import IndexState  # noqa: E402
+from lovia_tui.core.search.query import parse_query  # noqa: E402
+from lovia_tui.core.search.scan import RestScan  # noqa: E402
 
 
 class Timed:

@@ -15,7 +15,7 @@ Measures, on a copy of ``generate.py``'s file (the writer appends to it):
 - index lag at 20 runs/s: commit to indexed, p99, following commits through
   ``PRAGMA data_version`` as the app does: budget 1 s.
 
-Run: ``.venv/bin/python benchmarks/search_index.py --size 10k|100k``
+Run: ``.venv/bin/python benchmarks/search_index.py --size 10k|100k|1m``
 (results in ``results/search-<size>.json``).
 """
 
@@ -125,7 +125,7 @@ def queries(rng: random.Random) -> list[str]:
 
 
 def measure_queries(search, rng: random.Random) -> dict:
-    from lovia_tui.core.search_query import parse_query
+    from lovia_tui.core.search.query import parse_query
 
     times, found = [], {}
     for text in queries(rng):
@@ -171,7 +171,7 @@ def run(size: str) -> dict:
     info = generate(size)
     work = Path(tempfile.mkdtemp(prefix="search-bench-", dir=Path(info.path).parent))
     os.environ["XDG_CACHE_HOME"] = str(work / "cache")
-    from lovia_tui.core.search import FileSearch
+    from lovia_tui.core.search.file_search import FileSearch
 
     try:
         path = work / "lovia.db"
@@ -234,7 +234,7 @@ def main() -> None:
         writer(sys.argv[2], sys.argv[3])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=["10k", "100k"], default="10k")
+    parser.add_argument("--size", choices=["10k", "100k", "1m"], default="10k")
     args = parser.parse_args()
     result = run(args.size)
     out = ROOT / "benchmarks" / "results" / f"search-{args.size}.json"

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from probe import Statements
 
-from lovia_tui.core import queries
-from lovia_tui.core.database import open_database
-from lovia_tui.transcript_loader import BATCH
+from lovia_tui.core.search import substring
+from lovia_tui.core.store import checkpoint_reads, segment_reads, session_reads
+from lovia_tui.core.store.database import open_database
+from lovia_tui.view.transcript_loader import BATCH
 
 SEARCH_CHUNKS = 5
 
@@ -24,17 +25,17 @@ SEARCH_CHUNKS = 5
 async def _exercise(info: dict) -> None:
     db = await open_database(Path(info["path"]))
     try:
-        recent = await queries.recent_session_ids(db, 200)
+        recent = await session_reads.recent_session_ids(db, 200)
         for session_id, _, _ in recent[:50]:
-            await queries.session_summary(db, session_id)
-        async for _ in queries.session_index(db):
+            await session_reads.session_summary(db, session_id)
+        async for _ in session_reads.session_index(db):
             pass
-        segments = await queries.segments(db, info["giant_session"])
+        segments = await segment_reads.segments(db, info["giant_session"])
         for segment in segments[-BATCH:]:
-            await queries.segment_entries(db, segment)
-        await queries.runs(db)
+            await segment_reads.segment_entries(db, segment)
+        await checkpoint_reads.runs(db)
         chunks = 0
-        async for _ in queries.search_segments(db, info["needle"]):
+        async for _ in substring.search_segments(db, info["needle"]):
             chunks += 1
             if chunks == SEARCH_CHUNKS:
                 break

@@ -16,10 +16,11 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from lovia_tui.commands import INSPECTOR_COMMANDS, RUN_STATUS_FILTERS
+from lovia_tui.commands import INSPECTOR_COMMANDS
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.goto import GotoProvider
 from lovia_tui.screens.inspector import FirstPage, InspectorScreen
 from lovia_tui.screens.palette import Palette
@@ -42,7 +43,7 @@ class LoviaTui(App):
         paths: Iterable[str | Path],
         *,
         readonly: bool = False,
-        stale_after: float = 300.0,
+        stale_after: float = DEFAULT_STALE_AFTER,
         agent_spec: str | None = None,
         deps_spec: str | None = None,
     ) -> None:
@@ -126,11 +127,11 @@ class LoviaTui(App):
                 yield SystemCommand(
                     command.title, command.help, _runner(screen, command.action)
                 )
-        for status in ["all", *RUN_STATUS_FILTERS]:
+        for status in [ALL_RUNS, *STATUS_FILTERS]:
             yield SystemCommand(
                 f"Runs: show {status} (status filter)",
                 "Show every run again"
-                if status == "all"
+                if status == ALL_RUNS
                 else f"Show only the runs whose status is {status}",
                 partial(screen.action_runs_filter, status),
             )
@@ -147,7 +148,7 @@ def make_app(
     paths: Iterable[str | Path],
     *,
     readonly: bool = False,
-    stale_after: float = 300.0,
+    stale_after: float = DEFAULT_STALE_AFTER,
     agent_spec: str | None = None,
     deps_spec: str | None = None,
 ) -> LoviaTui:

@@ -2,7 +2,7 @@
 and command palette are all generated from this list.
 
 Each command also says which panes' selection it acts on and what it needs
-from it (:mod:`lovia_tui.selection`): the inspector's ``check_action``, the
+from it (:mod:`lovia_tui.view.selection`): the inspector's ``check_action``, the
 key bar and the one-line "why not" of a key that does not apply all read
 that declaration, so none of them can disagree with another.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding, BindingType
 
-from lovia_tui.kinds import Pane, RunStatus
-from lovia_tui.selection import (
+from lovia_tui.view.kinds import Pane
+from lovia_tui.view.selection import (
     ENTRY,
     RAW,
     REPLAYABLE,
@@ -131,7 +131,6 @@ BY_ACTION = {command.action: command for command in INSPECTOR_COMMANDS}
 """By the whole action string, as a binding names it."""
 PINNED = ("help", "quit")
 """Kept at the right end of the key bar: visible at any width."""
-RUN_STATUS_FILTERS = [status.value for status in RunStatus]
 
 
 def bindings(commands: list[CommandDef]) -> list[BindingType]:

@@ -19,10 +19,10 @@ from lovia_tui.core.models import (
     SessionSummary,
     Unreadable,
 )
-from lovia_tui.widgets.transcript_rows import Row
+from lovia_tui.view.rows import Row
 
 if TYPE_CHECKING:
-    from lovia_tui.core.tail import ChangeFeed
+    from lovia_tui.core.live.changes import ChangeFeed
 
 
 @dataclass

@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 
 from lovia_tui.app import make_app
+from lovia_tui.pilot import settle
+from lovia_tui.screens.inspector import InspectorScreen
 
 SHOTS: list[tuple[str, tuple[int, int], list[str]]] = [
     ("main", (160, 42), []),
@@ -21,35 +23,21 @@ SHOTS: list[tuple[str, tuple[int, int], list[str]]] = [
 ]
 
 
-async def _settle(pilot) -> None:
-    """Wait for the loading workers; the live-tail workers run for good."""
-    for _ in range(50):
-        busy = [
-            w
-            for w in pilot.app.workers
-            if not w.is_finished and not str(w.group).startswith("live")
-        ]
-        if not busy:
-            await pilot.pause()
-            return
-        await asyncio.wait([asyncio.ensure_future(w.wait()) for w in busy], timeout=10)
-        await pilot.pause()
-
-
 async def _shoot(directory: Path, target: Path) -> None:
     for name, size, keys in SHOTS:
         app = make_app([directory], stale_after=2.0, agent_spec="lovia_tui.demo:agent")
         async with app.run_test(size=size) as pilot:
-            await _settle(pilot)
+            await settle(pilot)
             if name == "crashed-run":
                 await pilot.press("3")
-                runs = app.screen.runs
-                runs.row_list.cursor = [r.run_id for r in runs.shown].index(
-                    "run-crashed"
-                )
+                screen = app.screen
+                assert isinstance(screen, InspectorScreen)
+                runs = screen.runs
+                shown = [r.run_id if r else None for r in runs.shown]
+                runs.row_list.cursor = shown.index("run-crashed")
             for key in keys:
                 await pilot.press(key)
-                await _settle(pilot)
+                await settle(pilot)
             app.save_screenshot(str(target / f"{name}.svg"))
         print(f"wrote {target / f'{name}.svg'}")
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 pytest_plugins = [
-    "lovia_factory"
-]  # lovia-written fixture databases (tests/lovia_factory.py)
+    "support.lovia_factory"
+]  # lovia-written fixture databases (tests/support/lovia_factory.py)
 
 if TYPE_CHECKING:
     from lovia_tui.demo import DemoWorkspace
@@ -25,7 +25,7 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> DemoWorkspace:
 @pytest.fixture(scope="session")
 def snapshot_template(tmp_path_factory: pytest.TempPathFactory):
     """The deterministic snapshot database, written once by lovia."""
-    from snapshot_db import build_snapshot_db
+    from support.snapshot_db import build_snapshot_db
 
     return build_snapshot_db(tmp_path_factory.mktemp("snapshot"))
 
@@ -41,10 +41,10 @@ def snap_dir(snapshot_template, tmp_path):
 
 @pytest.fixture(scope="session")
 def hostile_text_template(tmp_path_factory: pytest.TempPathFactory):
-    """The database whose text attacks the terminal (tests/hostile_text_db.py)."""
+    """The database whose text attacks the terminal (tests/support/hostile_text_db.py)."""
     import asyncio
 
-    from hostile_text_db import build_hostile_text_db
+    from support.hostile_text_db import build_hostile_text_db
 
     return asyncio.run(build_hostile_text_db(tmp_path_factory.mktemp("hostile")))
 
@@ -52,7 +52,7 @@ def hostile_text_template(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def hostile_text(hostile_text_template, scratch):
     """A private copy of the hostile-text database."""
-    from lovia_factory import copy_db
+    from support.lovia_factory import copy_db
 
     (scratch / "db").mkdir()
     return copy_db(hostile_text_template, scratch / "db" / "web.db")

@@ -20,7 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sessions": "browse",
     "show": "browse",
     "runs": "browse",
-    "export": "browse",
+    "export": "export",
     "resume": "resume",
     "replay": "resume",
     "rewind": "actions",

@@ -27,15 +27,20 @@ from lovia_tui.cli.command import (
     split_paths_and_id,
     split_paths_and_ids,
 )
-from lovia_tui.core.actions import load_lovia, perform, undo
-from lovia_tui.core.describe import describe
+from lovia_tui.core.actions.describe import describe
+from lovia_tui.core.actions.journal import Journal, JournalEntry
+from lovia_tui.core.actions.perform import load_lovia, perform, undo
+from lovia_tui.core.actions.previews import Preview, preview_dict
+from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
+from lovia_tui.core.actions.session_plans import (
+    preview_clear,
+    preview_rewind,
+    preview_trim,
+)
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import timestamp
-from lovia_tui.core.journal import Journal, JournalEntry
-from lovia_tui.core.previews import Preview, preview_dict
-from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs, preview_finalize
-from lovia_tui.core.session_plans import preview_clear, preview_rewind, preview_trim
-from lovia_tui.core.workspace import Workspace, resolve_paths
+from lovia_tui.core.run_status import STATUS_FILTERS
+from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 
 def _print_lines(lines: list[str]) -> None:
@@ -153,7 +158,7 @@ async def _trim(args: argparse.Namespace) -> int:
 def _configure_delete_run(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "[RUN_ID...]")
     parser.add_argument(
-        "--status", choices=RUN_STATUSES, help="only checkpoints with this status"
+        "--status", choices=STATUS_FILTERS, help="only checkpoints with this status"
     )
     parser.add_argument(
         "--older-than",

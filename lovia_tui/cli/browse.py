@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from lovia_tui.cli.command import (
@@ -18,30 +16,34 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     open_workspace,
+    opened_session,
     print_json,
     print_json_lazy,
     print_json_stream,
     since_time,
-    split_paths_and_id,
 )
-from lovia_tui.core import queries, run_index
-from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.entry_stream import segment_entries_stream
-from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.export import FORMATS, export_session, export_to_file
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
 from lovia_tui.core.huge_text import shortened
-from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, stale_reason
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
-from lovia_tui.core.run_index import RunFilter
-from lovia_tui.core.spliced import (
+from lovia_tui.core.run_status import (
+    DANGLING_CALL,
+    RUNNING_CALL,
+    STATUS_FILTERS,
+    stale_reason,
+)
+from lovia_tui.core.runs.index import RunFilter, dangling_by_run, stream_runs
+from lovia_tui.core.search import substring
+from lovia_tui.core.store import segment_reads, session_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import segment_entries_stream
+from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,
     seam_title,
     total_entries,
 )
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -63,16 +65,16 @@ async def _sessions(args: argparse.Namespace) -> int:
         for db in ws.session_dbs:
             if args.search:
                 ids: dict[str, None] = {}
-                async for matches, _ in queries.search_segments(db, args.search):
+                async for matches, _ in substring.search_segments(db, args.search):
                     ids.update((sid, None) for sid, _ in matches)
                     if len(ids) >= args.limit:
                         break
                 for sid in list(ids)[: args.limit]:
-                    summary = await queries.session_summary(db, sid)
+                    summary = await session_reads.session_summary(db, sid)
                     if summary:
                         summaries.append(summary)
             else:
-                summaries.extend(await queries.list_sessions(db, args.limit))
+                summaries.extend(await session_reads.list_sessions(db, args.limit))
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
         summaries = summaries[: args.limit]
     finally:
@@ -114,20 +116,9 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     add_stale_after(parser)
 
 
-async def _session_db(ws: Workspace, session_id: str):
-    """The file holding ``session_id``; a one-line error when none does."""
-    db = await ws.find_session(session_id)
-    if db is None:
-        raise LoviaTuiError(f"no session {session_id!r} in the given files")
-    return db
-
-
 async def _show(args: argparse.Namespace) -> int:
-    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
-    ws = await open_workspace(args)
-    try:
-        db = await _session_db(ws, session_id)
-        segments = await queries.segments(db, session_id)
+    async with opened_session(args) as (ws, db, session_id):
+        segments = await segment_reads.segments(db, session_id)
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
         )
@@ -157,8 +148,6 @@ async def _show(args: argparse.Namespace) -> int:
                     f"{index:>5}  {label:<14} {shortened(entry_text(entry), 100)}"
                 )
         _print_flights(out_console, flights)
-    finally:
-        await ws.close()
     return EXIT_OK
 
 
@@ -223,7 +212,7 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
     add_stale_after(parser)
     parser.add_argument(
         "--status",
-        choices=["running", "stale", "interrupted", "failed", "completed"],
+        choices=STATUS_FILTERS,
         help="only runs with this status (stale: running with no recent save)",
     )
     parser.add_argument(
@@ -252,9 +241,9 @@ async def stream_records(
 async def _file_records(
     ws: Workspace, db: Database, wanted: RunFilter, limit: int | None
 ) -> AsyncIterator[dict[str, Any]]:
-    async for batch in run_index.stream_runs(db, wanted, limit):
+    async for batch in stream_runs(db, wanted, limit):
         links = await ws.links(run.run_id for run in batch)
-        dangling = await run_index.dangling_by_run(db, [r.run_id for r in batch])
+        dangling = await dangling_by_run(db, [r.run_id for r in batch])
         for run in batch:
             yield _record(run, links.get(run.run_id), dangling[run.run_id], wanted)
 
@@ -333,44 +322,6 @@ async def _runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _configure_export(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
-    parser.add_argument(
-        "--format", choices=FORMATS, default="md", help="md (default) or json"
-    )
-    parser.add_argument(
-        "-o", "--output", type=Path, help="write a new file here instead of stdout"
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing file (never a symbolic link)",
-    )
-    add_readonly(parser)
-
-
-async def _export(args: argparse.Namespace) -> int:
-    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
-    ws = await open_workspace(args)
-    try:
-        db = await _session_db(ws, session_id)
-        if args.output:
-            count = await export_to_file(
-                db, session_id, args.format, args.output, replace=args.force, ws=ws
-            )
-        else:
-            # stdout is a terminal as far as the export knows, piped or not:
-            # nothing stored reaches it as a control sequence.
-            await export_session(
-                db, session_id, args.format, sys.stdout, terminal=True, ws=ws
-            )
-    finally:
-        await ws.close()
-    if args.output:
-        print(printable(f"wrote {count} entries to {args.output}"), file=sys.stderr)
-    return EXIT_OK
-
-
 COMMANDS = [
     Command(
         "sessions",
@@ -389,11 +340,5 @@ COMMANDS = [
         "list checkpoints: status, staleness, dangling calls, session",
         _configure_runs,
         _runs,
-    ),
-    Command(
-        "export",
-        "write a session's transcript as Markdown or JSON",
-        _configure_export,
-        _export,
     ),
 ]

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import io
 import json
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +27,9 @@ import orjson
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
 from lovia_tui.core.huge_text import expand
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,7 +44,7 @@ class Command:
     name: str
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], Awaitable[int] | int]
+    run: Callable[[argparse.Namespace], Coroutine[Any, Any, int] | int]
 
 
 def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
@@ -72,9 +74,9 @@ def add_stale_after(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
         type=float,
-        default=300.0,
+        default=DEFAULT_STALE_AFTER,
         metavar="SECONDS",
-        help="a running run with no save for this long is stale (likely crashed); default 300",
+        help="a running run with no save for this long is stale (likely crashed); default %(default)g",
     )
 
 
@@ -103,6 +105,23 @@ def split_paths_and_ids(
 
 async def open_workspace(args: argparse.Namespace) -> Workspace:
     return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
+
+
+@asynccontextmanager
+async def opened_session(
+    args: argparse.Namespace,
+) -> AsyncIterator[tuple[Workspace, Database, str]]:
+    """``PATH... SESSION_ID`` opened: the workspace, the file holding the
+    session, its id; a one-line error when no file holds it."""
+    args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
+    ws = await open_workspace(args)
+    try:
+        db = await ws.find_session(session_id)
+        if db is None:
+            raise LoviaTuiError(f"no session {session_id!r} in the given files")
+        yield ws, db, session_id
+    finally:
+        await ws.close()
 
 
 def _encodes_everything(stream: Any) -> bool:
@@ -247,7 +266,7 @@ SLICE_ABOVE = 1 << 20
 
 
 async def _aiter(items: Iterator[Any] | AsyncIterator[Any]) -> AsyncIterator[Any]:
-    if isinstance(items, AsyncGeneratorType):
+    if isinstance(items, AsyncIterator):
         async for item in items:
             yield item
     else:
@@ -292,7 +311,7 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
     """Run a subcommand's body (sync or async); known errors become one line, exit 2."""
     try:
         result = command.run(args)
-        return asyncio.run(result) if inspect.isawaitable(result) else result
+        return result if isinstance(result, int) else asyncio.run(result)
     except LoviaTuiError as exc:
         return fail(str(exc))
     except sqlite3.Error as exc:

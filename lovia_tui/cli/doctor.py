@@ -24,10 +24,10 @@ from lovia_tui.cli.command import (
     console,
     print_json,
 )
-from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
-from lovia_tui.core.doctor_findings import SEVERITY_STYLES, summary
+from lovia_tui.core.doctor.audit import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
+from lovia_tui.core.doctor.findings import SEVERITY_STYLES, summary
 from lovia_tui.core.formatting import printable, size
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:

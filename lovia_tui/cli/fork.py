@@ -16,8 +16,8 @@ from lovia_tui.cli.command import (
     print_json,
     split_paths_and_id,
 )
-from lovia_tui.core.describe import describe
-from lovia_tui.core.fork import perform_fork, preview_fork
+from lovia_tui.core.actions.describe import describe
+from lovia_tui.core.actions.fork import perform_fork, preview_fork
 
 
 def _configure_fork(parser: argparse.ArgumentParser) -> None:

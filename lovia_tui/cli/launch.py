@@ -7,7 +7,7 @@ import asyncio
 
 from lovia_tui.cli.command import EXIT_OK, add_readonly, add_stale_after, fail
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 
 def configure_app(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,11 +28,11 @@ from lovia_tui.cli.command import (
     open_workspace,
     split_paths_and_id,
 )
-from lovia_tui.core.agents import load_agent, load_deps
-from lovia_tui.core.console import ConsoleEvent
-from lovia_tui.core.preflight import Preflight, preflight, preflight_replay
-from lovia_tui.core.redact import error_line
-from lovia_tui.core.resume import RunControl, replay, resume
+from lovia_tui.core.runs.agents import load_agent, load_deps
+from lovia_tui.core.runs.console import ConsoleEvent
+from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
+from lovia_tui.core.runs.redact import error_line
+from lovia_tui.core.runs.resume import RunControl, replay, resume
 
 _STYLES = {
     "info": "",
@@ -265,7 +265,7 @@ class _TextPrinter:
     def _line(self, text: str, style: str = "", end: str = "\n") -> None:
         self._console.print(text, style=style, end=end, markup=False, soft_wrap=True)
 
-    def _preflight(self, data: dict[str, Any]) -> None:
+    def _preflight(self, data: Mapping[str, Any]) -> None:
         status = (
             f"{data['status']} (stale: {data['stale_reason']})"
             if data["stale"]

@@ -68,8 +68,8 @@ def _build(search: Any, path: Path, until: float | None, progress: bool) -> Any:
 
 
 async def _search(args: argparse.Namespace) -> int:
-    from lovia_tui.core.search import POSTING_CAP, FileSearch
-    from lovia_tui.core.search_query import parse_query
+    from lovia_tui.core.search.file_search import POSTING_CAP, FileSearch
+    from lovia_tui.core.search.query import parse_query
 
     args.paths, text = split_paths_and_id(args.paths, "QUERY")
     query = parse_query(text)
@@ -206,8 +206,8 @@ def _configure_index(parser: argparse.ArgumentParser) -> None:
 
 
 async def _index(args: argparse.Namespace) -> int:
-    from lovia_tui.core.search import FileSearch, drop_index
-    from lovia_tui.core.search_index import index_path
+    from lovia_tui.core.search.file_search import FileSearch, drop_index
+    from lovia_tui.core.search.index import index_path
 
     ws = await open_workspace(args)
     records = []

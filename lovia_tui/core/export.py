@@ -24,21 +24,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from lovia_tui.core import queries
-from lovia_tui.core.database import Database
 from lovia_tui.core.entries import UnreadableError, entry_text
-from lovia_tui.core.entry_stream import segment_entries_stream
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
 from lovia_tui.core.huge_text import expand, holds_huge, json_piece
-from lovia_tui.core.previews import DEFAULT_STALE_AFTER
-from lovia_tui.core.spliced import (
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
+from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import segment_entries_stream
+from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,
     seam_title,
     total_entries,
 )
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.store.workspace import Workspace
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
@@ -188,7 +188,7 @@ async def export_session(
         if flush or held >= WRITE_BYTES:
             await drain()
 
-    segments = await queries.segments(db, session_id)
+    segments = await segment_reads.segments(db, session_id)
     if fmt == "md":
         await write(
             f"# Session {session_id}\n\n_{len(segments)} runs, from {db.path}_\n"

@@ -221,11 +221,11 @@ def expand(text: Text, encode: Callable[[str], Text]) -> Iterator[Text]:
         pattern, prefix = _TOKEN_BYTES, _PREFIX.encode()
     else:
         pattern, prefix = _TOKEN, _PREFIX
-    if prefix not in text:  # type: ignore[operator]
+    if prefix not in text:
         yield text
         return
     at = 0
-    for match in pattern.finditer(text):  # type: ignore[arg-type]
+    for match in pattern.finditer(text):
         huge = _LIVE.get(int(match.group(1)))
         if huge is None:  # written after its entry was let go: a bug, never the token
             raise LookupError("a huge text was released before it was written")

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-RunStatus = Literal["running", "interrupted", "completed", "failed"]
+from lovia_tui.core.run_status import WEB_SETTLED, RunStatus, head_is_stale
+
 LinkKind = Literal["segment", "web"]
-WEB_SETTLED = frozenset({"interrupted", "failed", "cancelled", "completed"})
-"""``chat_runs`` statuses lovia web writes once a run is over (never while live)."""
+SessionKey = tuple[str, str]
+"""(file, session_id): a session across the open files."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ class RunInfo:
     usage: dict[str, Any]
     output: Any
     error: dict[str, Any] | None
-    last_input_tokens: int | None
+    last_input_tokens: int | float | None
+    """A number as stored (lovia writes an int; a hostile head may hold a float)."""
     context_state: dict[str, Any]
     pending_handoff: str | None
     updated_at: float
@@ -115,18 +117,18 @@ class RunInfo:
     def web_settled(self) -> bool:
         """The head says running but lovia web has closed the run's record (its
         start-up sweep marks the runs a dead server left as interrupted)."""
-        return self.status == "running" and self.web_status in WEB_SETTLED
+        return self.status == RunStatus.RUNNING and self.web_status in WEB_SETTLED
 
     def is_stale(self, now: float, stale_after: float) -> bool:
         """Running in its head, yet dead: lovia web settled it, or no save for
         ``stale_after`` seconds (likely crashed)."""
-        return self.status == "running" and (
-            self.web_settled or now - self.updated_at >= stale_after
+        return head_is_stale(
+            self.status, self.updated_at, self.web_settled, now, stale_after
         )
 
     def is_live(self, now: float, stale_after: float) -> bool:
         """Running and saved recently: another process may still own it."""
-        return self.status == "running" and not self.is_stale(now, stale_after)
+        return self.status == RunStatus.RUNNING and not self.is_stale(now, stale_after)
 
 
 @dataclass(frozen=True)

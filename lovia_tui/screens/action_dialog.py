@@ -25,8 +25,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 if TYPE_CHECKING:
-    from lovia_tui.core.fork import ForkPreview
-    from lovia_tui.core.previews import Preview
+    from lovia_tui.core.actions.fork import ForkPreview
+    from lovia_tui.core.actions.previews import Preview
 from lovia_tui.core.formatting import printable
 
 
@@ -55,7 +55,7 @@ def confirm_token(preview: Preview | ForkPreview) -> tuple[str, str] | None:
     """What the user types to confirm a wide removal, and why it is asked:
     the count of runs and checkpoints removed when above one, the session's
     id for a clear. None: Confirm alone will do."""
-    from lovia_tui.core.previews import (
+    from lovia_tui.core.actions.previews import (
         ClearPreview,
         DeleteRunsPreview,
         RewindPreview,

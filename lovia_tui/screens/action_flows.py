@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
-from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import Build, InspectorBase
+from lovia_tui.view.kinds import Group
 
 if TYPE_CHECKING:
-    from lovia_tui.core.actions import ActionResult
-    from lovia_tui.core.fork import ForkPreview, ForkResult
-    from lovia_tui.core.previews import Preview
+    from lovia_tui.core.actions.fork import ForkPreview, ForkResult
+    from lovia_tui.core.actions.perform import ActionResult
+    from lovia_tui.core.actions.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
 
 FORK_INSTEAD = "Fork instead (keeps this session)"
@@ -45,7 +45,7 @@ class ActionFlows(InspectorBase):
     """The destructive actions; all of them hidden in read-only mode."""
 
     def action_rewind_here(self) -> None:
-        from lovia_tui.core.session_plans import preview_rewind
+        from lovia_tui.core.actions.session_plans import preview_rewind
 
         selection = self.selection
         index, key = selection.entry_index, selection.session
@@ -71,7 +71,7 @@ class ActionFlows(InspectorBase):
 
     def _fork(self, sid: str, index: int) -> None:
         """Fork the session before entry ``index`` (a web chat: before its user turn)."""
-        from lovia_tui.core.fork import fork_point, preview_fork
+        from lovia_tui.core.actions.fork import fork_point, preview_fork
 
         async def build(values: dict[str, str], force: bool) -> ForkPreview:
             keep = await fork_point(self.workspace, sid, index)
@@ -80,7 +80,7 @@ class ActionFlows(InspectorBase):
         self.action_flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
 
     def action_rewind_turn(self) -> None:
-        from lovia_tui.core.session_plans import preview_rewind, user_turn_start
+        from lovia_tui.core.actions.session_plans import preview_rewind, user_turn_start
 
         selection = self.selection
         index, key = selection.entry_index, selection.session
@@ -100,7 +100,7 @@ class ActionFlows(InspectorBase):
             )
 
     def action_trim(self) -> None:
-        from lovia_tui.core.session_plans import preview_trim
+        from lovia_tui.core.actions.session_plans import preview_trim
         from lovia_tui.screens.action_dialog import FormField
 
         key = self.selection.session
@@ -123,7 +123,7 @@ class ActionFlows(InspectorBase):
         )
 
     def action_clear_session(self) -> None:
-        from lovia_tui.core.session_plans import preview_clear
+        from lovia_tui.core.actions.session_plans import preview_clear
 
         key = self.selection.session
         if key is None:
@@ -137,7 +137,7 @@ class ActionFlows(InspectorBase):
         )
 
     def action_delete_run(self) -> None:
-        from lovia_tui.core.run_plans import preview_delete_runs
+        from lovia_tui.core.actions.run_plans import preview_delete_runs
 
         run = self.selection.run
         if run is not None:
@@ -152,11 +152,12 @@ class ActionFlows(InspectorBase):
             )
 
     def action_delete_runs_by_filter(self) -> None:
-        from lovia_tui.core.run_plans import RUN_STATUSES, preview_delete_runs
+        from lovia_tui.core.actions.run_plans import preview_delete_runs
+        from lovia_tui.core.run_status import STATUS_FILTERS
         from lovia_tui.screens.action_dialog import FormField
 
         fields = [
-            FormField("status", "Status", "interrupted", RUN_STATUSES),
+            FormField("status", "Status", "interrupted", STATUS_FILTERS),
             FormField("days", "Older than (days, empty for any age)", ""),
         ]
 
@@ -175,7 +176,7 @@ class ActionFlows(InspectorBase):
         self.action_flow("Delete checkpoints by status and age", build, fields)
 
     def action_finalize(self) -> None:
-        from lovia_tui.core.run_plans import preview_finalize
+        from lovia_tui.core.actions.run_plans import preview_finalize
         from lovia_tui.screens.action_dialog import FormField
 
         run = self.selection.run
@@ -222,9 +223,9 @@ class ActionFlows(InspectorBase):
         ``fork_instead`` (a rewind's entry index) offers the non-destructive
         choice in the dialog: fork the session there instead.
         """
-        from lovia_tui.core.actions import perform
-        from lovia_tui.core.describe import describe
-        from lovia_tui.core.fork import ForkPreview, perform_fork
+        from lovia_tui.core.actions.describe import describe
+        from lovia_tui.core.actions.fork import ForkPreview, perform_fork
+        from lovia_tui.core.actions.perform import perform
         from lovia_tui.screens.action_dialog import (
             ActionScreen,
             ForceScreen,
@@ -319,8 +320,8 @@ class ActionFlows(InspectorBase):
     @work(exclusive=True, group=Group.ACTION)
     async def action_undo(self, entry_id: int | None = None) -> None:
         """Undo an action (the newest on the open files), after saying what it was."""
-        from lovia_tui.core.actions import undo
-        from lovia_tui.core.journal import Journal
+        from lovia_tui.core.actions.journal import Journal
+        from lovia_tui.core.actions.perform import undo
         from lovia_tui.screens.action_dialog import ActionScreen
 
         journal = Journal()

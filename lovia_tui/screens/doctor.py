@@ -24,15 +24,20 @@ from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from lovia_tui.core.doctor import DEFAULT_OLDER_THAN_DAYS, Finding, Report, diagnose
-from lovia_tui.core.doctor_findings import SEVERITY_STYLES, FixAction, summary
-from lovia_tui.core.doctor_fixes import RUN_FIXES, fix_action, fix_preview
+from lovia_tui.core.actions.previews import Preview
+from lovia_tui.core.doctor.audit import (
+    DEFAULT_OLDER_THAN_DAYS,
+    Finding,
+    Report,
+    diagnose,
+)
+from lovia_tui.core.doctor.findings import SEVERITY_STYLES, FixAction, summary
+from lovia_tui.core.doctor.fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.previews import Preview
-from lovia_tui.kinds import Group
 from lovia_tui.screens.action_dialog import FormField
 from lovia_tui.screens.worker_errors import WorkerErrors
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:

@@ -11,16 +11,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
-from lovia_tui.commands import (
-    INSPECTOR_COMMANDS,
-    PINNED,
-    RUN_STATUS_FILTERS,
-    bindings,
-)
+from lovia_tui.commands import INSPECTOR_COMMANDS, PINNED, bindings
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.models import RunInfo
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group, Pane, RunStatus, seam_key
+from lovia_tui.core.models import RunInfo, SessionKey
+from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
@@ -28,7 +23,7 @@ from lovia_tui.screens.run_reads import RunReads
 from lovia_tui.screens.session_reads import FirstPage, SessionReads
 from lovia_tui.screens.session_search import SessionSearch
 from lovia_tui.screens.transcript_flows import TranscriptFlows
-from lovia_tui.selection import SessionKey
+from lovia_tui.view.kinds import Group, Pane, seam_key
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
@@ -276,4 +271,4 @@ def _position(keys: list[SessionKey], key: SessionKey) -> int | None:
         return None
 
 
-__all__ = ["InspectorScreen", "RUN_STATUS_FILTERS"]
+__all__ = ["InspectorScreen"]

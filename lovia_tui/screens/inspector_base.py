@@ -20,21 +20,21 @@ from textual import events
 from textual.worker import Worker
 
 from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
-from lovia_tui.core.models import RunInfo, SegmentInfo
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Pane
+from lovia_tui.core.models import RunInfo, SegmentInfo, SessionKey
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.worker_errors import WorkerErrors
-from lovia_tui.selection import Selection, SessionKey
+from lovia_tui.view.kinds import Pane
+from lovia_tui.view.selection import Selection
 from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
-    from lovia_tui.core.fork import ForkPreview
-    from lovia_tui.core.previews import Preview
+    from lovia_tui.core.actions.fork import ForkPreview
+    from lovia_tui.core.actions.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
-    from lovia_tui.transcript_loader import Starts
+    from lovia_tui.view.transcript_loader import Starts
 
 Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
 """An action's preview from the dialog's option values and whether to force."""

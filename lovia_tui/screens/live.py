@@ -13,14 +13,15 @@ from pathlib import Path
 from textual import work
 
 from lovia_tui import messages
-from lovia_tui.core.database import Database
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.live.changes import ChangeFeed, Changes
+from lovia_tui.core.live.tail import Tail, live_changes
+from lovia_tui.core.live.watch import CommitWatch
 from lovia_tui.core.models import RunInfo, SegmentInfo
-from lovia_tui.core.tail import ChangeFeed, Changes, Tail, live_changes
-from lovia_tui.core.watch import CommitWatch
-from lovia_tui.kinds import Group, Pane
+from lovia_tui.core.store.database import Database
 from lovia_tui.screens.inspector_base import InspectorBase
-from lovia_tui.transcript_loader import BATCH, inflight_rows, run_entry_rows
+from lovia_tui.view.kinds import Group, Pane
+from lovia_tui.view.transcript_loader import BATCH, inflight_rows, run_entry_rows
 
 LOCK_RETRY = 1.0
 """Seconds between looks at a file the live tail found locked."""

@@ -14,7 +14,8 @@ import subprocess
 from textual.app import App, SuspendNotSupported
 
 from lovia_tui.core.formatting import printable_json
-from lovia_tui.widgets.transcript_rows import Row, detail_lines
+from lovia_tui.view.rows import Row
+from lovia_tui.widgets.transcript_rows import detail_lines
 
 
 def pager_text(row: Row) -> str:

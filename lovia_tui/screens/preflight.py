@@ -22,8 +22,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.preflight import Preflight
-from lovia_tui.core.redact import error_line
+from lovia_tui.core.runs.preflight import Preflight
+from lovia_tui.core.runs.redact import error_line
 from lovia_tui.widgets.run_detail import dangling_panel, data_text
 
 WRONG_SESSION = (

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.kinds import Group
 from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
 
 if TYPE_CHECKING:
-    from lovia_tui.core.agents import AgentSpec, DepsSpec
-    from lovia_tui.core.preflight import Preflight
+    from lovia_tui.core.runs.agents import AgentSpec, DepsSpec
+    from lovia_tui.core.runs.preflight import Preflight
     from lovia_tui.screens.preflight import PreflightChoice
 
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
@@ -42,7 +42,7 @@ class RunFlows(InspectorBase):
 
     async def _load_agent(self) -> AgentSpec | None:
         """The --agent given on the command line, imported once (off the UI thread)."""
-        from lovia_tui.core.agents import load_agent, load_deps
+        from lovia_tui.core.runs.agents import load_agent, load_deps
 
         spec = self.agent_spec
         if spec and self._agent is None:
@@ -68,7 +68,7 @@ class RunFlows(InspectorBase):
         choice: PreflightChoice | None,
         delete_on_success: bool = False,
     ) -> Preflight:
-        from lovia_tui.core.preflight import preflight, preflight_replay
+        from lovia_tui.core.runs.preflight import preflight, preflight_replay
         from lovia_tui.screens.preflight import FIRST_LOOK
 
         agent = await self._load_agent()
@@ -102,7 +102,7 @@ class RunFlows(InspectorBase):
 
         ``delete_on_success`` is the first default: a doctor fix deletes the
         checkpoint once the run is stored, or it would leave the next finding."""
-        from lovia_tui.core.resume import replay, resume
+        from lovia_tui.core.runs.resume import replay, resume
         from lovia_tui.screens.preflight import PreflightScreen
 
         if self.run_going:

@@ -12,12 +12,12 @@ from __future__ import annotations
 from textual import on, work
 
 from lovia_tui import messages
-from lovia_tui.core import queries
 from lovia_tui.core.entries import dangling_calls
-from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.kinds import Group, RunStatus
+from lovia_tui.core.models import RunInfo, SessionKey, SessionLink
+from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.screens.inspector_base import InspectorBase
-from lovia_tui.selection import SessionKey
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.runs_pane import RunsPane
@@ -74,7 +74,7 @@ class RunReads(InspectorBase):
 
     @work(exclusive=True, group=Group.RUN_DETAIL)
     async def load_run_detail(self, run: RunInfo) -> None:
-        entries, problems = await queries.snapshot_entries(
+        entries, problems = await checkpoint_reads.snapshot_entries(
             self.workspace.database(run.file), run.run_id
         )
         calls = dangling_calls([entry.data for entry in entries])

@@ -14,16 +14,15 @@ from textual import on, work
 from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.models import SessionSummary
-from lovia_tui.core.previews import DEFAULT_STALE_AFTER
-from lovia_tui.core.run_list import RunList
-from lovia_tui.core.workspace import Workspace
-from lovia_tui.kinds import Group
+from lovia_tui.core.models import SessionKey, SessionSummary
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
+from lovia_tui.core.runs.listing import RunList
+from lovia_tui.core.store import session_reads
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.screens.worker_errors import EXPECTED
-from lovia_tui.selection import SessionKey
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 
 FIRST_PAGE = 200
@@ -71,7 +70,7 @@ class SessionReads(InspectorBase):
             keys, self.first_page = self.first_page.keys, None
         index: dict[SessionKey, int] = {}
         for db in self.workspace.session_dbs:
-            async for chunk, _ in queries.session_index(db):
+            async for chunk, _ in session_reads.session_index(db):
                 for session_id, (_, last_id) in chunk.items():
                     key = (str(db.path), session_id)
                     index[key] = max(index.get(key, 0), last_id)

@@ -4,7 +4,7 @@ content search through the search index, stepping through its hits.
 A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`. The first
 `s` starts the index's build in a thread worker (progress in the sessions
 title; afterwards it follows other processes' commits); a search looks the
-indexed part up and scans the rest (``core.search_workspace``). In the
+indexed part up and scans the rest (``core.search.workspace``). In the
 transcript the cursor lands on the session's first hit and `n` / `N` step
 through them, loading older batches when a hit lies beyond the ones shown.
 """
@@ -18,10 +18,10 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from lovia_tui import messages
-from lovia_tui.core.search_query import QueryError, parse_query
-from lovia_tui.core.search_workspace import WorkspaceSearch
-from lovia_tui.kinds import Group, RowKind
+from lovia_tui.core.search.query import QueryError, parse_query
+from lovia_tui.core.search.workspace import WorkspaceSearch
 from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.view.kinds import Group, RowKind
 
 BUILD_STEP = 0.25
 """Seconds of indexing between two progress reports (and cancel checks)."""

@@ -16,12 +16,12 @@ from textual import work
 from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core import queries
 from lovia_tui.core.formatting import printable
-from lovia_tui.kinds import Group, RowKind
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.store import segment_reads
 from lovia_tui.screens.inspector_base import InspectorBase
-from lovia_tui.selection import SessionKey
-from lovia_tui.transcript_loader import (
+from lovia_tui.view.kinds import Group, RowKind
+from lovia_tui.view.transcript_loader import (
     Inflight,
     newer_rows,
     newest_batch,
@@ -53,7 +53,7 @@ class TranscriptFlows(InspectorBase):
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         # Shown first; the flat indices need every older segment counted.
         self.post_message(
-            messages.IndicesCounted(key, await queries.flat_starts(db, key[1]))
+            messages.IndicesCounted(key, await segment_reads.flat_starts(db, key[1]))
         )
 
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.kinds import Group
+from lovia_tui.view.kinds import Group
 
 EXPECTED = (LoviaTuiError, sqlite3.Error)
 """Failures caused by the files or other processes, not by the app."""

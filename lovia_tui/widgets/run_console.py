@@ -17,14 +17,14 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, RichLog, Static
 
-from lovia_tui.core.console import one_line
 from lovia_tui.core.formatting import printable
-from lovia_tui.kinds import Group
+from lovia_tui.core.runs.console import one_line
+from lovia_tui.view.kinds import Group
 
 if TYPE_CHECKING:
-    from lovia_tui.core.console import ConsoleEvent
-    from lovia_tui.core.preflight import Preflight
-    from lovia_tui.core.resume import RunControl
+    from lovia_tui.core.runs.console import ConsoleEvent
+    from lovia_tui.core.runs.preflight import Preflight
+    from lovia_tui.core.runs.resume import RunControl
 
 STYLES = {
     "info": "",
@@ -67,7 +67,9 @@ class RunConsole(Vertical):
         return self.control is not None
 
     def start(self, pf: Preflight, starter: Starter) -> None:
-        from lovia_tui.core.resume import RunControl  # imports lovia: on first run only
+        from lovia_tui.core.runs.resume import (
+            RunControl,  # imports lovia: on first run only
+        )
 
         self.remove_class("hidden")
         self.query_one(RichLog).clear()

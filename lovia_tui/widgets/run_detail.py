@@ -13,9 +13,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from lovia_tui.core.formatting import age, printable, printable_json, timestamp
-from lovia_tui.core.liveness import stale_reason, status_label
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
-from lovia_tui.core.redact import error_line
+from lovia_tui.core.run_status import stale_reason, status_label
+from lovia_tui.core.runs.redact import error_line
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 
 LIVE_CALLS = (

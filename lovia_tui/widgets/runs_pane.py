@@ -1,6 +1,6 @@
 """Every checkpoint in the open files, paged, with the selected run's detail below.
 
-The rows come from :class:`~lovia_tui.core.run_list.RunList`: the pane walks
+The rows come from :class:`~lovia_tui.core.runs.listing.RunList`: the pane walks
 the files in the background (counts per status show in the title as they are
 known), and reads the runs of the rows on screen, a screenful either way, as
 the list scrolls. A million checkpoints cost what the screen shows.
@@ -32,10 +32,10 @@ from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core.formatting import age, printable
-from lovia_tui.core.liveness import status_label
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_list import RunList
-from lovia_tui.core.workspace import Workspace
+from lovia_tui.core.run_status import ALL_RUNS, status_label
+from lovia_tui.core.runs.listing import RunList
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.widgets.columns import Column, cell, fit, longest
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail
@@ -66,7 +66,7 @@ class RunsPane(Vertical):
         self.stale_after = stale_after
         self.source = RunList([], _no_links, stale_after)
         self.related_session: tuple[str, str] | None = None
-        self._wanted_filter = "all"
+        self._wanted_filter = ALL_RUNS
         self._counts = ""
         self._walking = False
         self._again: Workspace | None = None
@@ -235,7 +235,9 @@ class RunsPane(Vertical):
 
     def show_title(self) -> None:
         label = (
-            "Runs" if self._wanted_filter == "all" else f"Runs: {self._wanted_filter}"
+            "Runs"
+            if self._wanted_filter == ALL_RUNS
+            else f"Runs: {self._wanted_filter}"
         )
         self.query_one("#runs-title", Label).update(
             f"{label} {self.row_list.position}{self._counts}", layout=False
@@ -258,8 +260,8 @@ class RunsPane(Vertical):
         """Put the cursor on a run (the filter cleared if it hides it). A run
         not read yet is looked for in the background: False until it is."""
         index = self.source.index_of(run_id)
-        if index is None and self._wanted_filter != "all":
-            self._wanted_filter = "all"
+        if index is None and self._wanted_filter != ALL_RUNS:
+            self._wanted_filter = ALL_RUNS
             self.apply_filter()
             index = self.source.index_of(run_id)
         if index is None:

@@ -10,8 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Label
 
 from lovia_tui.core.formatting import PIN, age, printable
-from lovia_tui.core.models import SessionSummary
-from lovia_tui.selection import SessionKey
+from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 from lovia_tui.widgets.row_list import RowList
 

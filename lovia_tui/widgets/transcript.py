@@ -18,18 +18,17 @@ from textual.message import Message
 from textual.strip import Strip
 
 from lovia_tui.core.models import RunInfo
-from lovia_tui.kinds import RowKind
-from lovia_tui.widgets.line_view import LineCache, LineView
-from lovia_tui.widgets.transcript_rows import (
+from lovia_tui.view.kinds import RowKind
+from lovia_tui.view.rows import (
     Row,
-    detail_lines,
     index_text,
     keep_newest,
     keep_oldest,
     pair_tool_calls,
     partner_text,
-    summary_line,
 )
+from lovia_tui.widgets.line_view import LineCache, LineView
+from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
 
 SUMMARIES = 4096
 """Summary lines remembered (a few screens of rows in every state)."""
@@ -250,6 +249,20 @@ class Transcript(LineView, can_focus=True):
     def position(self) -> str:
         """ "cursor/rows" for the pane title: the transcript draws no scrollbar."""
         return f"{self.cursor + 1:,}/{len(self._visible):,}" if self._visible else "0"
+
+    @property
+    def shown_rows(self) -> list[int]:
+        """Positions in :attr:`rows` of the rows shown (not folded away), in order."""
+        return list(self._visible)
+
+    @property
+    def needle(self) -> str:
+        """The text highlighted wherever it shows (see :meth:`set_needle`)."""
+        return self._needle
+
+    def shows_raw(self, key: str) -> bool:
+        """Whether the row with ``key`` shows its stored JSON (``r``)."""
+        return key in self._raw
 
     @property
     def current_row(self) -> Row | None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.text import Text
 
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
-from lovia_tui.core.liveness import DANGLING_CALL, RUNNING_CALL, web_reason
-from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
-from lovia_tui.kinds import RowKind, newer_key, older_key
+from lovia_tui.core.models import SegmentInfo
+from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
+from lovia_tui.view.kinds import RowKind
+from lovia_tui.view.rows import Row, index_text, partner_text
 
 FOLD_LINES = 40
 FOLD_CHARS = 20_000
@@ -27,159 +27,6 @@ TRIM_MARKER = re.compile(
     r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?archived to a result store\]",
     re.S,
 )
-
-KIND_LABELS = {
-    "assistant_text": "assistant",
-    "reasoning": "reasoning",
-    "tool_call": "tool call",
-}
-
-
-@dataclass
-class Row:
-    """One selectable item of the transcript."""
-
-    kind: RowKind
-    key: str
-    segment: SegmentInfo | None = None
-    entry: Entry | None = None
-    run: RunInfo | None = None
-    problem: Unreadable | None = None
-    older: int = 0
-    partner: int | None = None
-    tool_name: str = ""
-    fold: str = ""
-    """The key of the segment or seam whose header folds this row away."""
-    status: str = ""
-    """A seam's run status as last seen (the live tail updates it)."""
-    running: bool = False
-    """A tool call of a live run's checkpoint: still waiting, not dangling."""
-    boundary: int = 0
-    """An "older" row's first unloaded id from above, a "newer" row's from below."""
-
-    @property
-    def label(self) -> str:
-        data = self.entry.data if self.entry else {}
-        kind = data.get("type")
-        if kind == "input":
-            return str(data.get("role", "input"))
-        if kind == "tool_result":
-            return "tool error" if data.get("is_error") else "tool result"
-        return KIND_LABELS.get(str(kind), str(kind))
-
-    @property
-    def component(self) -> str:
-        """The component class (in the .tcss) that colours this row."""
-        if self.kind != RowKind.ENTRY:
-            return f"transcript--{self.kind}"
-        data = self.entry.data if self.entry else {}
-        kind = data.get("type")
-        if kind == "input":
-            return (
-                "transcript--user"
-                if data.get("role") == "user"
-                else "transcript--system"
-            )
-        if kind == "tool_result" and data.get("is_error"):
-            return "transcript--error"
-        return "transcript--" + str(kind).replace("_", "-")
-
-
-def older_row(count: int, before_id: int) -> list[Row]:
-    """The row standing for ``count`` segments below id ``before_id``, not loaded."""
-    return (
-        [Row(RowKind.OLDER, older_key(before_id), older=count, boundary=before_id)]
-        if count
-        else []
-    )
-
-
-def newer_row(count: int, after_id: int) -> list[Row]:
-    """The row standing for ``count`` segments above id ``after_id``, not loaded
-    (dropped from the window while the user read older ones)."""
-    return (
-        [Row(RowKind.NEWER, newer_key(after_id), older=count, boundary=after_id)]
-        if count
-        else []
-    )
-
-
-def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
-    """``rows`` with only their first ``segments`` segments; the rest (in-flight
-    seams included) folded into a "newer" row to load again."""
-    headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
-    if len(headers) <= segments:
-        return rows
-    cut = headers[segments]
-    dropped = rows[cut:]
-    count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
-        row.older for row in dropped if row.kind == RowKind.NEWER
-    )
-    return rows[:cut] + newer_row(count, _row_id(rows[headers[segments - 1]]))
-
-
-def keep_newest(rows: list[Row], segments: int) -> list[Row]:
-    """``rows`` with only their last ``segments`` segments (and what follows
-    them); the rest folded into an "older" row to load again."""
-    headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
-    if len(headers) <= segments:
-        return rows
-    cut = headers[-segments]
-    dropped = rows[:cut]
-    count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
-        row.older for row in dropped if row.kind == RowKind.OLDER
-    )
-    return older_row(count, _row_id(rows[cut])) + rows[cut:]
-
-
-def _row_id(header: Row) -> int:
-    """A segment header's ``session_runs`` id."""
-    assert header.segment is not None, "a segment row holds its segment"
-    return header.segment.row_id
-
-
-def pair_tool_calls(rows: list[Row]) -> None:
-    """Link each tool call row with its result row (by call_id occurrence); a
-    call of a live run's checkpoint still waiting for its result is ``running``."""
-    waiting: dict[str, list[int]] = {}
-    names: dict[int, str] = {}
-    live = False
-    for position, row in enumerate(rows):
-        if row.kind == RowKind.SEGMENT or row.kind == RowKind.SEAM:
-            waiting.clear()
-            live = row.kind == RowKind.SEAM and row.status == "running"
-        if row.kind != RowKind.ENTRY or row.entry is None:
-            continue
-        row.running = live
-        data = row.entry.data
-        call_id = str(data.get("call_id"))
-        if data.get("type") == "tool_call":
-            waiting.setdefault(call_id, []).append(position)
-            names[position] = str(data.get("name", ""))
-            row.tool_name = names[position]
-        elif data.get("type") == "tool_result" and waiting.get(call_id):
-            call = waiting[call_id].pop(0)
-            row.partner, rows[call].partner = call, position
-            row.tool_name = names.get(call, "")
-
-
-def index_text(row: Row) -> str:
-    """The flat index (what rewind counts); ``…`` while it is being counted,
-    ``·`` for entries not in the session (or after an unreadable segment)."""
-    if row.entry is None:
-        return ""
-    if row.entry.index is not None:
-        return str(row.entry.index)
-    return "…" if row.segment is not None and row.segment.counting else "·"
-
-
-def partner_text(row: Row, rows: list[Row], arrow: str) -> str:
-    partner = rows[row.partner] if row.partner is not None else None
-    if partner is None:
-        return ""
-    if partner.entry is not None and partner.entry.index is not None:
-        return f"{arrow} {partner.entry.index}"
-    return f"{arrow} {'↓' if arrow == '→' else '↑'}"
 
 
 def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:

@@ -1,0 +1,203 @@
+"""Previews in words: the sentences a confirm dialog and the CLI both show.
+
+Each line is plain text; the first is the headline. Lines starting with
+``WARNING`` name what cannot be undone outside lovia-tui's journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lovia_tui.core.actions.fork import ForkPreview, describe_fork
+from lovia_tui.core.actions.previews import (
+    CheckpointDeletion,
+    ClearPreview,
+    DeleteRunsPreview,
+    FinalizePreview,
+    Preview,
+    RewindPreview,
+    ToolCallRef,
+    TrimPreview,
+)
+from lovia_tui.core.formatting import size, timestamp
+
+_SOURCES = {
+    "segment": "its stored segment",
+    "web": "the web UI's records",
+    "given": "your choice",
+}
+
+
+def _plural(count: int, word: str, words: str | None = None) -> str:
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
+def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
+    lines = []
+    for c in checkpoints:
+        state = f"stale: {c.stale_reason}" if c.stale_reason else c.status
+        line = f"delete checkpoint {c.run_id} ({state}, {_plural(c.entries, 'entry', 'entries')}): {c.reason}"
+        if c.web_pointer:
+            line += f"; web chat {c.web_pointer!r} stops pointing at it"
+        if c.live:
+            line += " — LIVE, forced"
+        lines.append(line)
+    return lines
+
+
+def _calls(heading: str, calls: Iterable[ToolCallRef]) -> list[str]:
+    listed = [f"  {c.name}({c.arguments}) [{c.call_id}, run {c.run_id}]" for c in calls]
+    return [heading, *listed] if listed else []
+
+
+def _unknown_live(run_ids: tuple[str, ...]) -> list[str]:
+    if not run_ids:
+        return []
+    return [
+        f"WARNING: live runs with no known session: {', '.join(run_ids)}; "
+        "if one belongs to this session it will keep writing to it"
+    ]
+
+
+def _rewind(p: RewindPreview) -> list[str]:
+    if p.noop:
+        return [
+            f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"
+        ]
+    kept = p.total_entries - p.entries_removed
+    lines = [
+        f"rewind {p.session_id}: keep {kept} of {p.total_entries} entries, "
+        f"remove {p.entries_removed}"
+        + (
+            f" (the first {p.keep_entries}, less the tool calls the cut leaves without a result)"
+            if kept != p.keep_entries
+            else ""
+        )
+    ]
+    lines += [f"delete run {run_id}" for run_id in p.runs_deleted]
+    if t := p.truncated:
+        lines.append(
+            f"truncate run {t.run_id}: keep {t.kept_entries}, remove {t.removed_entries}"
+            + ("; its meta (context state, timing) is dropped" if t.loses_meta else "")
+        )
+        lines += _calls(
+            "drop tool calls left without a result at the cut:", t.dropped_calls
+        )
+    lines += _checkpoints(p.checkpoints)
+    lines += _calls(
+        "WARNING: these tool calls already ran; rewinding removes them, not their effects:",
+        p.side_effects,
+    )
+    return lines + _unknown_live(p.unknown_live_runs)
+
+
+def _trim(p: TrimPreview) -> list[str]:
+    if p.noop:
+        return [
+            f"trim {p.session_id}: nothing to trim (keeping the last {p.keep_runs} runs)"
+        ]
+    lines = [
+        f"trim {p.session_id}: cut {_plural(p.results_trimmed, 'tool result')} to "
+        f"{p.keep_chars} chars, reclaim {size(p.bytes_reclaimed)}"
+    ]
+    for run in p.runs:
+        lines.append(
+            f"run {run.run_id}: {_plural(run.results, 'result')}, {size(run.bytes_reclaimed)}"
+        )
+    for c in p.cuts:
+        fate = (
+            "archived (recall_tool_result can fetch it)"
+            if c.archived
+            else "gone for the agent (no result store)"
+        )
+        parts = "; its parts (images) are dropped" if c.drops_parts else ""
+        lines.append(
+            f"  {c.tool} [{c.call_id}]: {c.old_chars} → {c.new_chars} chars, {fate}{parts}"
+        )
+    if p.lost_for_good:
+        lines.append(
+            f"WARNING: {_plural(p.lost_for_good, 'output')} not archived to a result store "
+            "cannot be recovered by lovia or the agent once trimmed; only lovia-tui's "
+            "journal keeps the full text"
+        )
+    return lines
+
+
+def _delete(p: DeleteRunsPreview) -> list[str]:
+    if p.noop:
+        return ["delete checkpoints: none matches"]
+    lines = [
+        f"delete {_plural(len(p.checkpoints), 'checkpoint')}",
+        *_checkpoints(p.checkpoints),
+    ]
+    lost = [c.run_id for c in p.checkpoints if not c.appended]
+    if lost:
+        lines.append(
+            f"WARNING: not in any session, their entries exist only in the checkpoint: {', '.join(lost)}"
+        )
+    return lines
+
+
+def _finalize(p: FinalizePreview) -> list[str]:
+    lines = [
+        f"finalize run {p.run_id} into session {p.session_id} ({_SOURCES[p.session_source]})"
+    ]
+    if p.already_appended:
+        lines.append("already a segment of the session: nothing is appended")
+    else:
+        timing = (
+            f", finished {timestamp(p.timing['finished_at'])} (its last save)"
+            if p.timing
+            else ""
+        )
+        lines.append(
+            f"append {_plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}"
+        )
+    lines += _calls("drop tool calls without a result (never re-run):", p.dropped_calls)
+    lines += _checkpoints([p.checkpoint])
+    if p.web_record:
+        lines.append(f"close the web UI's run record: {p.web_record} → cancelled")
+    if p.session_source == "given":
+        lines.append(
+            "WARNING: nothing links this run to the session: lovia cannot check your choice"
+        )
+    return lines
+
+
+def _clear(p: ClearPreview) -> list[str]:
+    entries = "unknown number of" if p.entries is None else str(p.entries)
+    return [
+        f"clear {p.session_id}: remove {_plural(p.segments, 'segment')} ({entries} entries)",
+        *_checkpoints(p.checkpoints),
+        *_unknown_live(p.unknown_live_runs),
+    ]
+
+
+_JOURNAL = "byte for byte from lovia-tui's journal (as long as its file is kept)"
+_UNDO = {
+    RewindPreview: f"undo restores the removed entries and deleted checkpoints {_JOURNAL}; "
+    "it cannot undo what tool calls did",
+    TrimPreview: f"undo restores the full tool outputs {_JOURNAL}",
+    DeleteRunsPreview: f"undo restores the deleted checkpoints {_JOURNAL}",
+    FinalizePreview: "undo removes the appended segment and restores the checkpoint and "
+    f"web records {_JOURNAL}",
+    ClearPreview: f"undo restores the removed segments and deleted checkpoints {_JOURNAL}; "
+    "it cannot undo what tool calls did",
+    ForkPreview: "undo deletes the copy (for a web chat, its chat row too); the source "
+    "is never touched",
+}
+"""What undo can and cannot put back: the journal keeps what lovia no longer has."""
+
+
+def describe(preview: Preview | ForkPreview) -> list[str]:
+    """What ``preview`` will do, one sentence per line, headline first, then what undo restores."""
+    render = {
+        RewindPreview: _rewind,
+        TrimPreview: _trim,
+        DeleteRunsPreview: _delete,
+        FinalizePreview: _finalize,
+        ClearPreview: _clear,
+        ForkPreview: describe_fork,
+    }[type(preview)]
+    lines = render(preview)  # type: ignore[operator]
+    return lines if preview.noop else [*lines, _UNDO[type(preview)]]

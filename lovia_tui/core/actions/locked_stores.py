@@ -1,0 +1,215 @@
+"""lovia's own store methods, run inside a write transaction lovia-tui holds.
+
+The one module that touches lovia's internals. lovia's SQLite stores open a
+connection per call and run one transaction on it (``lovia/stores/_sqlite.py``:
+``_connect`` hands out the connection, ``_tx`` commits it, ``_release`` closes
+it, ``_run`` moves the call to a thread). The subclasses here point that
+plumbing at a connection already inside ``BEGIN IMMEDIATE``, where lovia-tui
+has just checked the rows against the preview: no other process can write
+between the check and lovia's change, and every lovia method of one action
+commits (or rolls back) together. lovia's logic — the rewind split,
+``drop_dangling_tool_calls``, the trim marker — is untouched: its methods run
+as written. :func:`check_lovia_shape` refuses to act if the plumbing is not
+what this module overrides; ``tests/core/test_locked_stores.py`` holds it to that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lovia.stores._sqlite import SQLiteStore
+from lovia.stores.checkpointer import SQLiteCheckpointer
+from lovia.stores.session import SQLiteSession
+from lovia.web.store import ChatStore
+
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
+
+T = TypeVar("T")
+
+# The plumbing overridden below, as lovia 0.9 spells it.
+_PLUMBING = {
+    "_connect": ["self"],
+    "_release": ["self", "conn"],
+    "_conn": ["self"],
+    "_tx": ["self"],
+    "_run": ["self", "fn"],
+}
+
+
+class HeldConnection(sqlite3.Connection):
+    """A connection inside ``BEGIN IMMEDIATE`` whose transaction lovia-tui ends.
+
+    lovia's ``_tx`` commits (or rolls back) after each method; here those calls
+    are only counted, so all of an action's lovia methods share one
+    transaction, committed by :func:`held_write` once the action is done.
+    """
+
+    path: Path
+    lovia_commits: int
+    lovia_rollbacks: int
+
+    def commit(self) -> None:
+        self.lovia_commits += 1
+
+    def rollback(self) -> None:
+        self.lovia_rollbacks += 1
+
+
+class PartlyCommitted(ActionError):
+    """Some files committed, a later one failed: the action is half done."""
+
+
+@functools.cache
+def check_lovia_shape() -> None:
+    """Refuse to act if lovia's store plumbing changed shape (another lovia version)."""
+    for name, params in _PLUMBING.items():
+        found = getattr(SQLiteStore, name, None)
+        if found is None or list(inspect.signature(found).parameters) != params:
+            raise ActionError(
+                f"this lovia's SQLiteStore.{name} is not what lovia-tui was built "
+                "against (lovia 0.9): refusing to act; install the lovia version "
+                "lovia-tui pins"
+            )
+
+
+def _open(path: Path) -> HeldConnection:
+    conn = sqlite3.connect(
+        sqlite_uri(path, "rw"), uri=True, isolation_level=None,
+        check_same_thread=False, factory=HeldConnection,
+    )  # fmt: skip
+    conn.path, conn.lovia_commits, conn.lovia_rollbacks = path, 0, 0
+    conn.row_factory = sqlite3.Row  # as lovia's _connect sets it
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return conn
+
+
+@contextlib.contextmanager
+def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
+    """A write transaction on each file for the block, committed when it succeeds.
+
+    Taken in path order, so two lovia-tui processes never deadlock; lovia's
+    writers only wait (their busy timeout is 5 s). If the block raises,
+    everything is rolled back. If a commit fails after another file's
+    succeeded, :class:`PartlyCommitted` says so.
+    """
+    check_lovia_shape()
+    held: dict[Path, HeldConnection] = {}
+    try:
+        for path in sorted({Path(f).resolve() for f in set(files)}):
+            held[path] = _open(path)
+            held[path].execute("BEGIN IMMEDIATE")
+        yield held
+        for committed, conn in enumerate(held.values()):
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if committed:
+                    raise PartlyCommitted(
+                        f"{conn.path}: commit failed ({exc}) after {committed} "
+                        "other file(s) committed"
+                    ) from exc
+                raise
+    finally:
+        for conn in held.values():
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+
+
+class _OnHeld:
+    """lovia's store plumbing pointed at a held connection."""
+
+    _held: HeldConnection
+    _schema_ready: bool
+
+    def _connect(self) -> sqlite3.Connection:
+        return self._held
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        """The holder closes it, after the commit."""
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        # Already on a worker thread with a loop of its own; and no retry:
+        # a retry inside the held transaction would repeat what already ran.
+        return fn()
+
+    def _hold(self, held: HeldConnection) -> None:
+        if "_schema_ready" not in vars(self):
+            raise ActionError("this lovia's stores no longer track their schema check")
+        # The preview found the store's tables; lovia's schema check would
+        # start a second transaction on this connection.
+        self._held, self._schema_ready = held, True
+
+
+class LockedSession(_OnHeld, SQLiteSession):
+    """``SQLiteSession`` whose every method runs on the held connection."""
+
+    def __init__(self, held: HeldConnection) -> None:
+        SQLiteSession.__init__(self, held.path)
+        self._hold(held)
+
+
+class LockedCheckpointer(_OnHeld, SQLiteCheckpointer):
+    """``SQLiteCheckpointer`` whose every method runs on the held connection."""
+
+    def __init__(self, held: HeldConnection) -> None:
+        SQLiteCheckpointer.__init__(self, held.path)
+        self._hold(held)
+
+
+class _LockedMeta(_OnHeld, SQLiteStore):
+    def __init__(self, held: HeldConnection) -> None:
+        SQLiteStore.__init__(self, held.path, "", name="chat")
+        self._hold(held)
+
+
+class LockedChatStore(ChatStore):
+    """lovia web's ``ChatStore`` with its metadata store on the held connection.
+
+    Its constructor's own schema check is skipped: the preview refused a file
+    whose chat tables lovia would migrate (``require_current_chat``).
+    """
+
+    def __init__(self, held: HeldConnection) -> None:  # noqa: D107
+        self.session = LockedSession(held)
+        self.checkpointer = LockedCheckpointer(held)
+        self._meta = _LockedMeta(held)
+
+
+class Stores:
+    """The locked lovia stores of one action, by file, made on first use."""
+
+    def __init__(self, held: dict[Path, HeldConnection]) -> None:
+        self.held = held
+        self._by_name: dict[Path, HeldConnection] = {}
+        self._made: dict[tuple[type, Path], Any] = {}
+
+    def connection(self, file: Path) -> HeldConnection:
+        """The held connection of ``file`` (as the preview names it: resolved once)."""
+        if file not in self._by_name:
+            conn = self.held.get(Path(file).resolve())
+            if conn is None:
+                raise ActionError(f"{file} is not locked for this action")
+            self._by_name[file] = conn
+        return self._by_name[file]
+
+    def _get(self, kind: type, file: Path) -> Any:
+        if (kind, file) not in self._made:
+            self._made[kind, file] = kind(self.connection(file))
+        return self._made[kind, file]
+
+    def session(self, file: Path) -> LockedSession:
+        return self._get(LockedSession, file)
+
+    def checkpointer(self, file: Path) -> LockedCheckpointer:
+        return self._get(LockedCheckpointer, file)
+
+    def chat(self, file: Path) -> LockedChatStore:
+        return self._get(LockedChatStore, file)

@@ -1,0 +1,303 @@
+"""Performing a previewed action through lovia, journaled so it can be undone.
+
+``perform`` journals the rows the preview was computed from (refusing if they
+changed), then, in one write transaction per file held across the check and
+the change (:mod:`lovia_tui.core.actions.locked_stores`), checks them again, runs
+lovia's own store methods (never raw SQL) and reads what they left. No other
+process can write those rows in between, so nothing outside the preview is
+removed and the journal holds every row that is. Everything that can be
+prepared — lovia's imports, the capture, the journal entry — is done before
+the lock is taken; lovia's writers wait for it, they do not fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lovia_tui.core.actions.journal import Journal, UndoResult
+from lovia_tui.core.actions.plans import capture_groups, refuse_readonly
+from lovia_tui.core.actions.previews import (
+    CheckpointDeletion,
+    ClearPreview,
+    DeleteRunsPreview,
+    FinalizePreview,
+    Preview,
+    RewindPreview,
+    TrimPreview,
+    preview_dict,
+    subject,
+)
+from lovia_tui.core.errors import ActionError, RowsChangedError
+from lovia_tui.core.store.rows import (
+    Captured,
+    RowGroup,
+    capture_all,
+    combined,
+    identity,
+)
+from lovia_tui.core.store.workspace import Workspace
+
+if TYPE_CHECKING:
+    from lovia_tui.core.actions.locked_stores import Stores
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What an action did; ``journal_id`` undoes it (None when nothing was done).
+
+        ``warnings`` are sentences to show beside the result: lovia's counts
+        differing from the preview's (a bug to report: the change is committed,
+        and the journal holds every row it removed), or a journal that could not
+        record the outcome. ``held_ms`` is how long the files were locked (from
+    the last lock taken to the commit).
+    """
+
+    action: str
+    journal_id: int | None
+    counts: dict[str, int]
+    warnings: tuple[str, ...] = ()
+    held_ms: float = 0.0
+
+
+class _Changed(Exception):
+    """The rows differ from the preview's, seen under the lock."""
+
+
+def _changed(action: str) -> RowsChangedError:
+    return RowsChangedError(
+        f"the rows this {action} touches changed since the preview; "
+        "nothing was done: preview it again"
+    )
+
+
+async def perform(
+    ws: Workspace,
+    preview: Preview,
+    *,
+    reason: str | None = None,
+    journal: Journal | None = None,
+) -> ActionResult:
+    """Do what ``preview`` says, or raise ActionError without changing anything.
+
+    Refused in a read-only workspace, and when the rows the preview was
+    computed from have changed since (preview again and confirm again). If
+    the process dies part-way the journal entry stays pending, and undoing
+    it puts back every row removed.
+    """
+    refuse_readonly(ws)
+    if preview.noop:
+        return ActionResult(preview.action, None, {})
+    journal = journal or Journal()
+    locked_stores = load_lovia()
+
+    before = await capture_groups(ws, preview.plan.groups)
+    if combined(before) != preview.plan.fingerprint:
+        raise _changed(preview.action)
+    entry_id = await journal.begin(
+        preview.action, preview_dict(preview), reason, before,
+        subject=subject(preview), adds=_adds(preview),
+    )  # fmt: skip
+    try:
+        counts, after, held_ms = await asyncio.to_thread(_act_locked, preview, before)
+    except _Changed:
+        await journal.finish(
+            entry_id, "rolled back", {}, "rows changed since the preview"
+        )
+        raise _changed(preview.action) from None
+    except locked_stores.PartlyCommitted as exc:
+        await journal.finish(entry_id, "failed", {}, str(exc))
+        raise ActionError(
+            f"{preview.action} was interrupted half way ({exc}); "
+            f"`lovia-tui undo PATH... {entry_id} --yes` puts back every row it removed"
+        ) from exc
+    except Exception as exc:
+        error = str(exc) or type(exc).__name__
+        await journal.finish(entry_id, "rolled back", {}, error)
+        raise ActionError(
+            f"{preview.action} failed and was rolled back, nothing changed: {error}"
+        ) from exc
+    mismatches = _mismatches(preview, counts)
+    warnings = [
+        f"BUG (please report): {mismatch}; the change is committed and journal "
+        f"entry {entry_id} holds every row it removed"
+        for mismatch in mismatches
+    ]
+    try:
+        await journal.finish(
+            entry_id, "done", counts, "; ".join(mismatches) or None,
+            list(zip(before, after, strict=True)),
+        )  # fmt: skip
+    except sqlite3.Error as exc:  # committed: say so, and how to undo it anyway
+        warnings.append(
+            f"done, but the journal could not record that it finished ({exc}): "
+            f"entry {entry_id} stays pending, and undoing it puts every row back"
+        )
+    return ActionResult(preview.action, entry_id, counts, tuple(warnings), held_ms)
+
+
+def load_lovia() -> Any:
+    """Import what acting needs of lovia (slow: ~0.3 s cold), never under the lock.
+
+    Call it before the preview too when the action will follow at once (the
+    CLI's ``--yes``): the shorter the gap, the less likely the rows moved on.
+    """
+    import lovia.transcript  # noqa: F401  (the finalize's)
+    import lovia.web.sse  # noqa: F401
+
+    from lovia_tui.core.actions import locked_stores
+
+    return locked_stores
+
+
+def _act_locked(
+    preview: Preview, journaled: list[Captured]
+) -> tuple[dict[str, int], list[Captured], float]:
+    """Check, act and read back under one write lock per file (on a worker thread).
+
+    The check: every row exactly as journaled (which matched the preview).
+    """
+    from lovia_tui.core.actions.locked_stores import Stores, held_write
+
+    groups = preview.plan.groups
+    with held_write(g.file for g in groups) as held:
+        started = time.perf_counter()  # every lock taken: writers wait from here
+        stores = Stores(held)
+        now = capture_all(stores.connection, groups)
+        if [c.rows for c in now] != [c.rows for c in journaled]:
+            raise _Changed
+        # A loop of its own: the locked stores run lovia's statements inline.
+        counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores))
+        after = capture_all(stores.connection, groups)
+        if isinstance(preview, ClearPreview):  # its session's rows come first
+            counts["segments_removed"] = len(now[0].rows) - len(after[0].rows)
+    return counts, after, (time.perf_counter() - started) * 1000
+
+
+def _adds(preview: Preview) -> list[tuple[str, ...]]:
+    """Per plan group, the rows the action means to add: a finalize's segment."""
+    if not isinstance(preview, FinalizePreview) or preview.entries_appended == 0:
+        return []
+    target = RowGroup(preview.file, "session_runs", preview.session_id)
+    name = identity("text", preview.run_id.encode())
+    return [(name,) if group == target else () for group in preview.plan.groups]
+
+
+def _expected(preview: Preview) -> dict[str, int]:
+    if isinstance(preview, RewindPreview):
+        return {"entries_removed": preview.entries_removed}
+    if isinstance(preview, TrimPreview):
+        return {"results_trimmed": preview.results_trimmed}
+    if isinstance(preview, FinalizePreview):
+        return {"entries_appended": preview.entries_appended}
+    if isinstance(preview, ClearPreview):
+        return {"segments_removed": preview.segments}
+    return {}
+
+
+def _mismatches(preview: Preview, counts: dict[str, int]) -> list[str]:
+    """lovia's counts that differ from the preview's, each with both numbers."""
+    return [
+        f"{what.replace('_', ' ')}: lovia {counts[what]}, the preview {expected}"
+        for what, expected in _expected(preview).items()
+        if counts.get(what) != expected
+    ]
+
+
+async def undo(
+    ws: Workspace, entry_id: int, journal: Journal | None = None
+) -> UndoResult:
+    """Undo a journaled action on the workspace's files (see :meth:`Journal.undo`)."""
+    refuse_readonly(ws)
+    return await (journal or Journal()).undo(entry_id, [db.path for db in ws.databases])
+
+
+async def _delete_checkpoints(
+    stores: Stores, checkpoints: Iterable[CheckpointDeletion]
+) -> int:
+    """Delete each checkpoint and clear a web chat's pointer to it, as the web UI does."""
+    deleted = 0
+    for checkpoint in checkpoints:
+        await stores.checkpointer(checkpoint.file).delete(checkpoint.run_id)
+        if checkpoint.web_pointer is not None:
+            await stores.chat(checkpoint.file).clear_active_run_id(
+                checkpoint.web_pointer, expected=checkpoint.run_id
+            )
+        deleted += 1
+    return deleted
+
+
+async def _rewind(preview: RewindPreview, stores: Stores) -> dict[str, int]:
+    deleted = await _delete_checkpoints(stores, preview.checkpoints)
+    removed = await stores.session(preview.file).rewind(
+        preview.session_id, keep_entries=preview.keep_entries
+    )
+    return {"entries_removed": removed, "checkpoints_deleted": deleted}
+
+
+async def _trim(preview: TrimPreview, stores: Stores) -> dict[str, int]:
+    trimmed = await stores.session(preview.file).trim_tool_results(
+        preview.session_id, keep_chars=preview.keep_chars, keep_runs=preview.keep_runs
+    )
+    return {"results_trimmed": trimmed, "bytes_reclaimed": preview.bytes_reclaimed}
+
+
+async def _delete_runs(preview: DeleteRunsPreview, stores: Stores) -> dict[str, int]:
+    return {
+        "checkpoints_deleted": await _delete_checkpoints(stores, preview.checkpoints)
+    }
+
+
+async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
+    """lovia web's Stop: persist the partial run, drop its checkpoint, close its record."""
+    from lovia.transcript import drop_dangling_tool_calls
+    from lovia.web.sse import usage_dict
+
+    checkpoint = preview.checkpoint
+    snapshot = await stores.checkpointer(checkpoint.file).load(preview.run_id)
+    if snapshot is None:
+        raise ActionError(f"checkpoint {preview.run_id} disappeared")
+    entries = drop_dangling_tool_calls(snapshot.entries)
+    appended = 0
+    if entries and not preview.already_appended:
+        await stores.session(preview.file).append(
+            preview.session_id,
+            entries,
+            run_id=preview.run_id,
+            meta={"timing": preview.timing} if preview.timing else None,
+        )
+        appended = len(entries)
+    deleted = await _delete_checkpoints(stores, [checkpoint])
+    if preview.web_record is not None:
+        usage = snapshot.usage
+        await stores.chat(checkpoint.file).finish_run(
+            preview.run_id,
+            status="cancelled",
+            error="cancelled",
+            usage=usage_dict(usage, last_input_tokens=snapshot.last_input_tokens)
+            if usage.total_tokens
+            else None,
+        )
+    return {"entries_appended": appended, "checkpoints_deleted": deleted}
+
+
+async def _clear(preview: ClearPreview, stores: Stores) -> dict[str, int]:
+    deleted = await _delete_checkpoints(stores, preview.checkpoints)
+    await stores.session(preview.file).clear(preview.session_id)
+    # segments_removed is counted from the rows themselves (see _act_locked).
+    return {"segments_removed": 0, "checkpoints_deleted": deleted}
+
+
+_PERFORMERS: dict[
+    type, Callable[[Any, Stores], Coroutine[Any, Any, dict[str, int]]]
+] = {
+    RewindPreview: _rewind,
+    TrimPreview: _trim,
+    DeleteRunsPreview: _delete_runs,
+    FinalizePreview: _finalize,
+    ClearPreview: _clear,
+}

@@ -1,0 +1,239 @@
+"""What every preview shares: guards, checkpoint deletions, the row fingerprint.
+
+Previews mirror lovia's own rules on the very rows lovia will read, so their
+counts equal what lovia returns; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lovia_tui.core.actions.previews import (
+    CheckpointDeletion,
+    Plan,
+    ToolCallRef,
+)
+from lovia_tui.core.entries import (
+    UnreadableError,
+    parse_entries,
+    parse_object,
+)
+from lovia_tui.core.errors import ActionError, LiveRunError
+from lovia_tui.core.formatting import age
+from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.run_status import stale_reason
+from lovia_tui.core.store import database
+from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, Database, sqlite_uri
+from lovia_tui.core.store.rows import Captured, RowGroup, capture_all, combined
+from lovia_tui.core.store.schema import known_version
+from lovia_tui.core.store.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One ``session_runs`` row parsed as lovia's rewind and trim read it.
+
+    Those read only ``entries_json``; the meta is kept for the preview and an
+    unreadable one counts as present (``has_meta``) but says nothing.
+    """
+
+    run_id: str
+    entries: list[dict[str, Any]]
+    has_meta: bool
+    meta: dict[str, Any]
+    stored_bytes: int
+
+
+def meta_of(raw: Any) -> dict[str, Any]:
+    try:
+        return parse_object(raw) or {}
+    except UnreadableError:
+        return {}
+
+
+def refuse_readonly(ws: Workspace) -> None:
+    if ws.readonly:
+        raise ActionError("the files are open read-only: no action can change them")
+
+
+async def session_database(ws: Workspace, session_id: str) -> Database:
+    """The file holding the session's segments: lovia's session store must be there
+    already, or constructing it would create its tables."""
+    db = await ws.find_session(session_id)
+    if db is None:
+        raise ActionError(f"no session {session_id!r} in the open files")
+    if not db.stores.session:
+        raise ActionError(
+            f"session {session_id!r} has no stored runs: {db.path} has no session store"
+        )
+    return db
+
+
+def parse_segments(rows: Captured, action: str) -> list[Segment]:
+    """The session's segments, or ActionError: lovia cannot act on unreadable entries."""
+    segments = []
+    for run_id, raw, meta in stored_values(rows):
+        try:
+            entries = parse_entries(raw)
+        except UnreadableError as exc:
+            raise unreadable(rows, run_id, action, exc) from exc
+        segments.append(
+            Segment(run_id, entries, meta is not None, meta_of(meta), len(bytes(raw)))
+        )
+    return segments
+
+
+def stored_values(rows: Captured) -> Iterator[tuple[str, Any, Any]]:
+    """(run id, stored entries, stored meta) of each captured segment."""
+    entries_at, meta_at = (
+        rows.columns.index("entries_json"),
+        rows.columns.index("meta_json"),
+    )
+    for run_id, row in zip(rows.column("run_id"), rows.rows, strict=True):
+        yield run_id, row[entries_at][1], row[meta_at][1]
+
+
+def unreadable(
+    rows: Captured, run_id: str, action: str, exc: UnreadableError
+) -> ActionError:
+    return ActionError(
+        f"segment {run_id} of session {rows.group.key!r} is unreadable ({exc}); "
+        f"lovia cannot {action} this session"
+    )
+
+
+def calls(run_id: str, entries: Iterable[dict[str, Any]]) -> list[ToolCallRef]:
+    return [
+        ToolCallRef(
+            run_id,
+            str(e.get("call_id")),
+            str(e.get("name", "?")),
+            str(e.get("arguments", "")),
+        )
+        for e in entries
+        if e.get("type") == "tool_call"
+    ]
+
+
+async def runs_and_links(ws: Workspace) -> tuple[list[RunInfo], dict[str, SessionLink]]:
+    runs = await ws.all_runs()
+    return runs, await ws.links(run.run_id for run in runs)
+
+
+def refuse_live(
+    runs: Iterable[RunInfo], force: bool, stale_after: float, what: str
+) -> None:
+    """No action may touch a run another process may still be writing."""
+    now = time.time()
+    for run in runs:
+        if run.is_live(now, stale_after) and not force:
+            raise LiveRunError(
+                f"run {run.run_id} is live (last saved {age(now - run.updated_at)} ago, "
+                f"under the {age(stale_after)} stale limit): {what} now would corrupt it; "
+                "stop its process first, or force if it is gone"
+            )
+
+
+async def require_current_chat(db: Database) -> None:
+    """Refuse a web UI file whose chat tables lovia's ChatStore would migrate on open."""
+    try:
+        row = await db.fetchone("SELECT version FROM lovia_schema WHERE store = 'chat'")
+    except sqlite3.OperationalError as exc:
+        if not database.is_missing_table(exc):
+            raise
+        row = None
+    known = known_version("chat")
+    if row is None or row[0] != known:
+        raise ActionError(
+            f"{db.path}: the web UI tables are at schema version "
+            f"{row[0] if row else 'none'}, not {known}: lovia would migrate them to "
+            "update the chat; open the file with `lovia web` first"
+        )
+
+
+async def deletion(
+    ws: Workspace,
+    run: RunInfo,
+    link: SessionLink | None,
+    reason: str,
+    stale_after: float,
+) -> CheckpointDeletion:
+    db = ws.database(run.file)
+    pointer = None
+    if db.stores.chat:
+        row = await db.fetchone(
+            "SELECT id FROM chat_sessions WHERE active_run_id = ? LIMIT 1",
+            (run.run_id,),
+        )
+        pointer = row[0] if row else None
+        if pointer is not None:
+            await require_current_chat(db)
+    now = time.time()
+    return CheckpointDeletion(
+        file=run.file,
+        run_id=run.run_id,
+        status=run.status,
+        stale=run.is_stale(now, stale_after),
+        live=run.is_live(now, stale_after),
+        entries=run.entries,
+        reason=reason,
+        session_id=link.session_id if link else None,
+        appended=link is not None and link.kind == "segment",
+        web_pointer=pointer,
+        stale_reason=stale_reason(run, now, stale_after),
+        web_record=run.web_status,
+    )
+
+
+def checkpoint_groups(deletions: Iterable[CheckpointDeletion]) -> list[RowGroup]:
+    groups = []
+    for d in deletions:
+        groups += [
+            RowGroup(d.file, "snapshot_heads", d.run_id),
+            RowGroup(d.file, "snapshot_turns", d.run_id),
+        ]
+        if d.web_pointer is not None:
+            groups.append(RowGroup(d.file, "chat_sessions", d.web_pointer))
+    return groups
+
+
+async def capture_groups(ws: Workspace, groups: Iterable[RowGroup]) -> list[Captured]:
+    """The groups' rows now, through short read connections of our own (in a thread)."""
+    refuse_readonly(ws)
+    return await asyncio.to_thread(_read_groups, list(groups))
+
+
+def _read_groups(groups: list[RowGroup]) -> list[Captured]:
+    conns: dict[Path, sqlite3.Connection] = {}
+
+    def conn_for(file: Path) -> sqlite3.Connection:
+        if file not in conns:
+            conns[file] = sqlite3.connect(sqlite_uri(file, "ro"), uri=True)
+            conns[file].execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return conns[file]
+
+    try:
+        return capture_all(conn_for, groups)
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+
+async def make_plan(
+    ws: Workspace,
+    groups: Sequence[RowGroup],
+    forced: bool,
+    known: Sequence[Captured] = (),
+) -> Plan:
+    """Fingerprint the groups' rows now (reusing rows already read for the preview)."""
+    have = {c.group: c for c in known}
+    unique = list(dict.fromkeys(groups))
+    read = iter(await capture_groups(ws, [g for g in unique if g not in have]))
+    captured = [have[g] if g in have else next(read) for g in unique]
+    return Plan(tuple(unique), combined(captured), forced)

@@ -1,0 +1,134 @@
+"""Undo one row group row by row: put back what an action took, keep what came after.
+
+A group's journaled rows (as they were before the action) are matched with
+its rows now by name (a segment's run id, a checkpoint batch's seq; see
+:meth:`Captured.identities`). A journaled row missing or altered now is put
+back; one as journaled is left in place; a row the action added is taken out.
+Rows nobody journaled — a lovia writer's newer runs — are never touched, so
+undoing a rewind of a session an agent kept appending to keeps the agent's
+runs.
+
+The check that makes this safe: after a finished action, the digest of the
+rows it could have touched (the journaled ones and the ones it added) is
+recorded; undo refuses if those rows changed since, since putting the old
+ones back would lose that change. An unfinished entry (the process was
+killed, or the commit failed half way) has no such digest: its rows are
+either as journaled or as the action left them, and undo puts back exactly
+the journaled rows that are missing or altered.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.rows import TABLES, Captured, capture_sync, digest, insert_row
+
+
+def touched_digest(captured: Captured, names: Iterable[str]) -> str:
+    """The digest of the group's rows with these names, in the group's order."""
+    wanted = set(names)
+    return digest(
+        row
+        for row, name in zip(captured.rows, captured.identities(), strict=True)
+        if name in wanted
+    )
+
+
+def after_state(before: Captured, after: Captured) -> tuple[str, tuple[str, ...]]:
+    """What an action left in a group: its touched rows' digest, and the rows it added.
+
+    ``after`` is read inside the action's own transaction, so every row in it
+    that was not in ``before`` is the action's.
+    """
+    known = set(before.identities())
+    added = tuple(name for name in after.identities() if name not in known)
+    return touched_digest(after, known | set(added)), added
+
+
+@dataclass(frozen=True)
+class RowUndo:
+    """What undoing one group does to its rows."""
+
+    journaled: Captured
+    added: tuple[str, ...]
+    put_back: tuple[int, ...]
+    """Indices of journaled rows inserted again."""
+    take_out: tuple[int, ...]
+    """Rowids of current rows deleted: altered versions, and rows the action added."""
+    in_place: tuple[str, ...]
+    """Journaled rows already as journaled (never removed, or back already), by
+    their run id or seq as Python shows it."""
+    added_out: int
+    """How many of ``take_out`` are rows the action added."""
+
+
+def plan_group(
+    journaled: Captured,
+    current: Captured,
+    after: str | None,
+    added: tuple[str, ...] | None,
+    what: str,
+) -> RowUndo:
+    """How to undo one group, or ActionError if rows changed since the action.
+
+    ``after``/``added`` are what :func:`after_state` recorded (``after`` None
+    for an unfinished entry). ``added`` None is an entry journaled before
+    row-level undo: its digest covers the whole group.
+    """
+    names = journaled.identities()
+    now_names = current.identities()
+    if added is None:
+        changed = after is not None and current.digest != after
+        added = tuple(n for n in now_names if n not in set(names))
+    else:
+        changed = (
+            after is not None and touched_digest(current, {*names, *added}) != after
+        )
+    if changed:
+        group = journaled.group
+        raise ActionError(
+            f"cannot undo {what}: the {group.table} rows for {group.key!r} changed "
+            "since; undoing would lose that change"
+        )
+    now = dict(
+        zip(now_names, zip(current.rowids, current.rows, strict=True), strict=True)
+    )
+    labels = journaled.column(TABLES[journaled.group.table][2]) if names else []
+    put_back, take_out, in_place = [], [], []
+    for index, (name, row) in enumerate(zip(names, journaled.rows, strict=True)):
+        found = now.get(name)
+        if found is not None and found[1] == row:
+            in_place.append(str(labels[index]))
+            continue
+        if found is not None:
+            take_out.append(found[0])
+        put_back.append(index)
+    extra = [now[name][0] for name in added if name in now]
+    return RowUndo(
+        journaled, added, tuple(put_back), tuple(take_out + extra), tuple(in_place),
+        len(extra),
+    )  # fmt: skip
+
+
+def apply_group(conn: sqlite3.Connection, undo: RowUndo, what: str) -> Captured:
+    """Carry out a group's undo inside the caller's transaction; the rows after it.
+
+    Raises ActionError (the caller rolls back) unless the group's journaled
+    rows are exactly back and the action's additions gone.
+    """
+    group = undo.journaled.group
+    for rowid in undo.take_out:
+        conn.execute(f"DELETE FROM {group.table} WHERE rowid = ?", (rowid,))
+    for index in undo.put_back:
+        insert_row(conn, undo.journaled, index)
+    now = capture_sync(conn, group)
+    touched = {*undo.journaled.identities(), *undo.added}
+    if touched_digest(now, touched) != undo.journaled.digest:
+        raise ActionError(
+            f"undo of {what} did not reproduce the {group.table} rows for "
+            f"{group.key!r}; nothing changed"
+        )
+    return now

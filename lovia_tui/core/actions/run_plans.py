@@ -1,0 +1,211 @@
+"""Previews of the checkpoint actions: delete checkpoints, finalize a run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from lovia_tui.core.actions.plans import (
+    calls,
+    checkpoint_groups,
+    deletion,
+    make_plan,
+    refuse_live,
+    refuse_readonly,
+    require_current_chat,
+    runs_and_links,
+)
+from lovia_tui.core.actions.previews import (
+    DeleteRunsPreview,
+    FinalizePreview,
+    SessionSource,
+)
+from lovia_tui.core.entries import drop_dangling
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.models import RunInfo, SessionLink
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS, RunStatus
+from lovia_tui.core.store import checkpoint_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.rows import RowGroup
+from lovia_tui.core.store.workspace import Workspace
+
+# A web run record still open: the run never reached its wind-down.
+_OPEN_RECORDS = ("running", "interrupted")
+
+
+def _selected(
+    runs: list[RunInfo],
+    run_ids: Sequence[str],
+    status: str | None,
+    older_than_days: float | None,
+    stale_after: float,
+) -> list[RunInfo]:
+    if run_ids:
+        missing = set(run_ids) - {run.run_id for run in runs}
+        if missing:
+            raise ActionError(f"no checkpoint {sorted(missing)[0]!r} in the open files")
+        runs = [run for run in runs if run.run_id in run_ids]
+    now = time.time()
+    if status == RunStatus.STALE:
+        runs = [run for run in runs if run.is_stale(now, stale_after)]
+    elif status is not None:
+        runs = [run for run in runs if run.status == status]
+    if older_than_days is not None:
+        runs = [run for run in runs if now - run.updated_at >= older_than_days * 86400]
+    return runs
+
+
+def _why(link: SessionLink | None) -> str:
+    if link is None:
+        return "requested; linked to no session: its entries exist only here"
+    if link.kind == "segment":
+        return f"requested; already a segment of session {link.session_id!r}"
+    return f"requested; in-flight run of web chat {link.session_id!r}: its entries exist only here"
+
+
+async def preview_delete_runs(
+    ws: Workspace,
+    run_ids: Sequence[str] = (),
+    *,
+    status: str | None = None,
+    older_than_days: float | None = None,
+    force: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> DeleteRunsPreview:
+    """Checkpoints to delete: the named runs, narrowed by status and age.
+
+    ``status`` is a head status or ``"stale"`` (running, no recent save).
+    Raises ActionError for a live run unless forced: its writer would keep
+    appending to a checkpoint that no longer has a head.
+    """
+    refuse_readonly(ws)
+    if not run_ids and status is None and older_than_days is None:
+        raise ActionError("name the runs to delete, or choose them by status or age")
+    if status is not None and status not in STATUS_FILTERS:
+        raise ActionError(
+            f"unknown status {status!r} (one of {', '.join(STATUS_FILTERS)})"
+        )
+    runs, links = await runs_and_links(ws)
+    chosen = _selected(runs, run_ids, status, older_than_days, stale_after)
+    refuse_live(chosen, force, stale_after, "deleting its checkpoint")
+    checkpoints = [
+        await deletion(
+            ws, run, links.get(run.run_id), _why(links.get(run.run_id)), stale_after
+        )
+        for run in chosen
+    ]
+    return DeleteRunsPreview(
+        run_ids=tuple(run_ids),
+        status=status,
+        older_than_days=older_than_days,
+        checkpoints=tuple(checkpoints),
+        plan=await make_plan(ws, checkpoint_groups(checkpoints), force),
+    )
+
+
+async def _finalize_target(
+    ws: Workspace, run: RunInfo, link: SessionLink | None, session_id: str | None
+) -> tuple[str, SessionSource, Database]:
+    """The session (and its file) an abandoned run is folded into, and how we know."""
+    if link and session_id and link.session_id != session_id:
+        raise ActionError(
+            f"run {run.run_id} belongs to session {link.session_id!r} "
+            f"({'its segment' if link.kind == 'segment' else 'the web UI'} says so); "
+            f"refusing to finalize it into {session_id!r}"
+        )
+    if link is None and session_id is None:
+        raise ActionError(
+            f"run {run.run_id} is linked to no session: name the session it belongs to"
+        )
+    target = session_id or link.session_id  # type: ignore[union-attr]
+    db = await ws.find_session(target)
+    if db is None or not db.stores.session:
+        # No segment yet: the run's own file if it holds sessions (the web UI's
+        # layout), else the only file that does. Never a file without the store.
+        own = ws.database(run.file)
+        candidates = (
+            [own]
+            if own.stores.session
+            else [d for d in ws.databases if d.stores.session]
+        )
+        if len(candidates) != 1:
+            raise ActionError(
+                f"session {target!r} has no stored runs and no single open file holds "
+                "a session store: open only the file it belongs in"
+            )
+        db = candidates[0]
+    return target, link.kind if link else "given", db
+
+
+async def preview_finalize(
+    ws: Workspace,
+    run_id: str,
+    session_id: str | None = None,
+    *,
+    force: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> FinalizePreview:
+    """Fold an abandoned run into its session, as lovia's web UI does on Stop.
+
+    Its checkpoint entries, minus calls left dangling, are appended as a
+    segment under the run's id (a no-op if already there), then the
+    checkpoint is deleted; in a web UI file the chat's active-run pointer is
+    cleared and an open run record closed as cancelled. The session is the
+    linked one, or ``session_id`` when nothing links the run.
+    """
+    refuse_readonly(ws)
+    run = await ws.find_run(run_id)
+    if run is None:
+        raise ActionError(f"no checkpoint {run_id!r} in the open files")
+    if run.unreadable:
+        raise ActionError(f"{run.unreadable}: lovia cannot load this run")
+    refuse_live([run], force, stale_after, "finalizing it")
+    link = (await ws.links([run_id])).get(run_id)
+    target, source, db = await _finalize_target(ws, run, link, session_id)
+    run_db = ws.database(run.file)
+    entries, problems = await checkpoint_reads.snapshot_entries(run_db, run_id)
+    if problems:
+        raise ActionError(f"{problems[0]}: lovia cannot load this run")
+    data = [e.data for e in entries]
+    kept = drop_dangling(data)
+    kept_ids = {id(e) for e in kept}
+    appended = bool(
+        await db.fetchone(
+            "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ?",
+            (target, run_id),
+        )
+    )
+    record = None
+    if run_db.stores.chat:
+        row = await run_db.fetchone(
+            "SELECT status FROM chat_runs WHERE id = ?", (run_id,)
+        )
+        record = row[0] if row and row[0] in _OPEN_RECORDS else None
+        if record is not None:
+            await require_current_chat(run_db)
+    checkpoint = await deletion(
+        ws, run, link, "finalized: its entries now live in the session", stale_after
+    )
+    groups = [
+        RowGroup(db.path, "session_runs", target),
+        *checkpoint_groups([checkpoint]),
+    ]
+    if record is not None:
+        groups.append(RowGroup(run.file, "chat_runs", run_id))
+    return FinalizePreview(
+        file=db.path,
+        run_id=run_id,
+        checkpoint=checkpoint,
+        session_id=target,
+        session_source=source,
+        already_appended=appended,
+        entries_appended=0 if appended else len(kept),
+        dropped_calls=tuple(calls(run_id, (e for e in data if id(e) not in kept_ids))),
+        timing=(
+            {"started_at": run.started_at, "finished_at": run.updated_at}
+            if run.started_at is not None
+            else None
+        ),
+        web_record=record,
+        plan=await make_plan(ws, groups, force),
+    )

@@ -1,0 +1,388 @@
+"""Previews of the session actions: rewind, trim, clear.
+
+The counts apply lovia's ``_rewind_split``, ``_trim_entries`` and
+``drop_dangling_tool_calls`` to the stored JSON, so they equal what lovia
+returns. lovia itself is imported only for its result digest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from lovia_tui.core.actions.plans import (
+    Segment,
+    calls,
+    checkpoint_groups,
+    deletion,
+    make_plan,
+    meta_of,
+    parse_segments,
+    refuse_live,
+    refuse_readonly,
+    runs_and_links,
+    session_database,
+    stored_values,
+    unreadable,
+)
+from lovia_tui.core.actions.previews import (
+    CheckpointDeletion,
+    ClearPreview,
+    RewindPreview,
+    ToolCallRef,
+    TrimCut,
+    TrimPreview,
+    TrimRun,
+    Truncation,
+)
+from lovia_tui.core.entries import (
+    UnreadableError,
+    drop_dangling,
+    output_text,
+    parse_json,
+    trimmed_output,
+)
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.huge_text import dumped_bytes
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
+from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import read_entries
+from lovia_tui.core.store.rows import Captured, RowGroup, capture
+from lovia_tui.core.store.workspace import Workspace
+
+
+async def _linked_deletions(
+    ws: Workspace, session_id: str, affected: set[str], force: bool, stale_after: float
+) -> tuple[list[CheckpointDeletion], tuple[str, ...]]:
+    """Checkpoints to delete with a session's rows, and live runs of unknown session.
+
+    A checkpoint of a removed run, or the session's in-flight run, would
+    otherwise bring the removed tail back on a later resume or replay.
+    Refuses while a run linked to the session is live, unless forced.
+    """
+    runs, links = await runs_and_links(ws)
+    linked = [
+        r
+        for r in runs
+        if r.run_id in links and links[r.run_id].session_id == session_id
+    ]
+    doomed = []
+    for run in runs:
+        link = links.get(run.run_id)
+        if run.run_id in affected:
+            doomed.append(
+                (run, "its segment is removed: a resume or replay would bring it back")
+            )
+        elif link and link.session_id == session_id and link.kind == "web":
+            doomed.append(
+                (
+                    run,
+                    "the session's in-flight run: it continues a transcript that is gone",
+                )
+            )
+    what = f"changing session {session_id!r}"
+    refuse_live([*linked, *(run for run, _ in doomed)], force, stale_after, what)
+    now = time.time()
+    unknown = tuple(
+        r.run_id for r in runs if r.run_id not in links and r.is_live(now, stale_after)
+    )
+    deletions = [
+        await deletion(ws, run, links.get(run.run_id), why, stale_after)
+        for run, why in doomed
+    ]
+    return deletions, unknown
+
+
+def _rewind_split(
+    segments: list[Segment], keep_entries: int
+) -> tuple[Truncation | None, list[Segment], list[ToolCallRef]]:
+    """lovia's ``_rewind_split`` on parsed segments: (truncated, deleted, calls removed).
+
+    Whole segments before the cut survive; the one the cut lands in keeps its
+    prefix minus calls left dangling, or goes if nothing is left; every later
+    segment goes.
+    """
+    if keep_entries >= sum(len(s.entries) for s in segments):
+        return None, [], []
+    remaining, cut = keep_entries, 0
+    while remaining >= len(segments[cut].entries):
+        remaining -= len(segments[cut].entries)
+        cut += 1
+    segment = segments[cut]
+    kept = drop_dangling(segment.entries[:remaining])
+    if not kept:
+        deleted = segments[cut:]
+        return None, deleted, [c for s in deleted for c in calls(s.run_id, s.entries)]
+    kept_ids = {id(e) for e in kept}
+    truncated = Truncation(
+        run_id=segment.run_id,
+        kept_entries=len(kept),
+        removed_entries=len(segment.entries) - len(kept),
+        loses_meta=segment.has_meta,
+        dropped_calls=tuple(
+            calls(
+                segment.run_id,
+                (e for e in segment.entries[:remaining] if id(e) not in kept_ids),
+            )
+        ),
+    )
+    deleted = segments[cut + 1 :]
+    removed = calls(
+        segment.run_id, (e for e in segment.entries if id(e) not in kept_ids)
+    )
+    return (
+        truncated,
+        deleted,
+        removed + [c for s in deleted for c in calls(s.run_id, s.entries)],
+    )
+
+
+async def cut_session(
+    ws: Workspace, session_id: str, keep_entries: int, action: str
+) -> tuple[Database, Captured, list[Segment]]:
+    """The file, rows and parsed segments of a session about to be cut at
+    ``keep_entries`` (a rewind, a fork); refused read-only or for a negative N."""
+    refuse_readonly(ws)
+    if keep_entries < 0:
+        raise ActionError("keep_entries must be >= 0")
+    db = await session_database(ws, session_id)
+    rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
+    return db, rows, parse_segments(rows, action)
+
+
+async def preview_rewind(
+    ws: Workspace,
+    session_id: str,
+    keep_entries: int,
+    *,
+    force: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> RewindPreview:
+    """What ``rewind(session_id, keep_entries=N)`` removes, truncates and deletes.
+
+    "Rewind to here" (keep what comes before entry i) is ``keep_entries=i``;
+    :func:`user_turn_start` gives N for "rewind to before this user turn".
+    Raises ActionError while a run linked to the session is live, unless forced.
+    """
+    db, rows, segments = await cut_session(ws, session_id, keep_entries, "rewind")
+    truncated, deleted, side_effects = _rewind_split(segments, keep_entries)
+    removed = sum(len(s.entries) for s in deleted) + (
+        truncated.removed_entries if truncated else 0
+    )
+    checkpoints: list[CheckpointDeletion] = []
+    unknown: tuple[str, ...] = ()
+    if removed:
+        affected = {s.run_id for s in deleted} | (
+            {truncated.run_id} if truncated else set()
+        )
+        checkpoints, unknown = await _linked_deletions(
+            ws, session_id, affected, force, stale_after
+        )
+    return RewindPreview(
+        file=db.path,
+        session_id=session_id,
+        keep_entries=keep_entries,
+        total_entries=sum(len(s.entries) for s in segments),
+        entries_removed=removed,
+        runs_deleted=tuple(s.run_id for s in deleted),
+        truncated=truncated,
+        side_effects=tuple(side_effects),
+        checkpoints=tuple(checkpoints),
+        unknown_live_runs=unknown,
+        plan=await make_plan(
+            ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]
+        ),
+    )
+
+
+async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
+    """``keep_entries`` for "rewind to before this user turn".
+
+    The flat index of the user message that starts the turn holding entry
+    ``index`` (the nearest ``input`` entry with role user at or before it).
+    """
+    db = await session_database(ws, session_id)
+    for segment in reversed(await segment_reads.segments(db, session_id)):
+        if segment.first_index is None or segment.first_index > index:
+            continue
+        try:
+            entries = await segment_reads.segment_entries(db, segment)
+        except UnreadableError as exc:
+            raise ActionError(
+                f"segment {segment.run_id} is unreadable ({exc})"
+            ) from exc
+        for entry in reversed(entries):
+            if (
+                entry.index is not None
+                and entry.index <= index
+                and entry.kind == "input"
+                and entry.data.get("role") == "user"
+            ):
+                return entry.index
+    raise ActionError(
+        f"no user message at or before entry {index} of session {session_id!r}"
+    )
+
+
+def _offloaded(metas: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(call_id, digest) of every offload record in the session's carried context state."""
+    found = set()
+    for meta in metas:
+        state = meta.get("context_state") or {}
+        context = state.get("context") if isinstance(state, dict) else None
+        records = context.get("offloaded") if isinstance(context, dict) else None
+        for call_id, record in (records if isinstance(records, dict) else {}).items():
+            if isinstance(record, dict) and isinstance(record.get("digest"), str):
+                found.add((call_id, record["digest"]))
+    return found
+
+
+async def preview_trim(
+    ws: Workspace, session_id: str, keep_chars: int = 400, keep_runs: int = 1
+) -> TrimPreview:
+    """Which stored tool results ``trim_tool_results`` cuts, and what is lost for good.
+
+    A cut output is recoverable only if the context policy offloaded it (an
+    offload record with its digest in a segment's carried context state) to
+    a result store; the rest of its text is gone once trimmed. A segment is
+    read as :func:`read_entries` reads it (a large one streamed, a huge
+    output left stored): a first pass finds the results cut, a second, if
+    any are, names their tools and weighs the segments after the cut.
+    """
+    refuse_readonly(ws)
+    if keep_chars < 0 or keep_runs < 0:
+        raise ActionError("keep_chars and keep_runs must be >= 0")
+    db = await session_database(ws, session_id)
+    rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
+    segments = [
+        (run_id, _readable(rows, run_id, raw), meta_of(meta), raw)
+        for run_id, raw, meta in stored_values(rows)
+    ]
+    kept = max(0, len(segments) - keep_runs)
+    cut_ids = {
+        str(entry.get("call_id"))
+        for _, entries, _, _ in segments[:kept]
+        for entry in entries
+        if trimmed_output(entry, keep_chars) is not None
+    }
+    for _, entries, _, _ in segments[kept:]:
+        for _ in entries:  # read whole, as every preview reads every segment
+            pass
+    offloaded = _offloaded(meta for _, _, meta, _ in segments)
+    names: dict[str, str] = {}
+    cuts, runs = [], []
+    for run_id, entries, _, raw in segments[:kept] if cut_ids else ():
+        count, after = 0, 2
+        for position, entry in enumerate(entries):
+            call_id = str(entry.get("call_id"))
+            if entry.get("type") == "tool_call" and call_id in cut_ids:
+                names[call_id] = str(entry.get("name", "?"))
+            output = trimmed_output(entry, keep_chars)
+            if output is not None:
+                old = output_text(entry)
+                count += 1
+                cuts.append(
+                    TrimCut(
+                        run_id=run_id,
+                        call_id=call_id,
+                        tool=names.get(call_id, "?"),
+                        old_chars=len(old),
+                        new_chars=len(output),
+                        archived=(call_id, _digest(old)) in offloaded,
+                        drops_parts=entry.get("parts") is not None,
+                    )
+                )
+                # The shape lovia's entry_to_dict gives the new ToolResultEntry.
+                entry = {
+                    "type": "tool_result",
+                    "call_id": entry.get("call_id"),
+                    "output": output,
+                    "is_error": entry.get("is_error", False),
+                    "raw": None,
+                }
+            after += dumped_bytes(entry) + (2 if position else 0)  # ", " between
+        if count:
+            runs.append(TrimRun(run_id, count, len(bytes(raw)), after))
+    return TrimPreview(
+        file=db.path,
+        session_id=session_id,
+        keep_chars=keep_chars,
+        keep_runs=keep_runs,
+        results_trimmed=len(cuts),
+        bytes_reclaimed=sum(r.bytes_reclaimed for r in runs),
+        lost_for_good=sum(1 for c in cuts if not c.archived),
+        cuts=tuple(cuts),
+        runs=tuple(runs),
+        plan=await make_plan(ws, [rows.group], False, [rows]),
+    )
+
+
+def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]:
+    """:func:`read_entries`, refused as :func:`parse_segments` refuses (a large
+    segment's refusal comes as it is read)."""
+    try:
+        entries = read_entries(raw)
+    except UnreadableError as exc:
+        raise unreadable(rows, run_id, "trim", exc) from exc
+    if isinstance(entries, list):
+        return entries
+
+    class Refused:
+        def __iter__(self) -> Iterator[dict[str, Any]]:
+            try:
+                yield from entries
+            except UnreadableError as exc:
+                raise unreadable(rows, run_id, "trim", exc) from exc
+
+    return Refused()
+
+
+def _digest(output: Any) -> str:
+    """lovia's ``result_digest`` of an output, a huge one read a piece at a time."""
+    from lovia.context.state import result_digest
+
+    return result_digest(output) if isinstance(output, str) else output.sha1()[:16]
+
+
+def _entry_count(raw: Any) -> int | None:
+    try:
+        data = parse_json(raw)
+    except UnreadableError:
+        return None
+    return len(data) if isinstance(data, list) else None
+
+
+async def preview_clear(
+    ws: Workspace,
+    session_id: str,
+    *,
+    force: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> ClearPreview:
+    """``clear(session_id)``: every segment goes, and with them the linked checkpoints.
+
+    Raises ActionError while a run linked to the session is live, unless forced.
+    """
+    refuse_readonly(ws)
+    db = await session_database(ws, session_id)
+    rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
+    run_ids = tuple(rows.column("run_id"))
+    entries_at = rows.columns.index("entries_json")
+    counts = [_entry_count(row[entries_at][1]) for row in rows.rows]
+    checkpoints, unknown = await _linked_deletions(
+        ws, session_id, set(run_ids), force, stale_after
+    )
+    return ClearPreview(
+        file=db.path,
+        session_id=session_id,
+        segments=len(run_ids),
+        entries=None if None in counts else sum(c for c in counts if c is not None),
+        run_ids=run_ids,
+        checkpoints=tuple(checkpoints),
+        unknown_live_runs=unknown,
+        plan=await make_plan(
+            ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]
+        ),
+    )

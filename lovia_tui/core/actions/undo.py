@@ -1,0 +1,146 @@
+"""Undoing one journal entry across its files: one ``BEGIN IMMEDIATE`` per file.
+
+Row by row (:mod:`lovia_tui.core.actions.row_undo`): each group's journaled rows that
+are missing or altered are put back, the rows the action added taken out,
+everything else left as it is. All files are checked before any is written,
+and all commit together; a failure rolls every one back. An undo killed
+before it commits leaves its own entry pending: the rows are as they were.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from lovia_tui.core.actions.row_undo import apply_group, plan_group
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
+from lovia_tui.core.store.rows import Captured, Cell, RowGroup, capture_all, combined
+
+Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
+"""A group's journaled rows, the digest of what the action left, the rows it added."""
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    """What an undo restored, and the journal entry recording the undo itself."""
+
+    entry_id: int
+    undo_entry_id: int
+    rows_restored: int
+    databases: tuple[str, ...]
+    rows_removed: int = 0
+    """Rows the action had added (a finalize's segment), taken out again."""
+    rows_in_place: int = 0
+    """Journaled rows already as they were: never removed, or back already."""
+    in_place: tuple[str, ...] = ()
+    """Which, as ``table key: name`` (the first few)."""
+
+
+def read_journaled(conn: sqlite3.Connection, entry_id: int) -> list[Journaled]:
+    """An entry's journaled rows per group, from the journal's own tables."""
+    groups = []
+    for position, database, table, key, columns_json, rowids, before, after, added in conn.execute(
+        "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
+        "after_digest, added_json FROM groups WHERE entry_id = ? ORDER BY position",
+        (entry_id,),
+    ).fetchall():  # fmt: skip
+        rows: dict[int, list[Cell]] = {}
+        for row_no, kind, value in conn.execute(
+            "SELECT row_no, type, value FROM cells WHERE entry_id = ? AND position = ? "
+            "ORDER BY row_no, col_no",
+            (entry_id, position),
+        ):
+            rows.setdefault(row_no, []).append((kind, value))
+        captured = Captured(
+            RowGroup(Path(database), table, key),
+            tuple(orjson.loads(columns_json)),
+            tuple(tuple(r) for r in rows.values()),
+            tuple(orjson.loads(rowids)),
+            before,
+        )
+        names = None if added is None else tuple(orjson.loads(added))
+        groups.append((captured, after, names))
+    return groups
+
+
+def undo_rows(
+    entry_id: int,
+    action: str,
+    databases: Sequence[str],
+    unfinished: bool,
+    groups: Sequence[Journaled],
+    begin: Callable[[Sequence[Captured]], int],
+    finish: Callable[..., None],
+) -> UndoResult:
+    """Undo the groups in one transaction per file; ``begin``/``finish`` journal the undo.
+
+    As for an action, everything is read, planned and journaled first; the
+    write lock is then held only to see the rows are still as read, and to
+    change them. ``unfinished``: the entry never recorded what the action
+    left, so there is nothing to check against (its rows are as journaled,
+    as the action left them, or between).
+    """
+    what = f"journal entry {entry_id} ({action})"
+    targets = [rows.group for rows, _, _ in groups]
+    connections: dict[str, sqlite3.Connection] = {}
+    undo_id: int | None = None
+    try:
+        for database in databases:
+            conn = sqlite3.connect(
+                sqlite_uri(Path(database), "rw"), uri=True, isolation_level=None
+            )
+            connections[database] = conn
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        current = capture_all(lambda file: connections[str(file)], targets)
+        plans = [
+            plan_group(rows, now, None if unfinished else after, added, what)
+            for (rows, after, added), now in zip(groups, current, strict=True)
+        ]
+        undo_id = begin(current)
+        for conn in connections.values():
+            conn.execute("BEGIN IMMEDIATE")
+        held = capture_all(lambda file: connections[str(file)], targets)
+        if combined(held) != combined(current):
+            raise ActionError(
+                f"the rows of {what} changed while its undo was prepared; "
+                "nothing changed: undo it again"
+            )
+        changes = [
+            (now, apply_group(connections[str(plan.journaled.group.file)], plan, what))
+            for plan, now in zip(plans, current, strict=True)
+        ]
+        for conn in connections.values():
+            conn.execute("COMMIT")
+    except BaseException as exc:
+        for conn in connections.values():
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        if undo_id is not None:
+            finish(undo_id, "rolled back", {}, str(exc))
+        raise
+    finally:
+        for conn in connections.values():
+            conn.close()
+    restored = sum(len(p.put_back) for p in plans)
+    removed = sum(p.added_out for p in plans)
+    in_place = [
+        f"{p.journaled.group.table} {p.journaled.group.key}: {name}"
+        for p in plans
+        for name in p.in_place
+    ]
+    finish(
+        undo_id,
+        "done",
+        {"rows_restored": restored, "rows_removed": removed},
+        None,
+        changes,
+    )
+    return UndoResult(
+        entry_id, undo_id, restored, tuple(databases), removed,
+        len(in_place), tuple(in_place[:10]),
+    )  # fmt: skip

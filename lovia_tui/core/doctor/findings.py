@@ -1,0 +1,132 @@
+"""What the doctor reports: findings, their severity and the suggested fix.
+
+Plain frozen records shared by the checks (:mod:`~lovia_tui.core.doctor.checkpoints`,
+:mod:`~lovia_tui.core.doctor.segments`), the CLI and the Doctor view.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+SEVERITY_STYLES: dict[str, str] = {
+    "error": "bold red",
+    "warning": "yellow",
+    "info": "dim",
+}
+"""How the CLI table and the Doctor view show each severity (rich styles)."""
+FixAction = Literal[
+    "replay", "resume", "finalize", "delete-run", "clear-pointer", "rewind", "clear",
+    "undo",
+]  # fmt: skip
+Progress = Callable[[str, float], None]
+"""Called with what is being scanned and the fraction of it done."""
+MAX_PER_KIND = 200
+"""Findings of one kind kept per file; the rest are counted in one summary finding."""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """The suggested way out: an action (previewed, confirmed, journaled) or a run.
+
+    ``session_id`` is the session a replay, resume or finalize goes into;
+    ``None`` for finalize means nothing links the run and the user must choose.
+    ``keep_entries`` is a rewind's cut; ``journal_entry`` the entry an undo undoes.
+    """
+
+    action: FixAction
+    text: str
+    session_id: str | None = None
+    keep_entries: int | None = None
+    journal_entry: int | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One inconsistency: what, how bad, where, why in one line, and the way out."""
+
+    kind: str
+    severity: Severity
+    file: Path
+    message: str
+    run_id: str | None = None
+    session_id: str | None = None
+    fix: Fix | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Exactly the keys ``doctor --json`` promises; ``fix`` is its one line, or null."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "message": self.message,
+            "fix": self.fix.text if self.fix else None,
+        }
+
+
+class FindingList:
+    """Findings as they are found, at most :data:`MAX_PER_KIND` per kind and file,
+    so a hostile file with a million bad rows cannot exhaust memory."""
+
+    def __init__(self) -> None:
+        self.items: list[Finding] = []
+        self._counts: dict[tuple[Path, str], int] = {}
+        self._samples: dict[tuple[Path, str], Finding] = {}
+
+    def add(self, finding: Finding) -> None:
+        key = (finding.file, finding.kind)
+        self._counts[key] = self._counts.get(key, 0) + 1
+        if self._counts[key] <= MAX_PER_KIND:
+            self.items.append(finding)
+            self._samples[key] = finding
+
+    def full(self, file: Path, kind: str) -> bool:
+        """Whether findings of this kind are only counted from now on."""
+        return self._counts.get((file, kind), 0) >= MAX_PER_KIND
+
+    def has_run(self, run_id: str) -> bool:
+        return any(f.run_id == run_id for f in self.items)
+
+    def finished(self) -> list[Finding]:
+        """The kept findings worst first, then per kind over the limit one saying how many more."""
+        rank = {severity: n for n, severity in enumerate(SEVERITIES)}
+        kept = sorted(
+            self.items,
+            key=lambda f: (
+                rank[f.severity],
+                f.kind,
+                str(f.file),
+                f.session_id or "",
+                f.run_id or "",
+            ),
+        )
+        return kept + [
+            Finding(
+                sample.kind, sample.severity, sample.file,
+                f"{self._counts[key] - MAX_PER_KIND:,} more findings of this kind in "
+                f"{sample.file.name} (only the first {MAX_PER_KIND} are listed)",
+            )
+            for key, sample in self._samples.items()
+            if self._counts[key] > MAX_PER_KIND
+        ]  # fmt: skip
+
+
+def summary(findings: Iterable[Finding]) -> str:
+    """Counts by severity, e.g. ``2 errors, 1 warning``; empty when there is nothing."""
+    counts = Counter(f.severity for f in findings)
+    return ", ".join(
+        f"{counts[s]} {s}" + ("s" if counts[s] != 1 and s != "info" else "")
+        for s in SEVERITIES
+        if counts[s]
+    )
+
+
+def command(verb: str, *args: str) -> str:
+    """How to do it from a shell (the files are the doctor's own PATH arguments)."""
+    return " ".join(["lovia-tui", verb, "PATH...", *args, "--yes"])

@@ -1,0 +1,212 @@
+"""Doctor checks on every session segment: unreadable rows and unpaired tool calls.
+
+The scan walks ``session_runs`` in id-range chunks sized to a byte budget, so
+a million segments pass through in bounded memory and no statement holds the
+file for long; parsing runs in a thread, off the caller's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, command
+from lovia_tui.core.entries import UnreadableError, parse_object
+from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import STREAM_ABOVE, read_entries, stored_blob
+
+CHUNK_BYTES = 4 << 20
+"""What one chunk of segments should weigh: its rows are all in memory at once."""
+FIRST_CHUNK = 64
+MAX_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What is wrong with one segment: unreadable, or tool entries without their pair."""
+
+    row_id: int
+    session_id: str
+    run_id: str
+    reason: str
+    # Offset in the segment of the first unpaired tool entry; None when unreadable.
+    offset: int | None = None
+
+
+def unpaired(entries: Iterable[dict[str, Any]]) -> tuple[int, str] | None:
+    """The first tool call without a result, or result without its call, as lovia pairs them.
+
+    lovia pairs by call id, not by occurrence (``drop_dangling_tool_calls``
+    keeps a call when any result has its id; ``safe_window`` calls a result an
+    orphan when no call has its id). Returns (offset, description) or None.
+    One pass, holding call ids and not entries: a segment of a million
+    entries is read as a stream. The first call (result) of an id stays a
+    suspect until a result (call) of that id turns up; what is left at the
+    end is unpaired, and the earliest is reported.
+    """
+    seen: dict[Any, int] = {}  # call id -> _CALL | _RESULT bits
+    suspects: dict[tuple[int, Any], tuple[int, str]] = {}
+    for offset, entry in enumerate(entries):
+        kind = entry.get("type")
+        if kind not in ("tool_call", "tool_result"):
+            continue
+        call_id = entry.get("call_id")
+        key = _key(call_id)
+        mine, other = (_CALL, _RESULT) if kind == "tool_call" else (_RESULT, _CALL)
+        bits = seen.get(key, 0)
+        seen[key] = bits | mine
+        suspects.pop((other, key), None)
+        if not bits & other and (mine, key) not in suspects:
+            suspects[(mine, key)] = (
+                offset,
+                f"tool call {entry.get('name', '?')} [{call_id}] has no result"
+                if kind == "tool_call"
+                else f"tool result [{call_id}] answers no call in its segment",
+            )
+    return min(suspects.values(), default=None, key=lambda found: found[0])
+
+
+_CALL, _RESULT = 1, 2
+
+
+def _key(call_id: Any) -> Any:
+    """A call id as a set member: lovia writes a string, a hostile row may hold a list."""
+    return repr(call_id) if isinstance(call_id, list | dict) else call_id
+
+
+def _check(db: Database, rows: list[Any]) -> list[_Problem]:
+    """Parse a chunk of rows (in a thread) and keep what lovia would choke on."""
+    problems = []
+    for row_id, session_id, run_id, entries_json, meta_json in rows:
+        try:
+            found = _unpaired_in(db, row_id, entries_json)
+            parse_object(meta_json)
+        except UnreadableError as exc:
+            problems.append(_Problem(row_id, session_id, run_id, str(exc)))
+            continue
+        if found is not None:
+            problems.append(_Problem(row_id, session_id, run_id, found[1], found[0]))
+    return problems
+
+
+def _unpaired_in(
+    db: Database, row_id: int, raw: bytes | None
+) -> tuple[int, str] | None:
+    """:func:`unpaired` of one stored value (raises UnreadableError as
+    :func:`parse_entries` does). A large one (:data:`_LARGE` in the chunk) is
+    read by itself; its entries as a stream, its huge strings left stored."""
+    if raw == _LARGE:
+        raw = stored_blob(db, row_id)
+    return unpaired(read_entries(raw))
+
+
+async def _bounds(db: Database) -> tuple[int, int] | None:
+    row = await db.fetchone(
+        "SELECT (SELECT MIN(id) FROM session_runs), (SELECT MAX(id) FROM session_runs)"
+    )
+    return None if row is None or row[0] is None else (row[0], row[1])
+
+
+async def _flat_index(db: Database, problem: _Problem) -> int | None:
+    """The session-wide index of the problem entry: what ``rewind --keep`` counts."""
+    for segment in await segment_reads.segments(db, problem.session_id):
+        if segment.row_id == problem.row_id and segment.first_index is not None:
+            return segment.first_index + (problem.offset or 0)
+    return None
+
+
+async def _finding(db: Database, problem: _Problem, *, counted_only: bool) -> Finding:
+    """The finding for one bad segment; ``counted_only`` skips the index lookup of a
+    finding past the per-kind limit, which is counted but not kept."""
+    sid, rid = problem.session_id, problem.run_id
+    if problem.offset is None:
+        return Finding(
+            "unreadable-row", "error", db.path,
+            f"{db.name} session_runs id {problem.row_id} (run {rid}): {problem.reason}; "
+            f"lovia cannot load session {sid!r} at all",
+            rid, sid,
+            Fix("clear", f"clear the session, every segment of it ({command('clear', sid)}), or repair the row by hand"),
+        )  # fmt: skip
+    index = None if counted_only else await _flat_index(db, problem)
+    fix = (
+        Fix(
+            "rewind",
+            f"rewind the session to before entry {index}: that entry and everything after it go "
+            f"({command('rewind', sid, '--keep', str(index))})",
+            keep_entries=index,
+        )
+        if index is not None
+        else None
+    )
+    where = (
+        f"entry {index}"
+        if index is not None
+        else f"entry {problem.offset} of the segment"
+    )
+    return Finding(
+        "unpaired-tool-call", "error", db.path,
+        f"segment {rid} of session {sid!r}, {where}: {problem.reason}; providers reject such a transcript",
+        rid, sid, fix,
+    )  # fmt: skip
+
+
+async def _chunk(db: Database, start: int, limit: int) -> list[Any]:
+    # CAST: bytes straight to the parser, no text decoding on the way; a large
+    # value is a marker, read alone by _check (SQLite would hold it thrice).
+    return await db.fetchall(
+        "SELECT id, session_id, run_id, CASE WHEN length(CAST(entries_json AS BLOB)) > "
+        f"{STREAM_ABOVE} "
+        "THEN ? ELSE CAST(entries_json AS BLOB) END, CAST(meta_json AS BLOB) "
+        "FROM session_runs WHERE id >= ? ORDER BY id LIMIT ?",
+        (_LARGE, start, limit),
+    )
+
+
+_LARGE = b"\x00"
+"""Stands for a large value in a chunk; a stored value of just these bytes is
+read again, which changes nothing."""
+
+
+async def segment_findings(
+    db: Database, found: FindingList, *, progress: Progress
+) -> None:
+    """Scan every segment of ``db`` in id order, chunk by chunk.
+
+    The next chunk is read while this one is parsed (SQLite releases the GIL),
+    so at most two chunks are in memory and the disk never waits for the parser.
+    """
+    bounds = await _bounds(db)
+    if bounds is None:
+        return
+    low, high = bounds
+    chunk = FIRST_CHUNK
+    rows = await _chunk(db, low, chunk)
+    while rows:
+        weight = sum(len(row[3] or b"") + len(row[4] or b"") for row in rows)
+        start = rows[-1][0] + 1
+        # Size the next chunk to the byte budget from what these rows weighed.
+        chunk = max(
+            1, min(MAX_CHUNK, 2 * chunk, int(CHUNK_BYTES * len(rows) / max(1, weight)))
+        )
+        following = (
+            asyncio.ensure_future(_chunk(db, start, chunk)) if start <= high else None
+        )
+        try:
+            problems = await asyncio.to_thread(_check, db, rows)
+            rows = await following if following is not None else []
+        finally:
+            if following is not None and not following.done():
+                following.cancel()
+        for problem in problems:
+            kind = (
+                "unpaired-tool-call" if problem.offset is not None else "unreadable-row"
+            )
+            found.add(
+                await _finding(db, problem, counted_only=found.full(db.path, kind))
+            )
+        progress(
+            f"segments in {db.name}", min(1.0, (start - low) / max(1, high + 1 - low))
+        )

@@ -1,0 +1,88 @@
+"""A run's status, defined once: lovia's head statuses, ``stale``, and the effective status.
+
+A crashed run's head still says ``running``; only a stale save, or lovia
+web's own run record (settled at its restart), tells it is dead. The app,
+the CLI and doctor all label runs and explain them from here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from lovia_tui.core.formatting import age
+
+if TYPE_CHECKING:  # the records carry their status; this module only reads them
+    from lovia_tui.core.models import RunInfo
+
+
+class RunStatus(StrEnum):
+    """A checkpoint's status as shown and filtered: lovia's four, and ``stale``
+    (running, but lovia web settled it or it saved nothing for ``stale_after``).
+
+    ``StrEnum`` members compare equal to the strings lovia stores
+    (``RunStatus.RUNNING == "running"``); their order is the filters' order.
+    """
+
+    RUNNING = "running"
+    STALE = "stale"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    COMPLETED = "completed"
+
+
+STATUS_FILTERS = tuple(status.value for status in RunStatus)
+"""What ``--status`` and the runs pane's filter accept (besides :data:`ALL_RUNS`)."""
+ALL_RUNS = "all"
+"""The runs pane's filter that hides nothing."""
+UNREADABLE = "unreadable"
+"""The status of a head that does not parse: listed with the unfinished runs."""
+DEFAULT_STALE_AFTER = 300.0
+"""Seconds without a save after which a running head counts as stale (``--stale-after``)."""
+WEB_SETTLED = frozenset({"interrupted", "failed", "cancelled", "completed"})
+"""``chat_runs`` statuses lovia web writes once a run is over (never while live)."""
+
+RUNNING_CALL = "⏳ running: no result yet"
+"""A live run's pending call: its process is executing it right now."""
+DANGLING_CALL = "⚠ no result: a resume re-executes it"
+"""A dead run's pending call: no result will come unless it is resumed."""
+
+
+def head_is_stale(
+    status: str, updated_at: float, web_settled: bool, now: float, stale_after: float
+) -> bool:
+    """The rule: running in its head, yet dead (lovia web settled it, or no save
+    for ``stale_after`` seconds). Shared by full records and the run index's marks."""
+    return status == RunStatus.RUNNING and (
+        web_settled or now - updated_at >= stale_after
+    )
+
+
+def effective_status(
+    status: str, updated_at: float, web_settled: bool, now: float, stale_after: float
+) -> str:
+    """``stale`` where :func:`head_is_stale`, else the head's own status."""
+    stale = head_is_stale(status, updated_at, web_settled, now, stale_after)
+    return RunStatus.STALE.value if stale else status
+
+
+def status_label(run: RunInfo, now: float, stale_after: float) -> str:
+    """A run's effective status: running / stale / its head status."""
+    return effective_status(
+        run.status, run.updated_at, run.web_settled, now, stale_after
+    )
+
+
+def web_reason(run: RunInfo) -> str:
+    """What lovia web's record says of a run its head calls running."""
+    when = " at restart" if run.web_status == RunStatus.INTERRUPTED else ""
+    return f"lovia web marked it {run.web_status}{when}"
+
+
+def stale_reason(run: RunInfo, now: float, stale_after: float) -> str | None:
+    """Why a run whose head says running is not live, as a clause; None if it may be."""
+    if run.web_settled:
+        return web_reason(run)
+    if run.is_stale(now, stale_after):
+        return f"no save for {age(now - run.updated_at)}: likely crashed"
+    return None

@@ -1,0 +1,385 @@
+"""What a resume or replay of a checkpoint will do, read before anything is written.
+
+The preflight names the session the run continues in and how that is known,
+the dangling tool calls that run again first, whether the entry agent reaches
+the run's agent, the turn limit, and the ``problems`` that stop it. The UI
+shows it and asks; :mod:`lovia_tui.core.runs.resume` then carries it out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lovia_tui.core.actions.previews import SessionSource
+from lovia_tui.core.actions.web_settle import afterwards, settled_chat
+from lovia_tui.core.entries import dangling_calls
+from lovia_tui.core.errors import ActionError, LoviaTuiError
+from lovia_tui.core.formatting import age
+from lovia_tui.core.models import DanglingCall, RunInfo
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
+from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
+from lovia_tui.core.runs.redact import error_line
+from lovia_tui.core.store import checkpoint_reads
+from lovia_tui.core.store.workspace import Workspace
+
+Mode = Literal["resume", "replay"]
+LOVIA_MAX_TURNS = 50  # Runner.stream's default
+EXTRA_TURNS = 10
+_HOW_LINKED = {
+    "segment": "it is stored in that session",
+    "web": "the web UI's records say so",
+}
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What a resume or replay will do, and what stops it (``problems``).
+
+    ``session_source`` says how the session is known: ``segment`` (the run is
+    already stored in it), ``web`` (the web UI's records) or ``given`` (the
+    user chose it; lovia cannot check that choice). ``session_id`` is ``None``
+    for a run continued without a session.
+    """
+
+    mode: Mode
+    run: RunInfo
+    agent: AgentSpec | None
+    deps: DepsSpec | None
+    session_id: str | None
+    session_source: SessionSource | None
+    session_file: Path | None
+    dangling: tuple[DanglingCall, ...]
+    reachable: bool | None
+    max_turns: int
+    delete_on_success: bool
+    stale: bool
+    already_in_session: bool
+    warnings: tuple[str, ...]
+    problems: tuple[str, ...]
+    stale_reason: str | None = None
+    """Why a run whose head says running is not live (see core.run_status)."""
+    web_chat: str | None = None
+    """The lovia web chat whose records the run's end settles (core.web_settle)."""
+    afterwards: tuple[str, ...] = ()
+    """What the run leaves behind once it ends (checkpoint, web records)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.run.error
+
+    @property
+    def checkpoint_file(self) -> Path:
+        return self.run.file
+
+
+@dataclass
+class _Findings:
+    """What the checks found: warnings to show, problems that block."""
+
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def block(self, message: str, *, unless: bool = False) -> None:
+        """A problem, or only a warning when the user forced it."""
+        (self.warnings if unless else self.problems).append(message)
+
+
+@dataclass(frozen=True)
+class _Session:
+    session_id: str | None
+    source: SessionSource | None
+    file: Path | None
+    already_in: bool
+
+
+async def _find_run(ws: Workspace, run_id: str) -> RunInfo:
+    run = await ws.find_run(run_id)
+    if run is None:
+        raise ActionError(f"no checkpoint for run {run_id!r} in the given files")
+    return run
+
+
+def _check_run_file(ws: Workspace, run: RunInfo, found: _Findings) -> None:
+    if run.unreadable is not None:
+        found.problems.append(
+            f"the run's head is unreadable ({run.unreadable.reason}): lovia cannot load it"
+        )
+    if ws.database(run.file).readonly:
+        found.problems.append(f"{run.file} was opened read-only, and this writes to it")
+
+
+async def _session_file(
+    ws: Workspace, run: RunInfo, session_id: str, found: _Findings
+) -> Path | None:
+    """The file holding ``session_id``, or the one a new session belongs in."""
+    holder = await ws.find_session(session_id)
+    if holder is not None:
+        return holder.path
+    found.warnings.append(
+        f"session {session_id!r} has no runs in the open files: the agent sees no history "
+        "and the run becomes the session's first"
+    )
+    run_db = ws.database(run.file)
+    if run_db.stores.session or run_db.stores.chat:
+        return run.file
+    stores = ws.session_dbs
+    if len(stores) == 1:
+        return stores[0].path
+    where = "none of the open files holds" if not stores else "several open files hold"
+    found.problems.append(
+        f"{where} a session store: open the one session {session_id!r} belongs in"
+    )
+    return None
+
+
+async def _session(
+    ws: Workspace,
+    run: RunInfo,
+    mode: Mode,
+    session_id: str | None,
+    no_session: bool,
+    force: bool,
+    found: _Findings,
+) -> _Session:
+    link = (await ws.links([run.run_id])).get(run.run_id)
+    if no_session:
+        if link is not None:
+            found.block(
+                f"the run belongs to session {link.session_id!r} ({_HOW_LINKED[link.kind]}); "
+                "without it the agent loses that history (--force overrides)",
+                unless=force,
+            )
+        return _Session(None, None, None, False)
+    if session_id is None and link is None:
+        found.problems.append(
+            "it is linked to no session (not stored in one, no web UI record): "
+            "choose its session (--session SID), or run it without one (--no-session)"
+        )
+        return _Session(None, None, None, False)
+    if link is not None and session_id in (None, link.session_id):
+        session = _Session(
+            link.session_id, link.kind, link.file, link.kind == "segment"
+        )
+    else:
+        assert session_id is not None
+        if link is not None:
+            found.block(
+                f"the run belongs to session {link.session_id!r} ({_HOW_LINKED[link.kind]}), "
+                f"not {session_id!r}: it would be appended to the wrong conversation (--force overrides)",
+                unless=force,
+            )
+        found.warnings.append(
+            f"session {session_id!r} was chosen by you, and lovia cannot check it: a wrong "
+            "session feeds the agent the wrong history and appends the run there"
+        )
+        session = _Session(
+            session_id, "given", await _session_file(ws, run, session_id, found), False
+        )
+    if session.file is not None and ws.database(session.file).readonly:
+        found.problems.append(
+            f"{session.file} was opened read-only, and this appends to it"
+        )
+    if session.already_in and mode == "resume":
+        found.problems.append(
+            f"it is already stored in session {session.session_id!r} (finalized, "
+            "e.g. by the web UI's Stop): resuming would repeat its entries and not store the result"
+        )
+    return session
+
+
+def _check_status(
+    run: RunInfo, stale_after: float, force: bool, found: _Findings
+) -> bool:
+    """Status checks for a resume; returns whether the run looks crashed (stale)."""
+    now = time.time()
+    if run.status == RunStatus.COMPLETED:
+        found.problems.append(
+            "it completed: there is nothing to resume; replay it to see its "
+            "output (and to store it in its session if that append was lost)"
+        )
+    elif run.is_live(now, stale_after):
+        found.block(
+            f"it is running and saved {age(now - run.updated_at)} ago (under "
+            f"the {stale_after:g}s staleness threshold): another process may still own it, "
+            "and resuming a live run corrupts it (--force overrides)",
+            unless=force,
+        )
+    elif run.is_stale(now, stale_after):
+        found.warnings.append(
+            f"running in its head, but not live: {stale_reason(run, now, stale_after)}"
+        )
+    elif run.status == RunStatus.FAILED and run.error:
+        found.warnings.append(
+            f"it failed with {error_line(run.error)}; resuming "
+            "continues from its last save and the same error may recur"
+        )
+    return run.is_stale(now, stale_after)
+
+
+def _max_turns(run: RunInfo, max_turns: int | None, found: _Findings) -> int:
+    """Turns carry over into a resume, so the limit must exceed the turns already taken."""
+    chosen = (
+        max(LOVIA_MAX_TURNS, run.turns + EXTRA_TURNS)
+        if max_turns is None
+        else max_turns
+    )
+    if chosen <= run.turns:
+        found.problems.append(
+            f"max_turns {chosen} must exceed the {run.turns} turns the run already took "
+            "(turns carry over into a resume)"
+        )
+    elif (run.error or {}).get("type") == "MaxTurnsExceeded":
+        found.warnings.append(
+            f"it stopped on MaxTurnsExceeded after {run.turns} turns; turns carry over, "
+            f"so this resume allows up to {chosen} in all"
+        )
+    return chosen
+
+
+def _check_agent(
+    agent: AgentSpec, run: RunInfo, found: _Findings, *, strict: bool
+) -> bool | None:
+    try:
+        entry = agent.build()
+    except LoviaTuiError as exc:
+        found.problems.append(str(exc))
+        return None
+    reason = unreachable_reason(entry, run)
+    if reason is not None:
+        if strict:
+            found.problems.append(reason)
+        else:
+            found.warnings.append(
+                f"{reason}; the replayed result is attributed to {entry.name!r}"
+            )
+    return reason is None
+
+
+async def preflight(
+    ws: Workspace,
+    run_id: str,
+    *,
+    agent: AgentSpec | None,
+    deps: DepsSpec | None = None,
+    session_id: str | None = None,
+    no_session: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
+    max_turns: int | None = None,
+    delete_on_success: bool = False,
+    force: bool = False,
+) -> Preflight:
+    """Everything a resume of ``run_id`` will do, read from ``ws`` without writing.
+
+    Raises :class:`ActionError` only when no open file has the run; anything
+    else that stops the resume is listed in ``problems``.
+    """
+    run = await _find_run(ws, run_id)
+    found = _Findings()
+    _check_run_file(ws, run, found)
+    stale = _check_status(run, stale_after, force, found)
+    chosen_turns = _max_turns(run, max_turns, found)
+    session = await _session(ws, run, "resume", session_id, no_session, force, found)
+    entries, unreadable = await checkpoint_reads.snapshot_entries(
+        ws.database(run.file), run_id
+    )
+    found.problems.extend(f"{bad}: lovia cannot load this run" for bad in unreadable)
+    dangling = tuple(dangling_calls([entry.data for entry in entries]))
+    if dangling:
+        found.warnings.append(
+            f"{len(dangling)} tool call(s) with no result run again first: at least once, "
+            "so a call that already had its effect before the crash has it twice"
+        )
+    reachable = None
+    if agent is None:
+        found.problems.append(
+            f"resume needs --agent MODULE:ATTR: the entry agent whose handoffs reach {run.agent_name!r}"
+        )
+    else:
+        reachable = _check_agent(agent, run, found, strict=True)
+    web_chat = await settled_chat(ws, run, session.session_id, found.problems)
+    delete_on_success = delete_on_success or web_chat is not None
+    return Preflight(
+        mode="resume",
+        run=run,
+        agent=agent,
+        deps=deps,
+        session_id=session.session_id,
+        session_source=session.source,
+        session_file=session.file,
+        dangling=dangling,
+        reachable=reachable,
+        max_turns=chosen_turns,
+        delete_on_success=delete_on_success,
+        stale=stale,
+        already_in_session=session.already_in,
+        warnings=tuple(found.warnings),
+        problems=tuple(found.problems),
+        stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
+        web_chat=web_chat,
+        afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
+    )
+
+
+async def preflight_replay(
+    ws: Workspace,
+    run_id: str,
+    *,
+    agent: AgentSpec | None = None,
+    session_id: str | None = None,
+    no_session: bool = False,
+    delete_on_success: bool = False,
+    force: bool = False,
+) -> Preflight:
+    """What a replay of completed ``run_id`` will do: show its output, store it in its session.
+
+    No agent is needed (a completed run's replay never calls a model); a given
+    one only names the agent the result is attributed to.
+    """
+    run = await _find_run(ws, run_id)
+    found = _Findings()
+    _check_run_file(ws, run, found)
+    if run.status != RunStatus.COMPLETED:
+        found.problems.append(f"it is {run.status}, not completed: resume it instead")
+    session = await _session(ws, run, "replay", session_id, no_session, force, found)
+    if session.already_in:
+        found.warnings.append(
+            f"already stored in session {session.session_id!r}: the replay leaves it unchanged "
+            "(lovia's append is idempotent)"
+        )
+    elif session.session_id is not None:
+        found.warnings.append(
+            f"not stored in session {session.session_id!r} yet: the replay appends it"
+        )
+    reachable = None if agent is None else _check_agent(agent, run, found, strict=False)
+    web_chat = await settled_chat(ws, run, session.session_id, found.problems)
+    delete_on_success = delete_on_success or web_chat is not None
+    return Preflight(
+        mode="replay",
+        run=run,
+        agent=agent,
+        deps=None,
+        session_id=session.session_id,
+        session_source=session.source,
+        session_file=session.file,
+        dangling=(),
+        reachable=reachable,
+        max_turns=LOVIA_MAX_TURNS,
+        delete_on_success=delete_on_success,
+        stale=False,
+        already_in_session=session.already_in,
+        warnings=tuple(found.warnings),
+        problems=tuple(found.problems),
+        web_chat=web_chat,
+        afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
+    )

@@ -1,0 +1,272 @@
+"""Resume or replay a checkpointed run through lovia's own ``Runner``, as a stream of console events.
+
+Both make the one call lovia documents (``Runner.stream(entry_agent, [],
+checkpoint=CheckpointOptions(..., if_run_exists="resume_only"))``) from a
+:class:`~lovia_tui.core.runs.preflight.Preflight` without problems, and yield
+:class:`~lovia_tui.core.runs.console.ConsoleEvent` records, lovia's log lines
+included, until the run ends. lovia is imported only once a run starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import threading
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from lovia_tui.core.actions.web_settle import reopen_record, settle_records
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.models import RunInfo
+from lovia_tui.core.runs.agents import placeholder_agent
+from lovia_tui.core.runs.console import (
+    ConsoleEvent,
+    LogCapture,
+    approval_event,
+    completed_event,
+    failed_event,
+    one_line,
+    translate,
+    usage_event,
+)
+from lovia_tui.core.runs.preflight import Mode, Preflight
+from lovia_tui.core.store import checkpoint_reads
+from lovia_tui.core.store.database import open_database
+
+
+class RunControl:
+    """Stops, and answers the approvals of, one resume or replay; any thread may call it.
+
+    :meth:`cancel` asks lovia to stop at its next safe point (a turn start, a
+    tool call); the event stream keeps going to its end and the run ends
+    ``interrupted``, resumable again. With ``ask_approvals`` an
+    ``approval_required`` event holds the run until :meth:`approve` or
+    :meth:`reject`; without it such calls are rejected at once.
+    """
+
+    def __init__(self, *, ask_approvals: bool = False) -> None:
+        self.ask_approvals = ask_approvals
+        self._lock = threading.Lock()
+        self._handle: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cancel_reason: str | None = None
+        self._pending: dict[str, asyncio.Future[bool]] = {}
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel_reason is not None
+
+    def cancel(self, reason: str = "cancelled from lovia-tui") -> None:
+        with self._lock:
+            self._cancel_reason = self._cancel_reason or reason
+            handle, loop = self._handle, self._loop
+        if handle is not None:
+            handle.cancel(self._cancel_reason)
+        if loop is not None:
+            loop.call_soon_threadsafe(self._decide_all, False)
+
+    def approve(self, call_id: str) -> None:
+        self._decide_soon(call_id, True)
+
+    def reject(self, call_id: str) -> None:
+        self._decide_soon(call_id, False)
+
+    def _attach(self, handle: Any) -> None:
+        with self._lock:
+            self._handle, self._loop = handle, asyncio.get_running_loop()
+            reason = self._cancel_reason
+        if reason is not None:
+            handle.cancel(reason)
+
+    def _detach(self) -> None:
+        """The run is over: later calls only record, they reach no loop (it may be closed)."""
+        with self._lock:
+            self._handle, self._loop = None, None
+
+    async def _decision(self, call_id: str) -> bool:
+        if not self.ask_approvals or self.cancelled:
+            return False
+        future = asyncio.get_running_loop().create_future()
+        self._pending[call_id] = future
+        try:
+            return await future
+        finally:
+            self._pending.pop(call_id, None)
+
+    def _decide_soon(self, call_id: str, approved: bool) -> None:
+        with self._lock:
+            loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._decide, call_id, approved)
+
+    def _decide(self, call_id: str, approved: bool) -> None:
+        future = self._pending.get(call_id)
+        if future is not None and not future.done():
+            future.set_result(approved)
+
+    def _decide_all(self, approved: bool) -> None:
+        for call_id in list(self._pending):
+            self._decide(call_id, approved)
+
+
+def resume(
+    pf: Preflight, control: RunControl | None = None
+) -> AsyncGenerator[ConsoleEvent, None]:
+    """Resume the run ``pf`` describes; iterate to the end, even after a cancel.
+
+    Raises :class:`ActionError` at once if the preflight has problems. If the
+    consumer stops iterating early, the run is cancelled hard (asyncio) and
+    lovia records it ``interrupted``; :meth:`RunControl.cancel` is the gentle way.
+    """
+    return _run(_checked(pf, "resume"), control or RunControl())
+
+
+def replay(
+    pf: Preflight, control: RunControl | None = None
+) -> AsyncGenerator[ConsoleEvent, None]:
+    """Replay the completed run ``pf`` describes: its output, and its session append."""
+    return _run(_checked(pf, "replay"), control or RunControl())
+
+
+def _checked(pf: Preflight, mode: Mode) -> Preflight:
+    if pf.mode != mode:
+        raise ActionError(f"this preflight is for a {pf.mode}, not a {mode}")
+    if pf.problems:
+        raise ActionError(f"cannot {mode} run {pf.run.run_id!r}: {pf.problems[0]}")
+    return pf
+
+
+async def _run(
+    pf: Preflight, control: RunControl
+) -> AsyncGenerator[ConsoleEvent, None]:
+    from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
+
+    agent = (
+        pf.agent.build()
+        if pf.agent is not None
+        else placeholder_agent(pf.run.agent_name)
+    )
+    if pf.web_chat is not None:
+        await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)
+    handle = Runner.stream(
+        agent,
+        [],
+        deps=pf.deps.build() if pf.deps is not None else None,
+        max_turns=pf.max_turns,
+        session=SQLiteSession(pf.session_file, wal=True) if pf.session_file else None,
+        session_id=pf.session_id,
+        checkpoint=CheckpointOptions(
+            SQLiteCheckpointer(pf.checkpoint_file, wal=True),
+            pf.run.run_id,
+            if_run_exists="resume_only",
+            delete_on_success=pf.delete_on_success,
+        ),
+    )
+    queue: asyncio.Queue[ConsoleEvent | None] = asyncio.Queue()
+    with LogCapture(queue.put_nowait) as capture:
+        context = contextvars.copy_context()
+        context.run(capture.mark_context)
+        pump = asyncio.get_running_loop().create_task(
+            _pump(handle, pf, control, queue.put_nowait), context=context
+        )
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await pump
+        finally:
+            if not pump.done():
+                pump.cancel()
+                await asyncio.gather(pump, return_exceptions=True)
+
+
+async def _pump(
+    handle: Any,
+    pf: Preflight,
+    control: RunControl,
+    put: Callable[[ConsoleEvent | None], None],
+) -> None:
+    """Drive lovia's stream to its end, translating every event; runs in its own task.
+
+    The usage and terminal records are held back to the very end, so that
+    lovia's closing log lines come before them and the terminal one is last.
+    """
+    control._attach(handle)
+    ending: list[ConsoleEvent] = []
+    completed_usage: dict[str, Any] | None = None
+    try:
+        async for event in handle:
+            kind = type(event).__name__
+            if kind == "RunCompleted":
+                result = event.result
+                completed_usage = dataclasses.asdict(result.usage)
+                ending += [
+                    usage_event(completed_usage, result.turns),
+                    completed_event(result.output),
+                ]
+            elif kind == "RunFailed":
+                after = await _head_after(pf)
+                if after is not None:
+                    ending.append(usage_event(after.usage, after.turns))
+                ending.append(
+                    failed_event(event.error, after.status if after else "unknown")
+                )
+            elif kind == "ApprovalRequired":
+                put(approval_event(event.call, asking=control.ask_approvals))
+                try:
+                    approved = await control._decision(event.call.id)
+                except asyncio.CancelledError:
+                    # Cancelled here, outside lovia's own awaits, the stream
+                    # would be abandoned and the run left "running": deny the
+                    # call and let lovia stop at its next safe point instead.
+                    control.cancel()
+                    approved = False
+                if approved:
+                    event.approve()
+                else:
+                    event.reject()
+            else:
+                put(translate(event))
+    finally:
+        control._detach()
+        if pf.web_chat is not None:
+            put(await _settle(pf, completed_usage))
+        for record in ending:
+            put(record)
+        put(None)
+
+
+async def _settle(
+    pf: Preflight, completed_usage: dict[str, Any] | None
+) -> ConsoleEvent:
+    """Settle lovia web's records as its server does when a run ends; a failure
+    to do so is a warning line, never a failed run (the run itself is done)."""
+    try:
+        after = await _head_after(pf)
+        if completed_usage is not None:
+            status, usage, error = "completed", completed_usage, None
+        elif after is None:
+            return ConsoleEvent(
+                "log", "lovia web's records: the checkpoint is gone", "warning"
+            )
+        else:
+            error = (after.error or {}).get("message")
+            status, usage = after.status, after.usage
+        text = await settle_records(
+            pf.checkpoint_file, pf.run, pf.web_chat or "", status, usage, error
+        )
+        return ConsoleEvent("log", text, "muted")
+    except Exception as exc:  # the run is over whatever happens here
+        return ConsoleEvent(
+            "log", f"could not settle lovia web's records: {one_line(exc)}", "warning"
+        )
+
+
+async def _head_after(pf: Preflight) -> RunInfo | None:
+    """The run's head as lovia left it: the status a failed run ended with."""
+    db = await open_database(pf.checkpoint_file, readonly=True)
+    try:
+        found = await checkpoint_reads.runs(db, pf.run.run_id)
+    finally:
+        await db.close()
+    return found[0] if found else None

@@ -1,0 +1,167 @@
+"""Content search across a workspace's files, as the inspector uses it.
+
+One index per file (``search.FileSearch``). The builder's indexes stay open
+in the one thread that builds them; every search opens its own in a worker
+thread, so a search never waits for a build's write transaction and nothing
+of either runs on the UI loop. In-flight checkpoint hits are put under the
+session their run is linked to (``Workspace.links``), never guessed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.search.build import BuildProgress
+from lovia_tui.core.search.file_search import POSTING_CAP, FileSearch, SearchResult
+from lovia_tui.core.search.index import ENTRY_CAP
+from lovia_tui.core.search.query import Query, parse_query
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.workspace import Workspace
+
+SEARCH_WAIT = 0.02
+
+
+@dataclass(frozen=True)
+class Found:
+    """Matching sessions, newest first, and what the user should know of how."""
+
+    keys: list[SessionKey]
+    hits: dict[SessionKey, int]
+    note: str
+
+
+def _search_file(
+    db: Database, query: Query, limit: int
+) -> tuple[SearchResult, str | None]:
+    search = FileSearch(db.path, immutable=db.immutable)
+    try:
+        return search.search(query, limit), search.index.notice
+    finally:
+        search.close()
+
+
+def _row_keys(db: Database, query: Query, session_id: str) -> list[str]:
+    search = FileSearch(db.path, immutable=db.immutable)
+    try:
+        hits = search.session_hits(query, session_id)
+    finally:
+        search.close()
+    # The transcript's entry rows are keyed seg:<file>:<row id>:<offset>.
+    return [f"seg:{db.path}:{hit.source}:{hit.offset}" for hit in hits]
+
+
+class WorkspaceSearch:
+    """Builds the indexes of a workspace's files and searches them."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self._builders: dict[Path, FileSearch] = {}
+        self._versions: dict[Path, int] = {}
+        self._searching = threading.Event()
+        """Set while a search runs: the build waits, leaving it the CPU (two
+        cores, one GIL) and its scan of the unindexed rest."""
+
+    @property
+    def files(self) -> list[Database]:
+        """Files with sessions or checkpoints."""
+        return [db for db in self.workspace.databases if db.stores.any]
+
+    # ----- building (one thread) -----
+
+    def build_step(self, seconds: float) -> BuildProgress:
+        """Index for about ``seconds`` across the files; the combined progress
+        (after any search under way has finished)."""
+        while self._searching.is_set():
+            time.sleep(SEARCH_WAIT)  # bounded: by the search's own duration
+        until = time.monotonic() + seconds
+        indexed = total = 0
+        for db in self.files:
+            builder = self._builders.get(db.path)
+            if builder is None:
+                builder = self._builders[db.path] = FileSearch(
+                    db.path, immutable=db.immutable
+                )
+            done = (
+                builder.build(until) if time.monotonic() < until else builder.progress()
+            )
+            self._versions[db.path] = self._data_version(builder)
+            indexed, total = indexed + done.indexed, total + done.total
+        return BuildProgress(indexed, total)
+
+    def committed(self) -> bool:
+        """Whether another connection committed to any file since the last step."""
+        return any(
+            self._data_version(builder) != self._versions.get(path)
+            for path, builder in self._builders.items()
+        )
+
+    @staticmethod
+    def _data_version(search: FileSearch) -> int:
+        return search.reader.execute("PRAGMA data_version").fetchone()[0]
+
+    def close(self) -> None:
+        """Close the builder's indexes (from the thread that used them)."""
+        for builder in self._builders.values():
+            builder.close()
+        self._builders.clear()
+
+    # ----- searching (worker threads) -----
+
+    async def search(self, text: str, limit: int = 500) -> Found:
+        """Sessions matching ``text`` (raises ``QueryError``), with a note saying
+        what was scanned instead of looked up, and what was not counted."""
+        query = parse_query(text)
+        self._searching.set()
+        try:
+            return await self._search(query, limit)
+        finally:
+            self._searching.clear()
+
+    async def _search(self, query: Query, limit: int) -> Found:
+        hits: dict[SessionKey, int] = {}
+        runs: dict[str, int] = {}
+        scanned = capped = 0
+        progress = BuildProgress(0, 0)
+        notices: list[str] = []
+        for db in self.files:
+            result, notice = await asyncio.to_thread(_search_file, db, query, limit)
+            notices += [notice] if notice and notice not in notices else []
+            scanned += result.scanned
+            capped = capped or result.capped
+            progress = BuildProgress(
+                progress.indexed + result.progress.indexed,
+                progress.total + result.progress.total,
+            )
+            for group in result.groups:
+                if group.session_id is not None:
+                    key = (str(db.path), group.session_id)
+                    hits[key] = hits.get(key, 0) + group.hits
+                elif group.run_id is not None:
+                    runs[group.run_id] = runs.get(group.run_id, 0) + group.hits
+        for run_id, link in (await self.workspace.links(runs)).items():
+            key = (str(link.file), link.session_id)
+            hits.setdefault(key, runs[run_id])
+        note = "; ".join([*notices, _note(progress, scanned, bool(capped))])
+        return Found(list(hits), hits, note)
+
+    async def row_keys(self, text: str, key: SessionKey) -> list[str]:
+        """The transcript row keys of a session's hits, in transcript order."""
+        db = self.workspace.database(Path(key[0]))
+        return await asyncio.to_thread(_row_keys, db, parse_query(text), key[1])
+
+
+def _note(progress: BuildProgress, scanned: int, capped: bool) -> str:
+    parts = []
+    if scanned:
+        parts.append(
+            f"index {progress.fraction:.0%} built: {scanned:,} rows not yet indexed were scanned"
+        )
+    if capped:
+        parts.append(f"counted over the newest {POSTING_CAP:,} matches")
+    parts.append(f"entries indexed up to {ENTRY_CAP:,} characters")
+    return "; ".join(parts)

@@ -1,0 +1,291 @@
+"""One lovia SQLite file and our own short-lived read connection to it.
+
+lovia's store classes take a write lock on first use and may change the
+journal mode, so browsing never constructs them: it reads through aiosqlite
+with its own connection. ``readonly`` opens with ``mode=ro`` (``immutable=1``
+where SQLite needs it) and so performs no write of any kind.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiosqlite
+
+from lovia_tui.core.errors import LoviaTuiError, OpenError
+from lovia_tui.core.store.schema import (
+    CHAT_TABLES,
+    STORE_TABLES,
+    check_columns,
+    check_versions,
+)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 5_000
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Which lovia stores a file holds (tables appear on a store's first use)."""
+
+    session: bool
+    checkpoint: bool
+    chat: bool
+
+    @property
+    def any(self) -> bool:
+        return self.session or self.checkpoint
+
+
+class Database:
+    """An open lovia database file: its stores, journal mode and connection."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: aiosqlite.Connection,
+        stores: Stores,
+        *,
+        readonly: bool,
+        journal_mode: str,
+        notice: str | None,
+        immutable: bool = False,
+    ) -> None:
+        self.path = path
+        self.conn = conn
+        self.stores = stores
+        self.readonly = readonly
+        self.journal_mode = journal_mode
+        self.notice = notice
+        # Opened with immutable=1: SQLite will not see anyone else's commits.
+        self.immutable = immutable
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Run one short statement and close its cursor at once.
+
+        An open cursor pins a WAL snapshot and hides new rows, so none is
+        ever left open between calls.
+        """
+        try:
+            async with self.conn.execute(sql, params) as cursor:
+                return list(await cursor.fetchall())
+        except sqlite3.OperationalError as exc:
+            _raise_if_locked(self.path, exc)
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from exc
+
+    async def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> Any | None:
+        try:
+            async with self.conn.execute(sql, params) as cursor:
+                return await cursor.fetchone()
+        except sqlite3.OperationalError as exc:
+            _raise_if_locked(self.path, exc)
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from exc
+
+    def read_blob(self, table: str, column: str, rowid: int) -> bytes | None:
+        """One stored value's bytes by SQLite's incremental blob I/O, which
+        keeps no copy of it (a SELECT holds the value, and its CAST, beside
+        ours: 600 MB for a 200 MB output). On a read-only connection of its
+        own (never writes, never creates: the file's URI in mode ro);
+        blocking, for a thread. None if the row is gone or the value NULL."""
+        uri = sqlite_uri(self.path, "ro", immutable=self.immutable)
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            with conn.blobopen(table, column, rowid, readonly=True) as blob:
+                return blob.read()
+        except sqlite3.OperationalError as exc:
+            if "no such rowid" in str(exc) or "of type null" in str(exc):
+                return None
+            _raise_if_locked(self.path, exc)
+            raise
+        finally:
+            conn.close()
+
+    async def fetchrow(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        """The row of a statement that always yields one (an aggregate, a PRAGMA)."""
+        row = await self.fetchone(sql, params)
+        if row is None:
+            raise LoviaTuiError(f"{self.name}: no row from {sql.split()[0]} statement")
+        return row
+
+    async def data_version(self) -> int:
+        """SQLite's counter of commits made by other connections."""
+        row = await self.fetchrow("PRAGMA data_version")
+        return int(row[0])
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+def _raise_if_locked(path: Path, exc: sqlite3.OperationalError) -> None:
+    """A writer held its lock past the busy timeout: one line, not a traceback."""
+    if "locked" in str(exc):
+        raise LoviaTuiError(f"{path}: {exc} by another process; try again") from exc
+
+
+def _damaged(path: Path, exc: sqlite3.DatabaseError) -> LoviaTuiError:
+    """A page that does not read (a damaged file): one line naming the file."""
+    return LoviaTuiError(f"{path}: cannot read ({_sqlite_reason(exc)})")
+
+
+def _decode_text(raw: bytes) -> str:
+    # A row with invalid UTF-8 must not make the whole query fail.
+    return raw.decode("utf-8", errors="replace")
+
+
+def _check_header(path: Path) -> None:
+    if not path.exists():
+        raise OpenError(f"{path}: no such file")
+    if not path.is_file():
+        raise OpenError(f"{path}: not a regular file")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise OpenError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not header:
+        raise OpenError(f"{path}: empty file, not a lovia database")
+    if header != SQLITE_MAGIC:
+        raise OpenError(f"{path}: not a SQLite database")
+
+
+def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
+    """A URI that opens ``path`` in ``mode`` (ro/rw) and never creates a file."""
+    uri = f"file:{quote(str(path.resolve()))}?mode={mode}"
+    return uri + "&immutable=1" if immutable else uri
+
+
+async def _connect(path: Path, readonly: bool) -> tuple[aiosqlite.Connection, bool]:
+    """Connect without ever creating a file; returns (connection, immutable)."""
+    attempts = (
+        [(sqlite_uri(path, "ro"), False)]
+        if readonly
+        else [(sqlite_uri(path, "rw"), False)]
+    )
+    if readonly:
+        # A WAL database in a read-only directory without its -shm can only
+        # be read as immutable.
+        attempts.append((sqlite_uri(path, "ro", immutable=True), True))
+    last: Exception | None = None
+    for uri, immutable in attempts:
+        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        try:
+            conn.text_factory = _decode_text
+            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            async with conn.execute("SELECT name FROM sqlite_master LIMIT 1"):
+                pass
+            return conn, immutable
+        except sqlite3.Error as exc:
+            await conn.close()
+            last = exc
+            if "locked" in str(exc):
+                # Busy, not unreadable: immutable would read past a writer's lock.
+                break
+    raise OpenError(f"{path}: cannot open ({_sqlite_reason(last)})")
+
+
+def _sqlite_reason(exc: Exception | None) -> str:
+    text = str(exc) if exc else "unknown error"
+    if "not a database" in text:
+        return "not a SQLite database or corrupt"
+    return text
+
+
+async def _set_wal(conn: aiosqlite.Connection) -> tuple[str, str | None]:
+    """Switch the file to WAL so our reads never block lovia's writers.
+
+    The switch is sticky and needs a moment with no other lock held; when it
+    cannot happen we carry on in the current mode and say so.
+    """
+    try:
+        mode = await _pragma(conn, "PRAGMA journal_mode=WAL")
+    except sqlite3.Error as exc:
+        mode = await _pragma(conn, "PRAGMA journal_mode")
+        return mode, f"could not switch to WAL ({exc}); reads may delay writers"
+    if mode != "wal":
+        return mode, f"journal mode is {mode}: WAL was refused; reads may delay writers"
+    return mode, None
+
+
+async def _pragma(conn: aiosqlite.Connection, sql: str) -> str:
+    """A PRAGMA's one value, lower-cased (``journal_mode`` returns one row)."""
+    async with conn.execute(sql) as cursor:
+        row = await cursor.fetchone()
+    return "" if row is None else str(row[0]).lower()
+
+
+async def open_database(path: Path, *, readonly: bool = False) -> Database:
+    """Open ``path`` as a lovia database or raise :class:`OpenError`."""
+    _check_header(path)
+    conn, immutable = await _connect(path, readonly)
+    try:
+        rows = await _fetch(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        tables = {row[0] for row in rows}
+        stores = Stores(
+            session=STORE_TABLES["session"] <= tables,
+            checkpoint=STORE_TABLES["checkpoint"] <= tables,
+            chat=tables >= CHAT_TABLES,
+        )
+        if not stores.any:
+            raise OpenError(
+                f"{path}: not a lovia database (no session_runs or snapshot_heads table)"
+            )
+        for table in set().union(*STORE_TABLES.values()) & tables:
+            columns = {
+                row[1] for row in await _fetch(conn, f"PRAGMA table_info({table})")
+            }
+            check_columns(path, table, columns)
+        if "lovia_schema" in tables:
+            versions = dict(
+                await _fetch(conn, "SELECT store, version FROM lovia_schema")
+            )
+            check_versions(path, versions)
+        if readonly:
+            mode = str((await _fetch(conn, "PRAGMA journal_mode"))[0][0]).lower()
+            notice = (
+                "opened immutable: changes by others are not seen"
+                if immutable
+                else None
+            )
+        else:
+            mode, notice = await _set_wal(conn)
+    except OpenError:
+        await conn.close()
+        raise
+    except sqlite3.Error as exc:
+        await conn.close()
+        raise OpenError(f"{path}: cannot read ({_sqlite_reason(exc)})") from exc
+    return Database(
+        path,
+        conn,
+        stores,
+        readonly=readonly,
+        journal_mode=mode,
+        notice=notice,
+        immutable=immutable,
+    )
+
+
+async def _fetch(conn: aiosqlite.Connection, sql: str) -> list[Any]:
+    async with conn.execute(sql) as cursor:
+        return list(await cursor.fetchall())
+
+
+NO_ID_ABOVE = 1 << 62
+"""Above every row id (SQLite's are 64-bit): the open end of an id range."""
+
+
+def is_missing_table(exc: sqlite3.Error) -> bool:
+    """Whether a read failed because the file lacks that store (lovia creates tables lazily)."""
+    return "no such table" in str(exc)

@@ -1,0 +1,269 @@
+"""Reads of one session's segments (``session_runs`` rows) and their entries.
+
+Bounded like every read: keyset pages of ``SEGMENT_CHUNK`` rows, never a whole session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from lovia_tui.core.entries import (
+    UnreadableError,
+    parse_entries,
+    parse_object,
+    stored_number,
+)
+from lovia_tui.core.models import (
+    Entry,
+    SegmentInfo,
+    Unreadable,
+)
+from lovia_tui.core.store.database import NO_ID_ABOVE, Database
+from lovia_tui.core.store.entry_stream import COUNT_IN_SQL_UP_TO, count_stored
+
+SEGMENT_CHUNK = 200
+SAFE_ENTRY_COUNT = (
+    "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
+)
+"""A row's entry count that a malformed row cannot fail (it counts as NULL)."""
+
+
+def _segment(
+    db: Database, row: Any, count: int | None, first: int | None
+) -> SegmentInfo:
+    row_id, session_id, run_id, created_at, size, meta_json = row[:6]
+    unreadable = None
+    try:
+        meta = parse_object(meta_json) or {}
+    except UnreadableError as exc:
+        meta = {}
+        unreadable = Unreadable(f"{db.name} session_runs id {row_id} meta", str(exc))
+    timing = meta.get("timing")
+    if not isinstance(timing, dict):
+        timing = {}
+    if count is None and unreadable is None:
+        unreadable = Unreadable(
+            f"{db.name} session_runs id {row_id} (run {run_id})",
+            "entries_json is not valid JSON",
+        )
+    return SegmentInfo(
+        file=db.path,
+        row_id=row_id,
+        session_id=session_id,
+        run_id=run_id,
+        entry_count=count,
+        first_index=first,
+        created_at=created_at,
+        started_at=stored_number(timing.get("started_at")),
+        finished_at=stored_number(timing.get("finished_at")),
+        has_context_state=bool(meta.get("context_state")),
+        has_notice=bool(meta.get("context_notice")),
+        stored_bytes=size or 0,
+        unreadable=unreadable,
+    )
+
+
+async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
+    """A session's segments in run order, each with its first flat index.
+
+    Entry counts come from SQLite's ``json_array_length`` in chunks, so no
+    segment's JSON crosses into Python here. Once a segment is unreadable the
+    flat indices after it are unknown and left ``None``: never guessed.
+    """
+    result: list[SegmentInfo] = []
+    if not db.stores.session:
+        return result
+    after = 0
+    next_index: int | None = 0
+    while True:
+        rows = await _segment_rows(
+            db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK)
+        )
+        if not rows:
+            return result
+        for row in rows:
+            count = row[6]
+            result.append(_segment(db, row, count, next_index))
+            next_index = (
+                None if count is None or next_index is None else next_index + count
+            )
+        after = rows[-1][0]
+
+
+async def newest_segments(
+    db: Database, session_id: str, limit: int, before_id: int | None = None
+) -> tuple[list[SegmentInfo], int]:
+    """Up to ``limit`` segments of a session older than ``before_id`` (else its
+    newest), in run order, and how many older segments remain.
+
+    Costs the same at any session length: the rows come newest first by
+    lovia's ``(session_id, id)`` index and the remainder is counted from it.
+    Their ``first_index`` is None: it needs every older segment's entry
+    count, which :func:`flat_starts` reads (in the background).
+    """
+    if not db.stores.session:
+        return [], 0
+    upper = NO_ID_ABOVE if before_id is None else before_id
+    rows = await _segment_rows(db, "id < ?2", "id DESC", (session_id, upper, limit))
+    rows.reverse()
+    older = rows[0][7] - len(rows) if rows else 0
+    return [_segment(db, row, row[6], None) for row in rows], older
+
+
+async def oldest_segments(
+    db: Database, session_id: str, limit: int, after_id: int
+) -> tuple[list[SegmentInfo], int]:
+    """Up to ``limit`` segments of a session newer than ``after_id``, in run
+    order, and how many newer ones remain (as :func:`newest_segments`)."""
+    if not db.stores.session:
+        return [], 0
+    rows = await _segment_rows(db, "id > ?2", "id", (session_id, after_id, limit))
+    newer = rows[0][7] - len(rows) if rows else 0
+    return [_segment(db, row, row[6], None) for row in rows], newer
+
+
+async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
+    """The first flat index of each of a session's segments, by row id.
+
+    Every segment's entries are counted (``json_array_length`` in SQLite,
+    ``SEGMENT_CHUNK`` rows a statement); after an unreadable segment the
+    indices are unknown and ``None``, never guessed.
+    """
+    starts: dict[int, int | None] = {}
+    if not db.stores.session:
+        return starts
+    after = 0
+    next_index: int | None = 0
+    while True:
+        rows = await _counts(db, session_id, after)
+        if not rows:
+            return starts
+        for row_id, count in rows:
+            starts[row_id] = next_index
+            next_index = (
+                None if count is None or next_index is None else next_index + count
+            )
+        after = rows[-1][0]
+
+
+async def _segment_rows(
+    db: Database, where: str, order: str, params: tuple[str, int, int]
+) -> list[Any]:
+    """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
+    each row ends with how many of the session's segments match ``where``
+    (counted from lovia's index, once: the subquery is not correlated)."""
+    base = (
+        "SELECT id, session_id, run_id, created_at, length(entries_json), meta_json, {count}, "
+        f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
+        f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
+    )
+    return await _with_counts(db, base, params, 6, 4)
+
+
+async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
+    base = "SELECT id, {count} FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
+    return await _with_counts(db, base, (session_id, after, SEGMENT_CHUNK), 1)
+
+
+async def _with_counts(
+    db: Database,
+    base: str,
+    params: tuple[Any, ...],
+    count_at: int,
+    size_at: int | None = None,
+) -> list[Any]:
+    """Run ``base`` with each row's entry count in place of ``{count}`` (column
+    ``count_at``; the row id first). SQLite's count holds the value twice
+    (400 MB for one 200 MB output): a row over ``COUNT_IN_SQL_UP_TO`` is
+    counted by :func:`count_stored`, reading it once. Where ``base`` reads
+    the value's length too (column ``size_at``), counting in the same row
+    would hold it twice again: the counts are read by a second statement."""
+    if size_at is None:
+        rows = await _counted(db, base, params)
+    else:
+        rows = await db.fetchall(base.format(count="NULL"), params)
+        ids = [row[0] for row in rows if (row[size_at] or 0) <= COUNT_IN_SQL_UP_TO]
+        counts = dict(
+            await _counted(
+                db,
+                "SELECT id, {count} FROM session_runs "
+                f"WHERE id IN ({', '.join('?' * len(ids))})",
+                tuple(ids),
+            )
+        )
+        rows = [
+            (*row[:count_at], counts.get(row[0], -1), *row[count_at + 1 :])
+            for row in rows
+        ]
+    for number, row in enumerate(rows):
+        if row[count_at] == -1:
+            count = await count_stored(db, row[0])
+            rows[number] = (*row[:count_at], count, *row[count_at + 1 :])
+    return rows
+
+
+async def _counted(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
+    """``base`` with ``{count}`` the count in SQL, -1 for a row too large for it."""
+    huge = (
+        f"CASE WHEN length(CAST(entries_json AS BLOB)) > {COUNT_IN_SQL_UP_TO} "
+        "THEN -1 ELSE {} END"
+    )
+    try:
+        return list(
+            await db.fetchall(
+                base.format(count=huge.format("json_array_length(entries_json)")),
+                params,
+            )
+        )
+    except sqlite3.OperationalError as exc:
+        if "JSON" not in str(exc):
+            raise
+        # A malformed row among these: count row by row, guarded.
+        return list(
+            await db.fetchall(base.format(count=huge.format(SAFE_ENTRY_COUNT)), params)
+        )
+
+
+async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
+    """The entries of one segment with their flat indices (raises UnreadableError)."""
+    row = await db.fetchone(
+        "SELECT entries_json FROM session_runs WHERE id = ?", (segment.row_id,)
+    )
+    return _entries(segment, None if row is None else row[0])
+
+
+async def batch_entries(
+    db: Database, segments: list[SegmentInfo]
+) -> dict[int, list[Entry] | UnreadableError]:
+    """The entries of a batch of segments, by row id, in one statement (one
+    round trip a segment kept a screenful waiting on the busy event loop); an
+    unreadable or vanished segment maps to the error saying so."""
+    ids = [segment.row_id for segment in segments]
+    stored = (
+        dict(
+            await db.fetchall(
+                f"SELECT id, entries_json FROM session_runs WHERE id IN ({','.join('?' * len(ids))})",
+                tuple(ids),
+            )
+        )
+        if ids
+        else {}
+    )
+    found: dict[int, list[Entry] | UnreadableError] = {}
+    for segment in segments:
+        try:
+            found[segment.row_id] = _entries(segment, stored.get(segment.row_id))
+        except UnreadableError as exc:
+            found[segment.row_id] = exc
+    return found
+
+
+def _entries(segment: SegmentInfo, stored: str | None) -> list[Entry]:
+    if stored is None:
+        raise UnreadableError("segment no longer exists")
+    first = segment.first_index
+    return [
+        Entry(None if first is None else first + offset, entry)
+        for offset, entry in enumerate(parse_entries(stored))
+    ]

@@ -1,0 +1,187 @@
+"""The set of databases a user opened, and what spans files: links and lookups.
+
+The web UI keeps everything in one file; other apps split sessions and
+checkpoints across two. A workspace answers "which file holds session X /
+run Y" and "which session does run Y belong to" across all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from lovia_tui.core.errors import OpenError
+from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
+from lovia_tui.core.store import checkpoint_reads, session_reads
+from lovia_tui.core.store.checkpoint_reads import runs
+from lovia_tui.core.store.database import Database, open_database
+
+DEFAULT_DIR = Path(".lovia")
+
+
+def resolve_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand directories to their ``*.db`` files; no path means ``./.lovia``.
+
+    Raises :class:`OpenError` naming the path when nothing can be opened.
+    """
+    given = [Path(p) for p in paths]
+    if not given:
+        if not DEFAULT_DIR.is_dir() or not sorted(DEFAULT_DIR.glob("*.db")):
+            raise OpenError(
+                "no database given and no ./.lovia/*.db here; "
+                "try `lovia-tui demo` or `lovia-tui PATH`"
+            )
+        given = [DEFAULT_DIR]
+    files: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            found = sorted(path.glob("*.db"))
+            if not found:
+                raise OpenError(f"{path}: directory holds no *.db file")
+            files.extend(found)
+        elif not path.exists():
+            raise OpenError(f"{path}: no such file or directory")
+        else:
+            files.append(path)
+    unique: dict[Path, Path] = {}
+    for path in files:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
+
+
+class Workspace:
+    """Open databases, addressed by file; the read side of the whole app."""
+
+    def __init__(self, databases: list[Database]) -> None:
+        self.databases = databases
+
+    @classmethod
+    async def open(
+        cls, paths: Iterable[str | Path], *, readonly: bool = False
+    ) -> Workspace:
+        opened: list[Database] = []
+        try:
+            for path in resolve_paths(paths):
+                opened.append(await open_database(path, readonly=readonly))
+        except BaseException:
+            for db in opened:
+                await db.close()
+            raise
+        return cls(opened)
+
+    @property
+    def readonly(self) -> bool:
+        return all(db.readonly for db in self.databases)
+
+    @property
+    def session_dbs(self) -> list[Database]:
+        """Files that hold sessions: a session store, or the web UI's chats."""
+        return [db for db in self.databases if db.stores.session or db.stores.chat]
+
+    @property
+    def checkpoint_dbs(self) -> list[Database]:
+        return [db for db in self.databases if db.stores.checkpoint]
+
+    def database(self, file: Path) -> Database:
+        for db in self.databases:
+            if db.path == file:
+                return db
+        raise OpenError(f"{file}: not open")
+
+    async def recent_sessions(self, limit: int) -> list[tuple[str, str]]:
+        """(file, session_id) of the ``limit`` newest sessions of each file: pinned
+        web chats first, then newest first (lovia web's order)."""
+        rank: dict[tuple[str, str], tuple[bool, float]] = {}
+        for db in self.session_dbs:
+            for sid, when, pinned in await session_reads.ranked_sessions(db, limit):
+                rank[(str(db.path), sid)] = (pinned, when or 0)
+        return sorted(rank, key=rank.__getitem__, reverse=True)
+
+    async def summaries(
+        self, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], SessionSummary]:
+        """Runs, title and activity of each (file, session_id): three statements a file."""
+        by_file: dict[str, list[str]] = {}
+        for file, session_id in keys:
+            by_file.setdefault(file, []).append(session_id)
+        found = {}
+        for file, session_ids in by_file.items():
+            db = self.database(Path(file))
+            for session_id, summary in (
+                await session_reads.session_summaries(db, session_ids)
+            ).items():
+                found[(file, session_id)] = summary
+        return found
+
+    async def find_session(self, session_id: str) -> Database | None:
+        """The file holding ``session_id``'s segments, if any."""
+        for db in self.session_dbs:
+            if await session_reads.session_summary(db, session_id):
+                return db
+        return None
+
+    async def find_run(self, run_id: str) -> RunInfo | None:
+        for db in self.checkpoint_dbs:
+            found = await runs(db, run_id)
+            if found:
+                return found[0]
+        return None
+
+    async def all_runs(self) -> list[RunInfo]:
+        result: list[RunInfo] = []
+        for db in self.checkpoint_dbs:
+            result.extend(await runs(db))
+        return sorted(result, key=lambda run: run.updated_at, reverse=True)
+
+    async def links(self, run_ids: Iterable[str]) -> dict[str, SessionLink]:
+        """The session each run belongs to, strongest evidence first; never guessed.
+
+        1. a ``session_runs`` row with the same run_id (the run was appended);
+        2. the web UI's ``chat_sessions.active_run_id`` / ``chat_runs.session_id``.
+        Runs with neither are absent from the result: their session is unknown.
+        """
+        wanted = list(dict.fromkeys(run_ids))
+        found: dict[str, SessionLink] = {}
+        for db in self.session_dbs:
+            if not db.stores.session:
+                continue
+            for run_id, session_id in await checkpoint_reads.appended_runs(
+                db, [r for r in wanted if r not in found]
+            ):
+                found.setdefault(run_id, SessionLink(db.path, session_id, "segment"))
+        for db in self.databases:
+            if not db.stores.chat:
+                continue
+            for chunk in _chunks([r for r in wanted if r not in found], 500):
+                marks = ",".join("?" * len(chunk))
+                rows = await db.fetchall(
+                    f"SELECT active_run_id, id FROM chat_sessions WHERE active_run_id IN ({marks}) "
+                    f"UNION ALL SELECT id, session_id FROM chat_runs "
+                    f"WHERE id IN ({marks}) AND session_id IS NOT NULL",
+                    tuple(chunk) * 2,
+                )
+                for run_id, session_id in rows:
+                    found.setdefault(run_id, SessionLink(db.path, session_id, "web"))
+        return found
+
+    async def close(self) -> None:
+        for db in self.databases:
+            await db.close()
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+async def runs_for_session(
+    ws: Workspace, session_id: str
+) -> list[tuple[RunInfo, SessionLink]]:
+    """Checkpoints linked to ``session_id`` (in-flight or already appended)."""
+    all_runs = await ws.all_runs()
+    links = await ws.links(run.run_id for run in all_runs)
+    return [
+        (run, links[run.run_id])
+        for run in all_runs
+        if run.run_id in links and links[run.run_id].session_id == session_id
+    ]

@@ -1,0 +1,87 @@
+"""Names the UI shares, defined once: row kinds and keys, panes and worker
+groups (run statuses are the core's: :mod:`lovia_tui.core.run_status`).
+
+They are ``StrEnum`` members, so they compare equal to the strings stored and
+shown (``RowKind.ENTRY == "entry"``), but a misspelt one is an error at
+import, not a silent mismatch between two files.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+
+class Pane(StrEnum):
+    """The inspector's three panes, in tab order."""
+
+    SESSIONS = "sessions"
+    TRANSCRIPT = "transcript"
+    RUNS = "runs"
+
+    @property
+    def number(self) -> int:
+        """The key that focuses it (1, 2, 3)."""
+        return list(Pane).index(self) + 1
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
+
+
+class RowKind(StrEnum):
+    """What a transcript row stands for."""
+
+    OLDER = "older"
+    NEWER = "newer"
+    SEGMENT = "segment"
+    ENTRY = "entry"
+    SEAM = "seam"
+    UNREADABLE = "unreadable"
+
+
+class Group(StrEnum):
+    """Worker groups: one exclusive worker per kind of read or flow."""
+
+    SESSIONS = "sessions"
+    SUMMARIES = "summaries"
+    RUNS = "runs"
+    RUN_DETAIL = "run-detail"
+    TRANSCRIPT = "transcript"
+    OLDER = "older"
+    NEWER = "newer"
+    WATCH = "watch"
+    SEARCH = "search"
+    EXPORT = "action-export"
+    """Waits on its dialog (where to write) like the other actions."""
+    ACTION = "action"
+    PREFLIGHT = "preflight"
+    CONSOLE = "console"
+    DOCTOR = "doctor"
+    DOCTOR_FIX = "action-doctor"
+    LIVE = "live"
+    SEARCH_INDEX = "live:search-index"
+    """The content index's build and commit follower: lives as the screen does."""
+    HITS = "hits"
+
+    def of(self, path: Path | str) -> str:
+        """A per-file group (the live tail runs one worker per database)."""
+        return f"{self.value}:{path}"
+
+
+def seam_key(run_id: str) -> str:
+    """The key of the seam row of an in-flight run (and the prefix of its entries)."""
+    return f"{RowKind.SEAM}:{run_id}"
+
+
+def segment_key(path: Path | str, row_id: int) -> str:
+    """The key of a segment's header row (and the prefix of its entries)."""
+    return f"seg:{path}:{row_id}"
+
+
+def older_key(before_id: int) -> str:
+    return f"{RowKind.OLDER}:{before_id}"
+
+
+def newer_key(after_id: int) -> str:
+    return f"{RowKind.NEWER}:{after_id}"

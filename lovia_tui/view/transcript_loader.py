@@ -1,0 +1,191 @@
+"""Builds transcript rows from the read layer: newest segments first.
+
+A session may hold thousands of runs; only the newest ``BATCH`` segments are
+read at first and older ones on demand, so opening it costs the same at any
+length. Flat indices need every older segment's entry count: they are counted
+in the background (``segment_reads.flat_starts``) and filled in by ``set_indices``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lovia_tui.core.entries import UnreadableError
+from lovia_tui.core.live.changes import RunEntries
+from lovia_tui.core.live.tail import new_snapshot_entries
+from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
+from lovia_tui.core.store import checkpoint_reads, segment_reads
+from lovia_tui.core.store.database import Database
+from lovia_tui.view.kinds import RowKind, seam_key, segment_key
+from lovia_tui.view.rows import Row, newer_row, older_row
+
+BATCH = 30
+
+
+Starts = dict[int, int | None]
+"""Each segment's first flat index by row id (``segment_reads.flat_starts``)."""
+
+
+async def segment_rows(
+    db: Database, batch: list[SegmentInfo], starts: Starts | None
+) -> list[Row]:
+    """Header and entry rows of some segments (unreadable ones say so); their
+    flat indices from ``starts``, or still being counted when it is None."""
+    if starts is None:
+        batch = [replace(segment, counting=True) for segment in batch]
+    else:
+        batch = [
+            replace(segment, first_index=starts.get(segment.row_id))
+            for segment in batch
+        ]
+    loaded = await segment_reads.batch_entries(db, batch)
+    rows: list[Row] = []
+    for segment in batch:
+        header = segment_key(db.path, segment.row_id)
+        rows.append(Row(RowKind.SEGMENT, header, segment=segment, fold=header))
+        entries = loaded[segment.row_id]
+        if isinstance(entries, UnreadableError):
+            where = f"{db.name} session_runs id {segment.row_id} (run {segment.run_id})"
+            rows.append(
+                Row(
+                    RowKind.UNREADABLE,
+                    f"{header}:bad",
+                    problem=Unreadable(where, str(entries)),
+                    fold=header,
+                )
+            )
+            continue
+        rows.extend(
+            Row(
+                RowKind.ENTRY,
+                f"{header}:{offset}",
+                segment=segment,
+                entry=entry,
+                fold=header,
+            )
+            for offset, entry in enumerate(entries)
+        )
+    return rows
+
+
+def set_indices(rows: list[Row], starts: Starts) -> None:
+    """Fill in the flat indices of rows loaded while they were being counted."""
+    offsets: dict[int, int] = {}  # a segment's entry rows come in order
+    for row in rows:
+        segment = row.segment
+        if segment is None or not segment.counting:
+            continue
+        first = starts.get(segment.row_id)
+        if row.kind == RowKind.ENTRY and row.entry is not None:
+            offset = offsets[segment.row_id] = offsets.get(segment.row_id, -1) + 1
+            row.entry = replace(
+                row.entry, index=None if first is None else first + offset
+            )
+        row.segment = replace(segment, first_index=first, counting=False)
+
+
+def run_entry_rows(run: RunInfo, loaded: RunEntries, first_offset: int) -> list[Row]:
+    """Rows for a checkpoint's entries (first load, or new ones while following)."""
+    seam = seam_key(run.run_id)
+    rows = [
+        Row(
+            RowKind.ENTRY,
+            f"{seam}:{first_offset + n}",
+            run=run,
+            entry=entry,
+            fold=seam,
+        )
+        for n, entry in enumerate(loaded.entries)
+    ]
+    rows.extend(
+        Row(
+            RowKind.UNREADABLE,
+            f"{seam}:bad{loaded.last_seq}:{n}",
+            problem=p,
+            fold=seam,
+        )
+        for n, p in enumerate(loaded.problems)
+    )
+    return rows
+
+
+async def inflight_rows(
+    db: Database, run: RunInfo, status: str
+) -> tuple[list[Row], int]:
+    """The seam and a checkpoint's own entries, not yet in the session; and
+    the last batch seq read, from which following the run picks up."""
+    seam = seam_key(run.run_id)
+    loaded = await new_snapshot_entries(db, run.run_id)
+    rows = [Row(RowKind.SEAM, seam, run=run, fold=seam, status=status)]
+    return rows + run_entry_rows(run, loaded, 0), loaded.last_seq
+
+
+Inflight = list[tuple[Database, RunInfo, str]]
+"""The runs linked to a session, each with its file and status: shown at the
+seam below the newest segment unless already appended."""
+
+
+async def newest_batch(db: Database, session_id: str) -> tuple[list[SegmentInfo], int]:
+    """A session's newest ``BATCH`` segments, listed (their entries not read
+    yet), and how many older ones there are."""
+    return await segment_reads.newest_segments(db, session_id, BATCH)
+
+
+async def session_rows(
+    db: Database,
+    session_id: str,
+    listed: tuple[list[SegmentInfo], int],
+    inflight: Inflight,
+    starts: Starts | None = None,
+) -> tuple[list[Row], dict[str, int]]:
+    """The newest batch of a session (as listed by ``segment_reads.newest_segments``),
+    then each linked run not yet appended; and, per such run, the last batch
+    seq read (to follow it from there)."""
+    batch, older = listed
+    rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
+        db, batch, starts
+    )
+    more, seqs = await _seam_rows(db, session_id, inflight)
+    return rows + more, seqs
+
+
+async def older_rows(
+    db: Database, session_id: str, before_id: int, starts: Starts | None
+) -> list[Row]:
+    """The next older batch above what is shown, with a new "older" row if needed."""
+    batch, older = await segment_reads.newest_segments(db, session_id, BATCH, before_id)
+    return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
+        db, batch, starts
+    )
+
+
+async def newer_rows(
+    db: Database,
+    session_id: str,
+    after_id: int,
+    starts: Starts | None,
+    inflight: Inflight,
+) -> tuple[list[Row], dict[str, int]]:
+    """The next newer batch below what is shown: with a "newer" row if more
+    follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
+    batch, newer = await segment_reads.oldest_segments(db, session_id, BATCH, after_id)
+    rows = await segment_rows(db, batch, starts)
+    if newer:
+        return rows + newer_row(newer, batch[-1].row_id), {}
+    more, seqs = await _seam_rows(db, session_id, inflight)
+    return rows + more, seqs
+
+
+async def _seam_rows(
+    db: Database, session_id: str, inflight: Inflight
+) -> tuple[list[Row], dict[str, int]]:
+    appended = await checkpoint_reads.runs_in_session(
+        db, session_id, [run.run_id for _, run, _ in inflight]
+    )
+    rows: list[Row] = []
+    seqs: dict[str, int] = {}
+    for run_db, run, status in inflight:
+        if run.run_id not in appended:
+            more, seqs[run.run_id] = await inflight_rows(run_db, run, status)
+            rows.extend(more)
+    return rows, seqs

@@ -1,0 +1,49 @@
+"""The one command list: every key bound once, every action a method of the
+inspector, and each command's "why not" read from the selection alone."""
+
+from __future__ import annotations
+
+from lovia_tui.commands import COMMANDS, INSPECTOR_COMMANDS
+from lovia_tui.screens.inspector import InspectorScreen
+from lovia_tui.view.kinds import Pane
+from lovia_tui.view.selection import Selection
+
+
+def selection(**changes) -> Selection:
+    values = dict(
+        pane=Pane.SESSIONS,
+        session=("a.db", "s1"),
+        row=None,
+        run=None,
+        run_status=None,
+        readonly=False,
+        run_going=False,
+    )
+    values.update(changes)
+    return Selection(**values)
+
+
+def test_every_key_is_bound_once_to_an_action_of_the_inspector():
+    keys = [command.key for command in INSPECTOR_COMMANDS]
+    assert len(keys) == len(set(keys))
+    for command in INSPECTOR_COMMANDS:
+        assert callable(getattr(InspectorScreen, f"action_{command.name}")), command
+
+
+def test_a_command_of_another_pane_says_where_it_acts_and_is_not_shown():
+    resume = COMMANDS["resume"]
+    assert resume.state(selection()) is False
+    assert "Runs (3)" in resume.why_not(selection())
+    assert COMMANDS["rewind_here"].on_key_bar(Pane.RUNS) is False
+    assert COMMANDS["rewind_here"].on_key_bar(Pane.TRANSCRIPT) is True
+
+
+def test_what_a_command_needs_is_shown_dimmed_with_its_reason():
+    trim = COMMANDS["trim"]
+    assert trim.state(selection()) is True
+    assert trim.state(selection(readonly=True)) is None
+    assert "read-only" in trim.why_not(selection(readonly=True))
+    cancel = COMMANDS["cancel_run"]
+    assert cancel.state(selection(pane=Pane.RUNS)) is None
+    assert "nothing is running" in cancel.why_not(selection(pane=Pane.RUNS))
+    assert cancel.state(selection(run_going=True)) is True

@@ -1,0 +1,70 @@
+"""Widths as drawn: columns sized to their content with ids and titles first,
+and emoji with presentation selectors measured as the terminal draws them
+(issue 15, item 8)."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+from lovia_tui.app import make_app
+from lovia_tui.pilot import settle
+from lovia_tui.widgets.columns import Column, cell, fit
+from lovia_tui.widgets.line_view import LineCache, as_drawn
+
+
+def rows(row_list) -> list[str]:
+    return [row_list.render_line(y).text for y in range(row_list.count)]
+
+
+async def test_ids_and_titles_whole_at_200_columns(demo_dir):
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        sessions = rows(screen.sessions.row_list)
+        weekly = next(
+            line for line in sessions if demo_dir.crash_window_session in line
+        )
+        assert "Weekly summary" in weekly
+        runs = rows(screen.runs.row_list)
+        window = next(line for line in runs if demo_dir.crash_window_run in line)
+        assert demo_dir.crash_window_session in window, window
+
+
+async def test_at_120_columns_runs_keep_their_age_and_session(demo_dir):
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        runs = rows(app.screen.runs.row_list)
+        failed = next(line for line in runs if demo_dir.failed_run in line)
+        assert demo_dir.failed_session in failed
+        assert re.fullmatch(r"\d+[smhd]", failed.split()[2]), failed  # the age
+
+
+def test_less_important_columns_go_first():
+    columns = [
+        Column("id", 20, 0),
+        Column("status", 11, 1),
+        Column("age", 4, 2),
+        Column("agent", 10, 3),
+    ]
+    assert fit(columns, 80) == {"id": 20, "status": 11, "age": 4, "agent": 10}
+    assert fit(columns, 40) == {"id": 20, "status": 11, "age": 4}
+    assert fit(columns, 10) == {"id": 10}
+    assert cell("chat-weekly", 6) == "chat-…" and cell("ab", 4, right=True) == "  ab"
+
+
+def test_presentation_selectors_are_drawn_as_measured():
+    """🗓️ ☀️ ⏱️: Rich counts two cells, most terminals draw one, and the pane's
+    border moved; drawn without the selector, both say one."""
+    from rich.console import Console
+    from rich.style import Style
+
+    text = Text("Weekly 🗓️ ☀️ ⏱️ done")
+    text.stylize("bold", 0, 6)
+    drawn = as_drawn(text)
+    assert drawn.plain == "Weekly 🗓 ☀ ⏱ done" and drawn.spans == text.spans[:1]
+    strip = LineCache().strip(text, 30, Style(), Console(width=30))
+    assert "\ufe0f" not in strip.text and strip.cell_length == 30

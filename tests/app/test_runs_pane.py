@@ -1,0 +1,125 @@
+"""The runs pane on a fleet's checkpoint file: paged, unfinished first, counted."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from support.lovia_factory import write_heads
+
+from lovia_tui.app import make_app
+from lovia_tui.core.runs import index as run_index
+from lovia_tui.core.runs import listing as run_list
+from lovia_tui.pilot import settle
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """120 heads written by lovia, walked 16 a range, pages cached 40 at most."""
+    monkeypatch.setattr(run_index, "RANGE", 16)
+    monkeypatch.setattr(run_list, "PAGE_CACHE", 40)
+    now = time.time()
+    path = tmp_path / "runs.db"
+    return path, asyncio.run(write_heads(path, 120, now))
+
+
+async def test_unfinished_first_then_every_completed_run_reachable(fleet):
+    path, written = fleet
+    newest = list(reversed(written))
+    unfinished = [w[0] for w in newest if w[1] != "completed"]
+    completed = [w[0] for w in newest if w[1] == "completed"]
+    app = make_app([path], readonly=True)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        pane = app.screen.runs
+        title = str(pane.query_one("#runs-title").content)
+        assert f"{len(completed)} completed" in title and "counting" not in title
+        assert len(pane.source) == len(written)
+        head = [pane.source.at(i) for i in range(len(unfinished))]
+        assert [run.run_id for run in head] == unfinished
+        assert pane.selected.run_id == unfinished[0]
+        pane.row_list.focus()
+        await pilot.press("end")
+        await settle(pilot)
+        # Far beyond the first pages and the cache: still read, still in order.
+        assert pane.selected.run_id == completed[-1]
+        await pilot.press("pageup", "pageup")
+        await settle(pilot)
+        index = pane.row_list.cursor
+        assert pane.selected.run_id == completed[index - len(unfinished)]
+        # Paged from the top to the end: what is kept read stays bounded.
+        await pilot.press("home")
+        for _ in range(len(written) // 10):
+            await pilot.press("pagedown")
+            await settle(pilot)
+        window = 3 * pane.row_list.size.height
+        assert pane.source.kept <= run_list.PAGE_CACHE + window
+
+
+async def test_status_filters_and_going_to_a_run(fleet):
+    path, written = fleet
+    app = make_app([path], readonly=True)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.action_runs_filter("failed")
+        await settle(pilot)
+        failed = [w[0] for w in reversed(written) if w[1] == "failed"]
+        assert [run.run_id for run in screen.runs.shown] == failed
+        screen.action_runs_filter("completed")
+        await settle(pilot)
+        assert len(screen.runs.source) == sum(w[1] == "completed" for w in written)
+        # A run read already is found; the filter that hid it is cleared.
+        assert screen.runs.select_run(failed[-1])
+        assert screen.runs.status_filter == "all"
+        assert screen.runs.selected.run_id == failed[-1]
+
+
+async def test_going_to_a_run_not_read_yet_finds_it(fleet):
+    path, written = fleet
+    oldest_completed = next(w[0] for w in written if w[1] == "completed")
+    app = make_app([path], readonly=True)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        pane = app.screen.runs
+        assert pane.find(oldest_completed) is None  # far below the first pages
+        assert not pane.select_run(oldest_completed)  # looked for in the background
+        await settle(pilot)
+        assert pane.selected.run_id == oldest_completed
+        assert pane.row_list.cursor == len(written) - 1
+        assert pane.select_run(oldest_completed)
+
+
+async def test_a_reload_asked_for_while_walking_is_walked_after(fleet):
+    """Reloads never cancel a walk (a busy file would never finish one): the
+    last one asked for is walked once the current walk is done."""
+    from lovia import RunHead, SQLiteCheckpointer
+    from lovia.transcript import InputEntry, Usage
+
+    path, _ = fleet
+    app = make_app([path])
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.load_runs()  # walking...
+        screen.load_runs()
+        assert screen.runs._again is not None  # queued behind the walk
+        head = RunHead(
+            agent_name="worker", usage=Usage(1, 1), turns=1, status="failed",
+            output=None, error={"type": "E", "message": "boom"},
+            last_input_tokens=1, updated_at=time.time(), started_at=time.time(),
+        )  # fmt: skip
+        await SQLiteCheckpointer(path).append(
+            "run-new", [InputEntry("user", "x")], head
+        )
+        screen.load_runs()  # ...asked again meanwhile: queued, not cancelling
+        assert screen.runs._walking or screen.runs._again is None
+        await settle(pilot)
+        assert not screen.runs._walking and screen.runs._again is None
+        found = screen.runs.find("run-new")
+        assert found is not None and found.status == "failed"
+        assert screen.runs.source.counts()["failed"] == 1 + sum(
+            w[1] == "failed" for w in fleet[1]
+        )

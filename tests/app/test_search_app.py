@@ -1,0 +1,111 @@
+"""`s` in the app: the index is built in the background, the sessions list
+narrows to the matches, the transcript cursor lands on the first hit and
+`n` / `N` step through the hits (older batches load when a hit needs them)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from lovia import SQLiteSession
+from lovia.transcript import AssistantTextEntry, InputEntry
+from support.lovia_factory import append_entries
+from support.reliability import AppWatch, until
+
+from lovia_tui.app import make_app
+from lovia_tui.core.search.file_search import FileSearch
+from lovia_tui.core.search.index import index_path
+from lovia_tui.core.search.query import parse_query
+from lovia_tui.pilot import settle
+
+
+async def _write(path: Path) -> None:
+    """Session "long": 45 runs, "beacon" in the first, the 20th and the last;
+    session "other" never says it."""
+    session = SQLiteSession(path, wal=True)
+    for n in range(45):
+        said = "beacon here" if n in (0, 20, 44) else f"plain words {n}"
+        await session.append(
+            "long",
+            [InputEntry(role="user", content=said), AssistantTextEntry(content="ok")],
+            run_id=f"r{n}",
+        )
+    await session.append(
+        "other",
+        [
+            InputEntry(role="user", content="nothing to see"),
+            AssistantTextEntry(content="ok"),
+        ],
+        run_id="o1",
+    )
+
+
+@contextlib.asynccontextmanager
+async def _app(scratch: Path):
+    """The app on :func:`_write`'s file, settled: (path, app, pilot)."""
+    path = scratch / "hits.db"
+    await _write(path)
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        yield path, app, pilot
+
+
+async def _until_built(pilot, path: Path) -> None:
+    await until(pilot, lambda: index_path(path).exists(), 10, "the index file")
+    progress = pilot.app.screen.sessions
+    await until(pilot, lambda: "indexing" not in progress.progress, 10, "the build")
+
+
+async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Path):
+    ids = dict(
+        (run, row) for row, run in enumerate((f"r{n}" for n in range(45)), start=1)
+    )
+    async with _app(scratch) as (path, app, pilot):
+        first, middle, last = (f"seg:{path}:{ids[f'r{n}']}:0" for n in (0, 20, 44))
+        await pilot.press("s", *"beacon", "enter")
+        await settle(pilot)
+        screen = app.screen
+        assert [key[1] for key in screen.sessions.shown] == ["long"]
+        # The newest 30 runs are shown first: the first hit loads older ones.
+        await until(
+            pilot, lambda: screen.transcript.current_row.key == first, 10, "first hit"
+        )
+        assert screen.search_hits == [first, middle, last]
+        await pilot.press("2", "n")
+        assert screen.transcript.current_row.key == middle
+        await pilot.press("n")
+        assert screen.transcript.current_row.key == last
+        await pilot.press("N", "N")
+        assert screen.transcript.current_row.key == first
+        # The build finishes in the background and says so in the title.
+        await _until_built(pilot, path)
+
+
+async def test_a_query_with_nothing_to_find_warns(scratch: Path):
+    async with _app(scratch) as (_, app, pilot):
+        watch = AppWatch()
+        watch.attach(app)
+        await pilot.press("s", *"!!!", "enter")
+        await settle(pilot)
+        assert len(app.screen.sessions.shown) == 2
+        assert any("nothing to search for" in text for _, text in watch.notes)
+
+
+async def test_the_index_follows_commits_by_other_writers(scratch: Path):
+    async with _app(scratch) as (path, _, pilot):
+        await pilot.press("s", "escape")  # the first `s` starts the build
+        await _until_built(pilot, path)
+        await append_entries(path, "late", 1, prefix="lighthouse")
+        search = FileSearch(path)
+        try:
+            await until(
+                pilot,
+                lambda: search.index.state().seg_count == 47,
+                10,
+                "the new segment indexed",
+            )
+            result = search.search(parse_query("lighthouse"))
+            assert result.scanned == 0 and result.groups[0].session_id == "late"
+        finally:
+            search.close()

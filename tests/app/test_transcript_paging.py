@@ -1,0 +1,102 @@
+"""Regressions the benchmarks found: paging a long transcript, choosing a session."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from support.app import snapshot_app
+
+from lovia_tui.pilot import settle
+from lovia_tui.view import transcript_loader
+from lovia_tui.widgets import transcript as transcript_widget
+
+
+@asynccontextmanager
+async def kyoto(snap_dir, monkeypatch, batch: int = 1):
+    """The app showing chat-kyoto, whose 2 runs are 2 batches of one segment
+    (or one batch, with a larger ``batch``)."""
+    monkeypatch.setattr(transcript_loader, "BATCH", batch)
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.go_to_session((str(screen.workspace.databases[0].path), "chat-kyoto"))
+        await settle(pilot)
+        yield pilot
+
+
+async def test_home_goes_to_the_start_of_a_long_session(snap_dir, monkeypatch):
+    """Home shows the session's first run at once, cursor on its first row:
+    not the "▲ older runs" row at the top of what was loaded (it used to stop
+    there, and once crashed the app when the batch arrived)."""
+    async with kyoto(snap_dir, monkeypatch) as pilot:
+        transcript = pilot.app.screen.transcript
+        assert transcript.rows[0].kind == "older"
+        await pilot.press("2", "home")
+        await settle(pilot)
+        first = transcript.rows[0]
+        assert first.kind == "segment" and first.segment.run_id == "run-kyoto-1"
+        assert transcript.current_row is first and transcript.scroll_offset.y == 0
+        assert transcript.rows[-1].kind == "newer", "the newer runs load again below"
+        # Each batch showed before the session's entries were counted; every
+        # entry now has its flat index, what rewind counts: 0, 1, 2... in order.
+        indices = [row.entry.index for row in transcript.rows if row.kind == "entry"]
+        assert indices == list(range(len(indices))) and indices
+
+
+async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.screen.sessions.row_list.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.focused is app.screen.transcript
+
+
+async def test_the_transcript_keeps_a_window_of_segments_both_ways(
+    snap_dir, monkeypatch
+):
+    """Scrolling a long session to its start and back holds WINDOW segments at
+    a time: those let go come back through "newer" and "older" rows."""
+    monkeypatch.setattr(transcript_widget, "WINDOW", 1)
+    async with kyoto(snap_dir, monkeypatch) as pilot:
+        transcript = pilot.app.screen.transcript
+
+        def shown() -> tuple[str, list[str], str]:
+            segments = [row.key for row in transcript.rows if row.kind == "segment"]
+            return transcript.rows[0].kind, segments, transcript.rows[-1].kind
+
+        first, (newest,), _ = shown()
+        assert first == "older"
+        await pilot.press("home")
+        await settle(pilot)
+        first, (oldest,), last = shown()
+        assert (first, last) == ("segment", "newer") and oldest != newest
+        await pilot.press("end")  # onto the "newer" row: the newest comes back
+        await settle(pilot)
+        first, segments, last = shown()
+        assert (first, segments, last != "newer") == ("older", [newest], True)
+        indices = [
+            row.entry.index
+            for row in transcript.rows
+            if row.kind == "entry" and row.segment
+        ]
+        assert (
+            indices
+            and indices[0] > 0
+            and indices == list(range(indices[0], indices[0] + len(indices)))
+        )
+
+
+async def test_a_reload_keeps_the_cursor_on_its_row(snap_dir, monkeypatch):
+    """ctrl+r (as after an action or a change by another process) keeps the
+    transcript's cursor on the row it was on, not on the newest entry."""
+    async with kyoto(snap_dir, monkeypatch, batch=30) as pilot:
+        screen = pilot.app.screen
+        await pilot.press("2", "home", "down", "down")
+        before = screen.transcript.current_row.key
+        assert before != screen.transcript.rows[-1].key
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert screen.transcript.current_row.key == before

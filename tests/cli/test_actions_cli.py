@@ -1,0 +1,211 @@
+"""The action subcommands: nothing changes without --yes, errors are one line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from lovia import SQLiteSession
+from support.lovia_factory import copy_db, rows
+
+from lovia_tui.cli import main
+from lovia_tui.cli.command import split_paths_and_ids
+from lovia_tui.core.errors import LoviaTuiError
+
+pytestmark = pytest.mark.usefixtures("private_journal")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def files_bytes(*paths: Path) -> list[bytes]:
+    """The databases' bytes, and their write-ahead logs' (an empty log holds nothing)."""
+    logs = [p.with_name(p.name + "-wal") for p in paths]
+    return [p.read_bytes() for p in paths] + [
+        w.read_bytes() for w in logs if w.exists() and w.stat().st_size
+    ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["rewind", "s", "--keep", "4"],
+        ["trim", "s", "--keep-chars", "10"],
+        ["delete-run", "s-0", "s-1"],
+        ["finalize", "crashed", "--session", "s", "--stale-after", "0"],
+        ["clear", "s"],
+    ],
+)
+def test_preview_changes_nothing(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path], command: list[str]
+) -> None:
+    sessions, runs = two_files
+    before = files_bytes(sessions, runs)
+    code, out, err = run(capsys, command[0], sessions, runs, *command[1:])
+    assert (code, err) == (0, "")
+    assert "nothing changed: add --yes to do it" in out
+    assert files_bytes(sessions, runs) == before
+
+
+def test_rewind_yes_json_matches_lovia(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path], scratch: Path
+) -> None:
+    sessions, runs = two_files
+    copy = copy_db(sessions, scratch / "copy.db")
+    code, out, _ = run(
+        capsys,
+        "rewind",
+        sessions,
+        runs,
+        "s",
+        "--keep",
+        "6",
+        "--yes",
+        "--json",
+        "--reason",
+        "retry",
+    )
+    data = json.loads(out)
+    removed = asyncio.run(SQLiteSession(copy, wal=True).rewind("s", keep_entries=6))
+    assert code == 0
+    assert (
+        data["preview"]["entries_removed"]
+        == data["result"]["counts"]["entries_removed"]
+        == removed
+    )
+    assert sorted(c["run_id"] for c in data["preview"]["checkpoints"]) == ["s-1", "s-2"]
+    assert rows(sessions) == rows(copy)
+
+
+def test_readonly_refused(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    sessions, runs = two_files
+    before = files_bytes(sessions, runs)
+    code, out, err = run(
+        capsys, "rewind", sessions, runs, "s", "--keep", "4", "--yes", "--readonly"
+    )
+    assert (code, out) == (2, "")
+    assert err == "lovia-tui: the files are open read-only: no action can change them\n"
+    assert files_bytes(sessions, runs) == before
+
+
+def test_live_run_refused_without_force(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    sessions, runs = two_files
+    code, out, err = run(capsys, "delete-run", sessions, runs, "crashed", "--yes")
+    assert (code, out) == (2, "")
+    assert "run crashed is live" in err and err.count("\n") == 1
+    code, _, err = run(
+        capsys, "finalize", sessions, runs, "crashed", "--session", "s", "--yes"
+    )
+    assert code == 2 and "live" in err
+    code, out, _ = run(
+        capsys, "delete-run", sessions, runs, "crashed", "--yes", "--force"
+    )
+    assert code == 0 and "done: checkpoints deleted 1" in out
+    assert [r[0] for r in rows(runs)["snapshot_heads"]] == ["'s-0'", "'s-1'", "'s-2'"]
+
+
+def test_delete_run_by_status(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    sessions, runs = two_files
+    code, out, _ = run(
+        capsys, "delete-run", sessions, runs, "--status", "completed", "--json"
+    )
+    data = json.loads(out)
+    assert code == 0 and data["result"] is None
+    assert sorted(c["run_id"] for c in data["preview"]["checkpoints"]) == [
+        "s-0",
+        "s-1",
+        "s-2",
+    ]
+
+
+def test_journal_and_undo(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    sessions, runs = two_files
+    before = rows(sessions)
+    assert (
+        run(capsys, "clear", sessions, runs, "s", "--yes", "--reason", "start over")[0]
+        == 0
+    )
+    code, out, _ = run(capsys, "journal", sessions, "--json")
+    [entry] = json.loads(out)
+    assert (code, entry["action"], entry["reason"], entry["undoable"]) == (
+        0,
+        "clear",
+        "start over",
+        True,
+    )
+    code, out, _ = run(capsys, "undo", sessions, runs)
+    assert code == 0 and f"undo journal entry {entry['id']}: clear of session s" in out
+    assert rows(sessions)["session_runs"] == []
+    code, out, _ = run(capsys, "undo", sessions, runs, "--yes")
+    assert code == 0 and "done:" in out
+    assert rows(sessions) == before
+    code, _, err = run(capsys, "undo", sessions, runs, str(entry["id"]), "--yes")
+    assert code == 2 and "already undone" in err
+    code, out, _ = run(capsys, "journal", sessions)
+    assert code == 0 and "undone by" in out
+
+
+def test_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    sessions, runs = two_files
+    for argv in (
+        ["rewind", sessions, runs, "nope", "--keep", "1"],
+        ["finalize", sessions, runs, "missing"],
+        ["undo", sessions, "x"],
+        ["trim", sessions, "s", "--keep-chars", "-1"],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith("lovia-tui: ") and err.count("\n") == 1
+
+
+def test_split_paths_and_ids(tmp_path: Path) -> None:
+    (tmp_path / "a.db").touch()
+    assert split_paths_and_ids(
+        [str(tmp_path / "a.db"), str(tmp_path), "r1", "r2"], "RUN_ID..."
+    ) == (
+        [str(tmp_path / "a.db"), str(tmp_path)],
+        ["r1", "r2"],
+    )
+    assert split_paths_and_ids([str(tmp_path)], "RUN_ID...") == ([str(tmp_path)], [])
+    with pytest.raises(LoviaTuiError, match="'r1' is not a file or directory"):
+        split_paths_and_ids(["r1"], "RUN_ID...")
+
+
+def test_finalize_json(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    sessions, runs = two_files
+    code, out, _ = run(
+        capsys,
+        "finalize",
+        sessions,
+        runs,
+        "crashed",
+        "--session",
+        "s",
+        "--stale-after",
+        "0",
+        "--yes",
+        "--json",
+    )
+    data = json.loads(out)
+    assert code == 0
+    assert data["preview"]["session_source"] == "given"
+    assert data["result"]["counts"] == {"entries_appended": 1, "checkpoints_deleted": 1}
+    assert "'crashed'" in {r[2] for r in rows(sessions)["session_runs"]}
+    assert "'crashed'" not in {r[0] for r in rows(runs)["snapshot_heads"]}

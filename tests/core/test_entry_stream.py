@@ -1,0 +1,112 @@
+"""Large segments parsed as a stream: the same entries, the same refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from lovia import SQLiteSession
+from lovia.transcript import (
+    AssistantTextEntry,
+    InputEntry,
+    ToolCallEntry,
+    ToolResultEntry,
+)
+
+from lovia_tui.cli import main
+from lovia_tui.core.entries import UnreadableError, parse_entries
+from lovia_tui.core.store import entry_stream
+
+
+@pytest.fixture
+def streamed_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stream every segment over 2 KB of more than 5 entries."""
+    monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
+    monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
+
+
+@pytest.fixture
+def long_segment(tmp_path: Path) -> Path:
+    path = tmp_path / "sessions.db"
+    entries = [InputEntry("user", "check every ticket")]
+    for n in range(200):
+        entries += [
+            ToolCallEntry(f"c{n}", "ticket", json.dumps({"id": n})),
+            ToolResultEntry(f"c{n}", f"ticket {n}: résolu ✓"),
+        ]
+    entries.append(AssistantTextEntry("done"))
+
+    async def write() -> None:
+        session = SQLiteSession(path)
+        await session.append("s", [InputEntry("user", "hi")], run_id="r0")
+        await session.append("s", entries, run_id="r1")
+
+    asyncio.run(write())
+    return path
+
+
+def _show(capsys, path: Path) -> dict:
+    assert main(["show", str(path), "s", "--json", "--readonly"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_streamed_segment_reads_as_a_parsed_one(long_segment, capsys, monkeypatch):
+    whole = _show(capsys, long_segment)
+    monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
+    monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
+    assert _show(capsys, long_segment) == whole
+    assert [len(s["entries"]) for s in whole["segments"]] == [1, 402]
+    assert main(["export", str(long_segment), "s", "--format", "json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert [e["index"] for e in exported["segments"][1]["entries"]] == list(
+        range(1, 403)
+    )
+
+
+def test_a_bad_entry_deep_in_a_streamed_segment_writes_none_of_it(
+    long_segment, capsys, streamed_small
+):
+    with sqlite3.connect(long_segment) as conn:  # a hostile row, as no lovia writes it
+        conn.execute(
+            "UPDATE session_runs SET entries_json = json_set(entries_json, "
+            "'$[300].type', 'mystery') WHERE run_id = 'r1'"
+        )
+    conn.close()
+    shown = _show(capsys, long_segment)
+    bad = shown["segments"][1]
+    assert "entries" not in bad and "unknown type 'mystery'" in bad["unreadable"]
+
+
+def test_the_stream_checks_as_the_parser_does(streamed_small):
+    pad = b" " * 3_000
+    for raw in (b'{"type": "input"}' + pad, b"[1, 2]" + pad, b'[{"type": "x"}]' + pad):
+        with pytest.raises(UnreadableError) as streamed:
+            entry_stream.check_stream(raw)
+        with pytest.raises(UnreadableError) as parsed:
+            parse_entries(raw)
+        assert str(streamed.value) == str(parsed.value)
+    with pytest.raises(UnreadableError, match="invalid JSON"):
+        entry_stream.check_stream(b'[{"type": "input"' + pad)
+    # Invalid UTF-8 reads as the text factory decodes it, cut reads or not.
+    raw = b'[{"type": "assistant_text", "content": "caf\xe9 \xc3\xa9"}' + pad + b"]"
+    monkey = entry_stream.READ_SIZE
+    try:
+        entry_stream.READ_SIZE = 7
+        [entry] = entry_stream.iter_entries(raw)
+    finally:
+        entry_stream.READ_SIZE = monkey
+    assert entry["content"] == "caf\ufffd é"
+
+
+def test_json_bytes_are_escaped_as_json_text_is():
+    """The streamed writer escapes orjson's bytes exactly as ``printable_json``
+    escapes text, for every character around the ranges it acts on."""
+    from lovia_tui.core.formatting import printable_json, printable_json_bytes
+
+    ranges = [range(0x20, 0x3000), range(0xFE00, 0x10000), range(0xDFFFF, 0xE0100)]
+    for code in (c for r in ranges for c in r if not 0xD800 <= c <= 0xDFFF):
+        dumped = json.dumps(f"a{chr(code)}b", ensure_ascii=False)
+        assert printable_json_bytes(dumped.encode()) == printable_json(dumped).encode()

@@ -1,0 +1,140 @@
+"""The runs of a checkpoint file in list order, by rowid ranges (core/runs/index.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from support.lovia_factory import write_heads
+
+from lovia_tui.cli import main
+from lovia_tui.core.runs import index as run_index
+from lovia_tui.core.runs.index import RunFilter, RunOrder
+from lovia_tui.core.store.database import open_database
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """40 heads written by lovia; walks of 7 heads a range, so ranges matter."""
+    monkeypatch.setattr(run_index, "RANGE", 7)
+    now = time.time()
+    path = tmp_path / "runs.db"
+    written = asyncio.run(write_heads(path, 40, now))
+    return path, written, now
+
+
+async def _walked(path: Path) -> RunOrder:
+    db = await open_database(path, readonly=True)
+    order = RunOrder(db)
+    async for _ in order.walk():
+        pass
+    return order
+
+
+async def test_unfinished_first_newest_first_then_each_completed_position(fleet):
+    path, written, now = fleet
+    order = await _walked(path)
+    try:
+        newest = list(reversed(written))
+        unfinished = [w for w in newest if w[1] != "completed"]
+        completed = [w[0] for w in newest if w[1] == "completed"]
+        assert [m.status for m in order.unfinished] == [w[1] for w in unfinished]
+        assert order.done and order.completed == len(completed)
+        assert len(order.ranges) == 6  # 40 heads, 7 a range
+        # Every window of the completed runs maps to the right rows.
+        for start in range(len(completed)):
+            for count in (1, 3, 10):
+                rowids = await order.completed_rowids(start, count)
+                runs = await run_index.runs_at(order.db, rowids)
+                assert [r.run_id for r in runs.values()] == completed[
+                    start : start + count
+                ]
+        counts = order.counts(now, stale_after=300)
+        assert counts["stale"] == sum(w[1] == "running" for w in written)
+        assert counts["running"] == 0
+        assert counts["completed"] == len(completed)
+    finally:
+        await order.db.close()
+
+
+async def test_a_head_that_is_not_json_is_listed_unreadable(fleet):
+    path, written, _ = fleet
+    with sqlite3.connect(path) as conn:  # a hostile row, as no lovia writes it
+        conn.execute(
+            "UPDATE snapshot_heads SET head_json = '{not json' WHERE run_id = 'run-001'"
+        )
+    conn.close()
+    order = await _walked(path)
+    try:
+        assert [m.status for m in order.unfinished].count("unreadable") == 1
+        assert order.completed == sum(w[1] == "completed" for w in written) - 1
+        rowids = await order.completed_rowids(0, 100)
+        assert len(rowids) == order.completed
+    finally:
+        await order.db.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "since", "limit"),
+    [(None, None, None), ("completed", None, 4), ("stale", None, None),
+     ("failed", None, None), (None, 2_000.0, None), ("interrupted", 5_000.0, 1)],
+)  # fmt: skip
+async def test_stream_filters_in_sql(fleet, status, since, limit):
+    path, written, now = fleet
+    wanted = RunFilter(
+        status, None if since is None else now - since, now, stale_after=300
+    )
+    db = await open_database(path, readonly=True)
+    try:
+        got = [
+            run.run_id
+            async for batch in run_index.stream_runs(db, wanted, limit)
+            for run in batch
+        ]
+    finally:
+        await db.close()
+    expected = [
+        run_id
+        for run_id, s, updated in reversed(written)
+        if (status is None or s == ("running" if status == "stale" else status))
+        and (since is None or updated >= now - since)
+    ][:limit]
+    assert got == expected
+
+
+def test_runs_json_streams_the_same_array_and_jsonl_one_per_line(
+    fleet, capsys: pytest.CaptureFixture[str]
+):
+    path, written, _ = fleet
+    assert main(["runs", str(path), "--json", "--readonly"]) == 0
+    text = capsys.readouterr().out
+    records = json.loads(text)
+    assert text == json.dumps(records, indent=2) + "\n"
+    assert [r["run_id"] for r in records] == [w[0] for w in reversed(written)]
+    assert main(["runs", str(path), "--jsonl", "--limit", "3", "--readonly"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {**r, "age_s": json.loads(line)["age_s"]}
+        for r, line in zip(records[:3], lines, strict=True)
+    ]
+    assert main(["runs", str(path), "--json", "--since", "1s", "--readonly"]) == 0
+    assert capsys.readouterr().out == "[]\n"
+    dangling = [r for r in records if r["dangling"]]
+    assert {r["status"] for r in dangling} == {"running", "interrupted", "failed"}
+
+
+def test_since_takes_an_age_or_a_date(capsys: pytest.CaptureFixture[str]):
+    from lovia_tui.cli.command import since_time
+
+    now = time.time()
+    assert abs(since_time("2h") - (now - 7_200)) < 5
+    assert abs(since_time("90") - (now - 90)) < 5
+    assert since_time("2026-01-02T00:00:00+00:00") == 1767312000.0
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "x.db", "--since", "yesterday"])
+    assert exited.value.code == 2
+    assert "neither an age" in capsys.readouterr().err

@@ -1,0 +1,116 @@
+"""An action killed part-way (real SIGKILL of a real lovia-tui process) is undone in one command.
+
+A 1,500-segment rewind and a 1,500-checkpoint delete are killed inside lovia's
+transaction (SQLite rolls it back) or right after the commit (the change is
+in, the journal entry still pending). Either way the journal entry is left
+pending, ``doctor`` reports it with its undo, and ``lovia-tui undo`` (no id:
+the newest) restores every row as it was before, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lovia import RunHead, SQLiteCheckpointer, SQLiteSession, Usage
+from lovia.transcript import AssistantTextEntry, InputEntry
+from support.lovia_factory import copy_db, rows, scratch_directory
+
+from lovia_tui.cli import main
+from lovia_tui.core.actions.journal import Journal
+
+pytestmark = pytest.mark.usefixtures("private_journal")
+
+SCRIPT = Path(__file__).parents[1] / "support" / "agents" / "interrupted_action.py"
+COUNT = 1_500
+COMMANDS = {
+    "rewind": ["rewind", "{db}", "big", "--keep", "0"],
+    "delete-run": ["delete-run", "{db}", "--status", "completed", "--older-than", "3"],
+}
+
+
+async def _build(db: Path) -> None:
+    """A long session and many old completed checkpoints, written by lovia."""
+    session, checkpointer = (
+        SQLiteSession(db, wal=True),
+        SQLiteCheckpointer(db, wal=True),
+    )
+    old = time.time() - 4 * 86400
+    for n in range(COUNT):
+        entries = [
+            InputEntry(role="user", content=f"q{n}"),
+            AssistantTextEntry(content=f"a{n}"),
+        ]
+        await session.append("big", entries, run_id=f"seg-{n}")
+        head = RunHead("worker", Usage(), 1, status="completed", updated_at=old)
+        await checkpointer.append(f"done-{n}", entries, head)
+
+
+@pytest.fixture(scope="module")
+def big_template() -> Iterator[Path]:
+    with scratch_directory() as directory:
+        asyncio.run(_build(directory / "big.db"))
+        yield directory / "big.db"
+
+
+def _killed_at(stage: str, argv: list[str]) -> None:
+    """Run the command in its own process and SIGKILL it once it reaches ``stage``."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), stage, *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline().strip() if ready else ""
+        assert line == stage, (line, proc.stderr.read() if not line else "")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("stage", ["inside", "committed"])
+@pytest.mark.parametrize("action", COMMANDS)
+def test_killed_action_is_undone_exactly(
+    big_template: Path,
+    scratch: Path,
+    capsys: pytest.CaptureFixture[str],
+    action: str,
+    stage: str,
+) -> None:
+    db = copy_db(big_template, scratch / "big.db")
+    before = rows(db)
+    argv = [part.format(db=db) for part in COMMANDS[action]]
+    _killed_at(stage, [*argv, "--yes"])
+    [entry] = asyncio.run(Journal().entries([db]))
+    assert (entry.action, entry.status, entry.unfinished) == (action, "pending", True)
+    if action == "delete-run":
+        assert entry.subject == "1,500 checkpoints: completed, older than 3 days"
+    assert (rows(db) == before) == (stage == "inside")  # SQLite rolled it back
+
+    assert main(["doctor", str(db), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    [finding] = [f for f in report["findings"] if f["kind"] == "unfinished-action"]
+    assert f"undo PATH... {entry.id} --yes" in finding["fix"]
+
+    assert main(["undo", str(db)]) == 0  # the preview says what it will do
+    out = capsys.readouterr().out
+    assert f"undo journal entry {entry.id}" in out and "never finished" in out
+    assert main(["undo", str(db), "--yes"]) == 0
+    out = capsys.readouterr().out
+    restored = 0 if stage == "inside" else COUNT * (2 if action == "delete-run" else 1)
+    assert f"done: {restored} rows restored" in out
+    if stage == "inside":
+        assert "already in place (never removed, or back already)" in out
+    assert rows(db) == before
+    assert asyncio.run(Journal().get(entry.id)).undone_by is not None
