@@ -207,10 +207,12 @@ def _count_blob(db: Database, row_id: int) -> int | None:
     raw = stored_blob(db, row_id)
     if raw is None:
         return None
-    try:
-        spared = spare_entries(raw)
-    except UnreadableError:
-        spared = None  # an entry lovia does not know is still an item
+    spared = None
+    if not streamed(raw, entries_hint(raw)):
+        try:
+            spared = spare_entries(raw)
+        except UnreadableError:
+            pass  # an entry lovia does not know is still an item
     if spared is not None:
         return len(spared)
     try:
