@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -209,10 +210,9 @@ def _count_blob(db: Database, row_id: int) -> int | None:
         return None
     spared = None
     if not streamed(raw, entries_hint(raw)):
-        try:
+        # An entry lovia does not know is still an item: counted below.
+        with contextlib.suppress(UnreadableError):
             spared = spare_entries(raw)
-        except UnreadableError:
-            pass  # an entry lovia does not know is still an item
     if spared is not None:
         return len(spared)
     try:
