@@ -232,7 +232,8 @@ def main() -> None:
     parser.add_argument("--output-mb", type=int, default=shapes.DEFAULTS["output"])
     parser.add_argument(
         "--segments", action="store_true",
-        help="only the giant segment and the huge output, CLI only (results/shapes-segments.json)",
+        help="only the giant segment and the huge output, CLI only "
+             "(results/shapes-segments-ENTRIES-MBmb.json)",
     )  # fmt: skip
     args = parser.parse_args()
     measures: list[Measure] = []
@@ -257,9 +258,12 @@ def main() -> None:
     for line in (m.line() for m in more):
         print(line, flush=True)
     measures += more
-    target = (
-        HERE / "results" / ("shapes-segments.json" if args.segments else "shapes.json")
+    name = (
+        f"shapes-segments-{args.entries}-{args.output_mb}mb"
+        if args.segments
+        else "shapes"
     )
+    target = HERE / "results" / f"{name}.json"
     target.write_text(
         json.dumps(
             {"machine": machine.describe(HERE), "measures": [{**m.__dict__, "ratio": m.ratio} for m in measures]},
