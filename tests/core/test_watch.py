@@ -70,7 +70,12 @@ SCHEMA = {
 }
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+WAIT = 30.0
+"""Bound of every wait here: a child process importing lovia on a loaded
+machine takes seconds; the bound only ends a test that would hang."""
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(0.02)  # bounded
@@ -158,7 +163,7 @@ async def rewinder(path: Path) -> AsyncIterator[Callable[[int], Awaitable[int]]]
     )  # fmt: skip
 
     async def answer() -> str:
-        return (await asyncio.wait_for(proc.stdout.readline(), 10)).decode().strip()
+        return (await asyncio.wait_for(proc.stdout.readline(), WAIT)).decode().strip()
 
     ready = asyncio.ensure_future(answer())
 
@@ -172,7 +177,7 @@ async def rewinder(path: Path) -> AsyncIterator[Callable[[int], Awaitable[int]]]
     finally:
         ready.cancel()
         proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), 10)
+        await asyncio.wait_for(proc.wait(), WAIT)
 
 
 @pytest.mark.parametrize("force_polling", [False, True], ids=["watching", "polling"])
