@@ -21,8 +21,9 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.goto import GotoProvider
-from lovia_tui.screens.inspector import FirstPage, InspectorScreen
+from lovia_tui.screens.inspector import InspectorScreen
 from lovia_tui.screens.palette import Palette
 
 FULL_COLLECTION_EVERY = 1_000

@@ -1,9 +1,13 @@
-"""Rewind, fork, trim, clear, delete, finalize and undo from the inspector.
+"""Rewind, fork, trim, clear, delete, finalize and undo: the flows the
+inspector's keys and the doctor's fixes both go through.
 
-A part of the inspector. Every action goes: preview (core) → dialog with
-exactly what will be removed → confirm → ``perform`` through lovia, journaled
-first → every view refreshed. A live run is refused unless the user types
-its id to force it.
+Every action goes: preview (core) → dialog with exactly what will be
+removed → confirm → ``perform`` through lovia, journaled first → ``on_done``
+(the inspector re-reads every pane). A live run is refused unless the user
+types its id to force it. :class:`ActionFlows` takes its target explicitly
+(the :class:`~lovia_tui.view.selection.Selection`, a run, a doctor's preview) and
+runs each flow in a worker of its host screen (group ``action``: one at a
+time), which it returns so that a caller can wait for it.
 
 The core's action modules are imported on first use: the first frame of the
 app does not need them.
@@ -11,21 +15,28 @@ app does not need them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual.screen import Screen
+from textual.worker import Worker
 
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
-from lovia_tui.screens.inspector_base import Build, InspectorBase
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.screens.undo_flow import counts_text, undo_flow
 from lovia_tui.view.kinds import Group
+from lovia_tui.view.selection import Selection
 
 if TYPE_CHECKING:
     from lovia_tui.core.actions.fork import ForkPreview, ForkResult
     from lovia_tui.core.actions.perform import ActionResult
     from lovia_tui.core.actions.previews import Preview
     from lovia_tui.screens.action_dialog import FormField
+
+Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
+"""An action's preview from the dialog's option values and whether to force."""
 
 FORK_INSTEAD = "Fork instead (keeps this session)"
 
@@ -35,23 +46,29 @@ def _int(values: dict[str, str], name: str, default: int) -> int:
     return int(text) if text.isdigit() else default
 
 
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(
-        f"{count} {what.replace('_', ' ')}" for what, count in counts.items()
-    )
+class ActionFlows:
+    """The destructive actions (the inspector hides them in read-only mode)."""
 
+    def __init__(
+        self,
+        host: Screen,
+        workspace: Workspace,
+        stale_after: float,
+        on_done: Callable[[], object],
+    ) -> None:
+        self.host = host
+        self.workspace = workspace
+        self.stale_after = stale_after
+        self.on_done = on_done
+        """Called once an action or an undo changed the files."""
 
-class ActionFlows(InspectorBase):
-    """The destructive actions; all of them hidden in read-only mode."""
-
-    def action_rewind_here(self) -> None:
+    def rewind_here(self, selection: Selection) -> None:
         from lovia_tui.core.actions.session_plans import preview_rewind
 
-        selection = self.selection
         index, key = selection.entry_index, selection.session
         if index is not None and key is not None:
             sid = key[1]
-            self.action_flow(
+            self.flow(
                 f"Rewind {sid} to before entry {index}",
                 lambda values, force: preview_rewind(
                     self.workspace,
@@ -63,8 +80,7 @@ class ActionFlows(InspectorBase):
                 fork_instead=(sid, index),
             )
 
-    def action_fork_here(self) -> None:
-        selection = self.selection
+    def fork_here(self, selection: Selection) -> None:
         index, key = selection.entry_index, selection.session
         if index is not None and key is not None:
             self._fork(key[1], index)
@@ -77,12 +93,11 @@ class ActionFlows(InspectorBase):
             keep = await fork_point(self.workspace, sid, index)
             return await preview_fork(self.workspace, sid, keep)
 
-        self.action_flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
+        self.flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
 
-    def action_rewind_turn(self) -> None:
+    def rewind_turn(self, selection: Selection) -> None:
         from lovia_tui.core.actions.session_plans import preview_rewind, user_turn_start
 
-        selection = self.selection
         index, key = selection.entry_index, selection.session
         if index is not None and key is not None:
             sid = key[1]
@@ -93,17 +108,17 @@ class ActionFlows(InspectorBase):
                     self.workspace, sid, keep, force=force, stale_after=self.stale_after
                 )
 
-            self.action_flow(
+            self.flow(
                 f"Rewind {sid} to before this user turn (edit and resend)",
                 build,
                 fork_instead=(sid, index),
             )
 
-    def action_trim(self) -> None:
+    def trim(self, selection: Selection) -> None:
         from lovia_tui.core.actions.session_plans import preview_trim
         from lovia_tui.screens.action_dialog import FormField
 
-        key = self.selection.session
+        key = selection.session
         if key is None:
             return
         sid = key[1]
@@ -111,7 +126,7 @@ class ActionFlows(InspectorBase):
             FormField("keep_chars", "Keep characters of each old output", "400"),
             FormField("keep_runs", "Keep the last N runs untouched", "1"),
         ]
-        self.action_flow(
+        self.flow(
             f"Trim tool outputs of {sid}",
             lambda values, force: preview_trim(
                 self.workspace,
@@ -122,26 +137,26 @@ class ActionFlows(InspectorBase):
             fields,
         )
 
-    def action_clear_session(self) -> None:
+    def clear_session(self, selection: Selection) -> None:
         from lovia_tui.core.actions.session_plans import preview_clear
 
-        key = self.selection.session
+        key = selection.session
         if key is None:
             return
         sid = key[1]
-        self.action_flow(
+        self.flow(
             f"Clear session {sid}",
             lambda values, force: preview_clear(
                 self.workspace, sid, force=force, stale_after=self.stale_after
             ),
         )
 
-    def action_delete_run(self) -> None:
+    def delete_run(self, selection: Selection) -> None:
         from lovia_tui.core.actions.run_plans import preview_delete_runs
 
-        run = self.selection.run
+        run = selection.run
         if run is not None:
-            self.action_flow(
+            self.flow(
                 f"Delete the checkpoint of run {run.run_id}",
                 lambda values, force: preview_delete_runs(
                     self.workspace,
@@ -151,7 +166,7 @@ class ActionFlows(InspectorBase):
                 ),
             )
 
-    def action_delete_runs_by_filter(self) -> None:
+    def delete_runs_by_filter(self) -> None:
         from lovia_tui.core.actions.run_plans import preview_delete_runs
         from lovia_tui.core.run_status import STATUS_FILTERS
         from lovia_tui.screens.action_dialog import FormField
@@ -173,28 +188,19 @@ class ActionFlows(InspectorBase):
                 stale_after=self.stale_after,
             )
 
-        self.action_flow("Delete checkpoints by status and age", build, fields)
+        self.flow("Delete checkpoints by status and age", build, fields)
 
-    def action_finalize(self) -> None:
+    def finalize(
+        self, selection: Selection, linked: bool, sessions: list[SessionKey]
+    ) -> None:
+        """Finalize the selected run; ``linked``: a record says which session
+        it belongs to, else the user picks one of ``sessions``."""
         from lovia_tui.core.actions.run_plans import preview_finalize
-        from lovia_tui.screens.action_dialog import FormField
 
-        run = self.selection.run
+        run = selection.run
         if run is None:
             return
-        linked = self.runs.links.get(run.run_id)
-        fields = (
-            []
-            if linked
-            else [
-                FormField(
-                    "session",
-                    "Session (your choice: nothing links this run to one)",
-                    "",
-                    tuple(key[1] for key in self.sessions.keys),
-                )
-            ]
-        )
+        fields = [] if linked else [session_choice(sessions)]
 
         def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
             return preview_finalize(
@@ -205,16 +211,29 @@ class ActionFlows(InspectorBase):
                 stale_after=self.stale_after,
             )
 
-        self.action_flow(f"Finalize run {run.run_id} into its session", build, fields)
+        self.flow(f"Finalize run {run.run_id} into its session", build, fields)
 
-    @work(exclusive=True, group=Group.ACTION)
-    async def action_flow(
+    def flow(
         self,
         title: str,
         build: Build,
         fields: Sequence[FormField] = (),
         *,
         fork_instead: tuple[str, int] | None = None,
+    ) -> Worker[None]:
+        """Preview, confirm, perform through lovia (journaled), then ``on_done``."""
+        return self.host.run_worker(
+            partial(self._flow, title, build, fields, fork_instead),
+            group=Group.ACTION,
+            exclusive=True,
+        )
+
+    async def _flow(
+        self,
+        title: str,
+        build: Build,
+        fields: Sequence[FormField],
+        fork_instead: tuple[str, int] | None,
     ) -> None:
         """Preview, confirm (or preview again with new options), perform, refresh.
 
@@ -241,7 +260,7 @@ class ActionFlows(InspectorBase):
                 built = await build(values, force)
             except LiveRunError as exc:
                 token = str(exc).split()[1] if str(exc).startswith("run ") else "force"
-                if not force and await self.app.push_screen_wait(
+                if not force and await self.host.app.push_screen_wait(
                     ForceScreen(str(exc), token)
                 ):
                     force = True
@@ -256,7 +275,7 @@ class ActionFlows(InspectorBase):
                     preview = None
                     lines = [title, str(exc)]
                 else:
-                    self.notify(str(exc), severity="error")
+                    self.host.notify(str(exc), severity="error")
                     return
             else:
                 preview, lines = built, describe(built)
@@ -269,7 +288,7 @@ class ActionFlows(InspectorBase):
                 )
                 for spec in fields
             ]
-            answer = await self.app.push_screen_wait(
+            answer = await self.host.app.push_screen_wait(
                 ActionScreen(
                     title,
                     lines,
@@ -300,71 +319,41 @@ class ActionFlows(InspectorBase):
                         self.workspace, preview, reason=answer.reason
                     )
             except RowsChangedError:
-                self.notify(
+                self.host.notify(
                     "the rows moved on since the preview, nothing was done: "
                     f"here is the {preview.action} as it would be now",
                     severity="warning",
                 )
                 continue
             except ActionError as exc:
-                self.notify(str(exc), severity="error")
+                self.host.notify(str(exc), severity="error")
                 return
             break
-        self.notify(
-            f"{preview.action}: {_counts(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
+        self.host.notify(
+            f"{preview.action}: {counts_text(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
         )
         for warning in result.warnings:
-            self.notify(warning, severity="warning")
-        self.action_refresh()
+            self.host.notify(warning, severity="warning")
+        self.on_done()
 
-    @work(exclusive=True, group=Group.ACTION)
-    async def action_undo(self, entry_id: int | None = None) -> None:
-        """Undo an action (the newest on the open files), after saying what it was."""
-        from lovia_tui.core.actions.journal import Journal
-        from lovia_tui.core.actions.perform import undo
-        from lovia_tui.screens.action_dialog import ActionScreen
+    def undo(self, entry_id: int | None = None) -> Worker[None]:
+        """Undo a journaled action (the newest on the open files), after asking."""
 
-        journal = Journal()
-        files = [db.path for db in self.workspace.databases]
-        try:
-            entry = (
-                await journal.get(entry_id)
-                if entry_id is not None
-                else await journal.last_undoable([Path(f).resolve() for f in files])
-            )
-        except ActionError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        if entry is None:
-            self.notify("nothing to undo in the journal for these files")
-            return
-        what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
-        lines = [
-            f"undo journal entry #{entry.id}: {what} by {entry.user}",
-            (
-                "it never finished (interrupted): puts back the journaled rows now "
-                "missing or altered, leaves the others as they are"
-                if entry.unfinished
-                else f"restores the rows exactly as they were before it ({_counts(entry.counts)})"
-            ),
-            "refused if anything changed those rows since",
-        ]
-        answer = await self.app.push_screen_wait(
-            ActionScreen(f"Undo {entry.action}", lines, noop=False, ask_reason=False)
-        )
-        if answer is None or not answer.confirm:
-            return
-        try:
-            result = await undo(self.workspace, entry.id, journal)
-        except ActionError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        in_place = (
-            f"; {result.rows_in_place} were already in place"
-            if entry.unfinished and result.rows_in_place
-            else ""
-        )
-        self.notify(
-            f"undone: journal #{entry.id} ({result.rows_restored} rows restored{in_place})"
-        )
-        self.action_refresh()
+        async def flow() -> None:
+            if await undo_flow(self.host, self.workspace, entry_id):
+                self.on_done()
+
+        return self.host.run_worker(flow, group=Group.ACTION, exclusive=True)
+
+
+def session_choice(sessions: list[SessionKey]) -> FormField:
+    """The session a run nothing links to is finalized into: the user's pick,
+    empty at first (the dialog shows the choice while a value is missing)."""
+    from lovia_tui.screens.action_dialog import FormField
+
+    return FormField(
+        "session",
+        "Session (your choice: nothing links this run to one)",
+        "",
+        tuple(key[1] for key in sessions),
+    )

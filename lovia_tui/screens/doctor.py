@@ -1,26 +1,28 @@
 """The Doctor view: every finding of the doctor, its fix one key away.
 
-Pushed over the inspector (``!``). A fix goes through the inspector's own
-flows, as :class:`~lovia_tui.screens.inspector_base.InspectorBase` declares
-them (this module never imports the inspector, which imports it on first
-use): ``action_flow`` (preview, confirm, perform, journal, refresh) for
-actions, ``preflight_flow`` (preflight dialog, then the console) for replay
-and resume. Once a fix is done the doctor runs again and the list refreshes.
+Pushed over the inspector (``!``). A fix goes through the same flows as the
+inspector's keys, which it is handed (this module never imports the
+inspector, which imports it on first use):
+:class:`~lovia_tui.screens.action_flows.ActionFlows` (preview, confirm,
+perform, journal, refresh) for actions and undo,
+:class:`~lovia_tui.screens.run_flows.RunFlows` (preflight dialog, then the
+console) for replay and resume. Once a fix is done the doctor runs again and
+the list refreshes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import DataTable, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
@@ -35,21 +37,16 @@ from lovia_tui.core.doctor.findings import SEVERITY_STYLES, FixAction, summary
 from lovia_tui.core.doctor.fixes import RUN_FIXES, fix_action, fix_preview
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
+from lovia_tui.core.models import SessionKey
 from lovia_tui.screens.action_dialog import FormField
-from lovia_tui.screens.worker_errors import WorkerErrors
+from lovia_tui.screens.action_flows import ActionFlows, session_choice
+from lovia_tui.screens.run_flows import RunFlows
 from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
-
-if TYPE_CHECKING:
-    from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.widgets.worker_errors import WorkerErrors
 
 PROGRESS_EVERY = 0.1
 FIXES = ("fix", "fix_instead")
-
-
-def open_doctor(inspector: InspectorBase) -> None:
-    """The inspector's ``doctor`` command: show the Doctor view over it."""
-    inspector.app.push_screen(DoctorScreen(inspector))
 
 
 async def _finished(worker: Worker) -> None:
@@ -58,7 +55,7 @@ async def _finished(worker: Worker) -> None:
         await worker.wait()
 
 
-class DoctorScreen(WorkerErrors):
+class DoctorScreen(WorkerErrors, Screen):
     """Findings in a table, the highlighted one in full below with its fix."""
 
     DEFAULT_CSS = """
@@ -91,12 +88,19 @@ class DoctorScreen(WorkerErrors):
 
     def __init__(
         self,
-        inspector: InspectorBase,
+        actions: ActionFlows,
+        runs: RunFlows,
+        sessions: Callable[[], list[SessionKey]],
         *,
         older_than_days: float = DEFAULT_OLDER_THAN_DAYS,
     ) -> None:
         super().__init__()
-        self.inspector = inspector
+        self.actions = actions
+        self.runs = runs
+        self.sessions = sessions
+        """The sessions a finalize of an unlinked run may pick from."""
+        self.workspace = actions.workspace
+        self.stale_after = actions.stale_after
         self.older_than_days = older_than_days
         self.findings: list[Finding] = []
         self.busy: str | None = None
@@ -141,8 +145,8 @@ class DoctorScreen(WorkerErrors):
                 self.post_message(self.Scanning(what, fraction))
 
         report = await diagnose(
-            self.inspector.workspace,
-            stale_after=self.inspector.stale_after,
+            self.workspace,
+            stale_after=self.stale_after,
             older_than_days=self.older_than_days,
             progress=progress,
         )  # a failure reaches the user through WorkerErrors
@@ -215,7 +219,7 @@ class DoctorScreen(WorkerErrors):
         finding = self.current
         if finding is None or self.busy:
             return
-        if self.inspector.workspace.readonly:
+        if self.workspace.readonly:
             self.notify(
                 "the files are open read-only: no fix can change them",
                 severity="warning",
@@ -235,14 +239,13 @@ class DoctorScreen(WorkerErrors):
     async def apply_fix(
         self, finding: Finding, action: FixAction, instead: FixAction | None
     ) -> None:
-        """Hand the fix to the inspector's flow, wait for it to end, then audit again."""
-        inspector = self.inspector
+        """Hand the fix to its flow, wait for it to end, then audit again."""
         if action in RUN_FIXES:
             assert finding.run_id is not None
             self.busy = f"{action} of {finding.run_id}: waiting for its preflight"
             self._title()
             await _finished(
-                inspector.preflight_flow(action, finding.run_id, delete_on_success=True)
+                self.runs.preflight(action, finding.run_id, delete_on_success=True)
             )
             going = [
                 w
@@ -255,7 +258,7 @@ class DoctorScreen(WorkerErrors):
             for worker in going:
                 await _finished(worker)
         elif action == "undo" and finding.fix is not None:
-            await _finished(inspector.action_undo(finding.fix.journal_entry))
+            await _finished(self.actions.undo(finding.fix.journal_entry))
         else:
             # Busy until the dialog is answered and the fix done: an audit
             # finishing meanwhile is not the one after the fix.
@@ -266,13 +269,13 @@ class DoctorScreen(WorkerErrors):
             def build(values: dict[str, str], force: bool) -> Awaitable[Preview]:
                 chosen = values.get("session")
                 return fix_preview(
-                    inspector.workspace, finding, instead=instead,
+                    self.workspace, finding, instead=instead,
                     session_id=chosen or None,
-                    force=force, stale_after=inspector.stale_after,
+                    force=force, stale_after=self.stale_after,
                 )  # fmt: skip
 
             title = f"Doctor: {action} for the {finding.kind} finding"
-            await _finished(inspector.action_flow(title, build, fields))
+            await _finished(self.actions.flow(title, build, fields))
         self.busy = None
         self.query_one(ProgressBar).remove_class("hidden")
         self.run_doctor()
@@ -286,10 +289,7 @@ class DoctorScreen(WorkerErrors):
         )
         if action != "finalize" or linked:
             return []
-        sessions = [key[1] for key in self.inspector.sessions.keys]
-        label = "Session (your choice: nothing links this run to one)"
-        # Empty: action_flow shows the choice only while a value is missing.
-        return [FormField("session", label, "", tuple(sessions))]
+        return [session_choice(self.sessions())]
 
     def action_rerun(self) -> None:
         self.query_one(ProgressBar).remove_class("hidden")
@@ -299,6 +299,6 @@ class DoctorScreen(WorkerErrors):
         self.dismiss()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in FIXES and self.inspector.workspace.readonly:
+        if action in FIXES and self.workspace.readonly:
             return None  # hidden: the files are open read-only
         return True

@@ -23,12 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from lovia_tui.core.errors import os_error_text
-from lovia_tui.core.export import (
-    ExportError,
-    export_to_file,
-    free_path,
-    target_state,
-)
+from lovia_tui.core.export import ExportError, export_to_file, free_path, target_state
 from lovia_tui.core.formatting import printable
 
 if TYPE_CHECKING:

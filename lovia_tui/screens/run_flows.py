@@ -1,20 +1,28 @@
-"""Resume and replay from the inspector: preflight dialog, then the console.
+"""Resume and replay: the preflight dialog, then the runs console — from the
+inspector's keys and the doctor's fixes alike.
 
-A part of :class:`~lovia_tui.screens.inspector.InspectorScreen`, kept apart
-because it is its own concept: everything that starts a run lives here.
-The core's run modules are imported on first use, not for the first frame.
+Everything that starts a run lives here (:class:`RunFlows`): it loads the
+``--agent`` once, runs the preflight flow in a worker of its host screen and
+mounts the console (:class:`~lovia_tui.widgets.run_console.RunConsole`)
+above the host's key bar on first use. The console says
+``RunConsole.Finished`` to the host when a run ends. The core's run modules
+are imported on first use, not for the first frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual.screen import Screen
+from textual.worker import Worker
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.screens.inspector_base import InspectorBase
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_console import RunConsole
@@ -27,17 +35,42 @@ if TYPE_CHECKING:
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
 
 
-class RunFlows(InspectorBase):
+class RunFlows:
     """Resume (R), replay (P), the console (c) and cancelling a run (K)."""
 
-    _agent: AgentSpec | None = None
-    _deps: DepsSpec | None = None
+    def __init__(
+        self,
+        host: Screen,
+        workspace: Workspace,
+        stale_after: float,
+        sessions: Callable[[], list[SessionKey]],
+        *,
+        agent_spec: str | None = None,
+        deps_spec: str | None = None,
+    ) -> None:
+        self.host = host
+        self.workspace = workspace
+        self.stale_after = stale_after
+        self.sessions = sessions
+        """The sessions the preflight's picker offers."""
+        self.agent_spec = agent_spec
+        """--agent: the entry agent resume needs (MODULE:ATTR)."""
+        self.deps_spec = deps_spec
+        self.run_console: RunConsole | None = None
+        """The console of resumes and replays, once mounted (on first use)."""
+        self._agent: AgentSpec | None = None
+        self._deps: DepsSpec | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a resume or replay is running in the console."""
+        return self.run_console is not None and self.run_console.running
 
     async def console(self) -> RunConsole:
         """The console, mounted above the footer on first use: not in the first frame."""
         if self.run_console is None:
             self.run_console = RunConsole(id="console", classes="hidden")
-            await self.mount(self.run_console, before=self.query_one(KeyBar))
+            await self.host.mount(self.run_console, before=self.host.query_one(KeyBar))
         return self.run_console
 
     async def _load_agent(self) -> AgentSpec | None:
@@ -50,16 +83,6 @@ class RunFlows(InspectorBase):
             if self.deps_spec:
                 self._deps = await asyncio.to_thread(load_deps, self.deps_spec)
         return self._agent
-
-    def action_resume(self) -> None:
-        run = self.selection.run
-        if run is not None:
-            self.preflight_flow("resume", run.run_id)
-
-    def action_replay(self) -> None:
-        run = self.selection.run
-        if run is not None:
-            self.preflight_flow("replay", run.run_id)
 
     async def _preflight(
         self,
@@ -94,9 +117,18 @@ class RunFlows(InspectorBase):
             **options,
         )
 
-    @work(exclusive=True, group=Group.PREFLIGHT)
-    async def preflight_flow(
+    def preflight(
         self, mode: str, run_id: str, *, delete_on_success: bool = False
+    ) -> Worker[None]:
+        """Resume or replay ``run_id``: the preflight dialog, then the console."""
+        return self.host.run_worker(
+            partial(self._preflight_flow, mode, run_id, delete_on_success),
+            group=Group.PREFLIGHT,
+            exclusive=True,
+        )
+
+    async def _preflight_flow(
+        self, mode: str, run_id: str, delete_on_success: bool
     ) -> None:
         """Check, show, re-check with the user's options, and start only when clear.
 
@@ -105,8 +137,8 @@ class RunFlows(InspectorBase):
         from lovia_tui.core.runs.resume import replay, resume
         from lovia_tui.screens.preflight import PreflightScreen
 
-        if self.run_going:
-            self.notify(
+        if self.running:
+            self.host.notify(
                 "a run is already going in the console (K cancels it)",
                 severity="warning",
             )
@@ -117,25 +149,22 @@ class RunFlows(InspectorBase):
                 pf = await self._preflight(mode, run_id, choice, delete_on_success)
                 if choice is not None and choice.go and pf.ok:
                     break
-                sessions = list(self.sessions.keys)
+                sessions = list(self.sessions())
                 live = pf.run.is_live(time.time(), self.stale_after)
-                choice = await self.app.push_screen_wait(
+                choice = await self.host.app.push_screen_wait(
                     PreflightScreen(pf, sessions, live=live)
                 )
                 if choice is None:
                     return
         except LoviaTuiError as exc:
-            self.notify(str(exc), severity="error")
+            self.host.notify(str(exc), severity="error")
             return
         (await self.console()).start(pf, resume if mode == "resume" else replay)
 
-    async def action_toggle_console(self) -> None:
+    async def toggle_console(self) -> None:
         (await self.console()).toggle_class("hidden")
 
-    def action_cancel_run(self) -> None:
+    def cancel(self) -> None:
+        """Cancel the run going in the console."""
         if self.run_console is not None:
             self.run_console.cancel()
-
-    def on_run_console_finished(self, message: RunConsole.Finished) -> None:
-        self.notify(f"run {message.run_id}: {message.status}")
-        self.action_refresh()

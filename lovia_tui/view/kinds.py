@@ -46,6 +46,8 @@ class Group(StrEnum):
     SESSIONS = "sessions"
     SUMMARIES = "summaries"
     RUNS = "runs"
+    RUNS_PAGE = "runs-page"
+    RUNS_LOCATE = "runs-locate"
     RUN_DETAIL = "run-detail"
     TRANSCRIPT = "transcript"
     OLDER = "older"

@@ -9,11 +9,13 @@ in the background (``segment_reads.flat_starts``) and filled in by ``set_indices
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
 
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.live.changes import RunEntries
 from lovia_tui.core.live.tail import new_snapshot_entries
-from lovia_tui.core.models import RunInfo, SegmentInfo, Unreadable
+from lovia_tui.core.models import RunInfo, SegmentInfo, SessionKey, Unreadable
 from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.view.kinds import RowKind, seam_key, segment_key
@@ -123,6 +125,29 @@ async def inflight_rows(
 Inflight = list[tuple[Database, RunInfo, str]]
 """The runs linked to a session, each with its file and status: shown at the
 seam below the newest segment unless already appended."""
+
+
+class Watcher(Protocol):
+    """What the live tail offers the transcript: which rows to watch."""
+
+    def follow_session(
+        self, file: Path, session_id: str, shown: list[SegmentInfo], total: int
+    ) -> None: ...
+    async def watch_older(self, file: Path) -> None: ...
+    async def watch_newer(self, file: Path) -> None: ...
+    async def watch_window(
+        self, file: Path, from_id: int, to_id: int | None
+    ) -> None: ...
+    def follow_run(self, file: Path, run_id: str, seq: int) -> bool: ...
+    def stop_following(self) -> None: ...
+
+
+class Runs(Protocol):
+    """What the Runs pane tells the transcript: the runs a seam shows."""
+
+    def linked_to(self, key: SessionKey) -> list[RunInfo]: ...
+    def status_of(self, run: RunInfo) -> str: ...
+    def find(self, run_id: str) -> RunInfo | None: ...
 
 
 async def newest_batch(db: Database, session_id: str) -> tuple[list[SegmentInfo], int]:

@@ -1,4 +1,9 @@
-"""The selected checkpoint: its whole head and its dangling tool calls."""
+"""The selected checkpoint: its whole head and its dangling tool calls.
+
+The panel reads what it shows itself: :meth:`RunDetail.describe` draws the
+head at once and reads the dangling calls from the run's snapshot in a
+worker; a result for a run no longer described is dropped.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,21 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from lovia_tui import messages
+from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import age, printable, printable_json, timestamp
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
 from lovia_tui.core.run_status import stale_reason, status_label
 from lovia_tui.core.runs.redact import error_line
+from lovia_tui.core.store import checkpoint_reads
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import Group as Workers
 from lovia_tui.widgets.transcript_rows import pretty_arguments
+from lovia_tui.widgets.worker_errors import WorkerErrors
 
 LIVE_CALLS = (
     "The run is live: its process is executing these now; their results are saved "
@@ -154,20 +166,62 @@ def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> Renderab
     return Panel(Group(*items), title=title, border_style="green" if live else "red")
 
 
-class RunDetail(VerticalScroll):
+class RunDetail(WorkerErrors, VerticalScroll):
     """Head, session link and dangling calls of one run; `r` shows the raw head.
 
     Drawn again by :meth:`tick` once its "updated … ago" would read
     differently: the age moves with time, without a key press.
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, workspace: Workspace, stale_after: float, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.workspace = workspace
+        self.stale_after = stale_after
+        self.raw = False
+        """The raw head is shown instead of the table."""
         self._shown: tuple | None = None
         self._age = ""
 
     def compose(self):
         yield Static(id="run-detail-body")
+
+    def describe(self, run: RunInfo | None, link: SessionLink | None) -> None:
+        """Show ``run`` (its dangling calls once read)."""
+        self.show(run, link, [], [], raw=self.raw, stale_after=self.stale_after)
+        if run is not None:
+            self._read_dangling(run)
+
+    def toggle_raw(self) -> None:
+        self.raw = not self.raw
+        if self._shown is not None:
+            run, link, dangling, problems, _, stale_after = self._shown
+            self.show(
+                run, link, dangling, problems, raw=self.raw, stale_after=stale_after
+            )
+
+    @work(exclusive=True, group=Workers.RUN_DETAIL)
+    async def _read_dangling(self, run: RunInfo) -> None:
+        entries, problems = await checkpoint_reads.snapshot_entries(
+            self.workspace.database(run.file), run.run_id
+        )
+        calls = dangling_calls([entry.data for entry in entries])
+        self.post_message(messages.RunDetailLoaded(run.run_id, calls, problems))
+
+    def on_run_detail_loaded(self, message: messages.RunDetailLoaded) -> None:
+        message.stop()
+        if self._shown is None:
+            return
+        run, link, *_ = self._shown
+        if run is None or run.run_id != message.run_id:
+            return  # read for a run no longer described
+        self.show(
+            run,
+            link,
+            message.dangling,
+            message.problems,
+            raw=self.raw,
+            stale_after=self.stale_after,
+        )
 
     def show(
         self,

@@ -8,22 +8,24 @@ the list scrolls. A million checkpoints cost what the screen shows.
 The interface the screen uses: :meth:`load` (re)reads the files, posting
 :class:`messages.RunsLoaded` once the unfinished runs and their links are
 known; :attr:`selected`, :meth:`select_run`, :meth:`find`, :attr:`links`,
-:meth:`linked_to`, :attr:`status_filter` with :meth:`apply_filter`, and
-:meth:`highlight_session`.
+:meth:`linked_to`, :meth:`session_badges`, :meth:`filter_by`,
+:meth:`highlight_session` and :meth:`toggle_raw`.
 
-The pane says :class:`RunsPane.Chosen` whenever the run under its cursor
-changes — a move, a status filter, a reload that dropped or replaced the
-run, a row read in the background — so the detail below never describes
-another run than the highlighted one.
+Whenever the run under its cursor changes — a move, a status filter, a
+reload that dropped or replaced the run, a row read in the background — the
+detail below describes it (reading its dangling calls itself) and the pane
+says :class:`RunsPane.Chosen`, so the panel never describes another run than
+the highlighted one. Enter says :class:`RunsPane.Opened`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -31,20 +33,21 @@ from textual.message import Message
 from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core.formatting import age, printable
-from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_status import ALL_RUNS, status_label
+from lovia_tui.core.models import RunInfo, SessionKey, SessionLink
+from lovia_tui.core.run_status import ALL_RUNS, RunStatus, status_label
 from lovia_tui.core.runs.listing import RunList
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.widgets.columns import Column, cell, fit, longest
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
-from lovia_tui.widgets.run_detail import STATUS_STYLES, RunDetail
+from lovia_tui.widgets.run_detail import RunDetail
+from lovia_tui.widgets.run_rows import RunColumns
+from lovia_tui.widgets.worker_errors import WorkerErrors
 
 PROGRESS_EVERY = 0.2
 """Seconds between list updates while the files are walked."""
 
 
-class RunsPane(Vertical):
+class RunsPane(WorkerErrors, Vertical):
     """Runs list (status badge, agent, turns, age, session) and detail."""
 
     @dataclass
@@ -61,30 +64,44 @@ class RunsPane(Vertical):
             super().__init__()
             self.run = run
 
-    def __init__(self, stale_after: float, **kwargs) -> None:
+    @dataclass
+    class Opened(Message):
+        """Enter on ``run``: show it in the transcript."""
+
+        run: RunInfo
+
+    def __init__(self, workspace: Workspace, stale_after: float, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.workspace = workspace
         self.stale_after = stale_after
         self.source = RunList([], _no_links, stale_after)
         self.related_session: tuple[str, str] | None = None
         self._wanted_filter = ALL_RUNS
         self._counts = ""
         self._walking = False
-        self._again: Workspace | None = None
+        self._again = False
         self._announced: RunInfo | None = None
-        self._columns: list[Column] = []
-        self._widths: tuple[int, dict[str, int]] = (-1, {})
+        self.columns = RunColumns(stale_after)
 
     def compose(self) -> ComposeResult:
         yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
-        yield RowList(self._render_row, empty="no checkpoints", id="runs")
-        yield RunDetail(id="run-detail")
+        yield RowList(
+            lambda index, width: self.columns.render(self.source, index, width),
+            empty="no checkpoints",
+            id="runs",
+        )
+        yield RunDetail(self.workspace, self.stale_after, id="run-detail")
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._tick)
+        self.set_interval(1.0, self.tick)
 
     @property
     def row_list(self) -> RowList:
         return self.query_one("#runs", RowList)
+
+    @property
+    def detail(self) -> RunDetail:
+        return self.query_one(RunDetail)
 
     # ----- what the screen reads -----
 
@@ -111,10 +128,6 @@ class RunsPane(Vertical):
     def status_filter(self) -> str:
         return self._wanted_filter
 
-    @status_filter.setter
-    def status_filter(self, status: str) -> None:
-        self._wanted_filter = status
-
     def status_of(self, run: RunInfo) -> str:
         return status_label(run, time.time(), self.stale_after)
 
@@ -123,6 +136,18 @@ class RunsPane(Vertical):
 
     def linked_to(self, key: tuple[str, str]) -> list[RunInfo]:
         return self.source.linked_to(*key)
+
+    def session_badges(self, runs: list[RunInfo]) -> dict[SessionKey, str]:
+        """The mark of each session with an unfinished run among ``runs``."""
+        badges: dict[SessionKey, str] = {}
+        for run in runs:
+            link = self.links.get(run.run_id)
+            status = self.status_of(run)
+            if link and status != RunStatus.COMPLETED:
+                badges[(str(link.file), link.session_id)] = (
+                    "live" if status == RunStatus.RUNNING else status
+                )
+        return badges
 
     # ----- loading -----
 
@@ -135,22 +160,24 @@ class RunsPane(Vertical):
         self.source = source
         self.apply_filter()
 
-    def load(self, workspace: Workspace) -> None:
+    def load(self) -> None:
         """Walk the open files afresh; the current rows stay until the new walk
         is done. Asked again while walking, it walks once more afterwards:
         cancelling would starve the list of a file saved more often than
         one walk takes."""
         if self._walking:
-            self._again = workspace
+            self._again = True
             return
         self._walking = True
+        workspace = self.workspace
         source = RunList(workspace.checkpoint_dbs, workspace.links, self.stale_after)
         source.status = self._wanted_filter
-        self._run("runs", self._walk, source, not len(self.source))
+        self._run(Group.RUNS, self._walk, source, not len(self.source))
 
-    def _run(self, group: str, work, *args) -> None:
-        """Run on the screen, whose handler turns a failed read into one notification."""
-        self.screen.run_worker(partial(work, *args), group=group, exclusive=True)
+    def _run(
+        self, group: Group, work: Callable[..., Coroutine[Any, Any, None]], *args: Any
+    ) -> None:
+        self.run_worker(partial(work, *args), group=group, exclusive=True)
 
     async def _walk(self, source: RunList, progressive: bool) -> None:
         """Walk ``source``; each time it is shown, the rows on screen are read
@@ -166,9 +193,9 @@ class RunsPane(Vertical):
             self.post_message(self.Walked(source, done=True))
         finally:
             self._walking = False
-            again, self._again = self._again, None
-            if again is not None and self.is_mounted:
-                self.call_later(self.load, again)
+            again, self._again = self._again, False
+            if again and self.is_mounted:
+                self.call_later(self.load)
 
     def _window(self) -> tuple[int, int]:
         """The rows on screen and a screenful either way: (first, count)."""
@@ -194,20 +221,31 @@ class RunsPane(Vertical):
             self.source.at(index) is None
             for index in range(start, min(start + count, len(self.source)))
         ):
-            self._run("runs-page", self._read_page, self.source, start, count)
+            self._run(Group.RUNS_PAGE, self._read_page, self.source, start, count)
 
     async def _read_page(self, source: RunList, start: int, count: int) -> None:
         if await source.read(start, count) and source is self.source:
-            self._measure()
+            self.columns.measure(self.source)
             self.row_list.refresh()
             self._announce()
 
     def _announce(self) -> None:
-        """Say the run under the cursor changed, so the detail panel follows."""
+        """The detail describes the run under the cursor, and the pane says so."""
         run = self.selected
         if run != self._announced:
             self._announced = run
+            self.detail.describe(run, self.links.get(run.run_id) if run else None)
             self.post_message(self.Chosen(run))
+
+    def toggle_raw(self) -> None:
+        """The detail shows the highlighted run's raw head, or its table again."""
+        self.detail.toggle_raw()
+
+    @on(RowList.Selected, "#runs")
+    def _opened(self, event: RowList.Selected) -> None:
+        event.stop()
+        if (run := self.selected) is not None:
+            self.post_message(self.Opened(run))
 
     # ----- filter, selection, marks -----
 
@@ -216,7 +254,7 @@ class RunsPane(Vertical):
         self.source.status = self._wanted_filter
         self.source.refilter()
         index = self.source.index_of(current) if current else None
-        self._measure()
+        self.columns.measure(self.source)
         self.row_list.set_count(len(self.source), cursor=index or 0)
         self.row_list.set_marked(self._is_related)
         self.count_statuses()
@@ -243,18 +281,26 @@ class RunsPane(Vertical):
             f"{label} {self.row_list.position}{self._counts}", layout=False
         )
 
+    def filter_by(self, status: str) -> None:
+        """Show the runs of one status (``ALL_RUNS``: every run)."""
+        self._wanted_filter = status
+        self.apply_filter()
+
     def on_row_list_highlighted(self) -> None:
         self.show_title()
         self._read_visible()
         self._announce()
 
-    def _tick(self) -> None:
-        """Staleness moves with time: a running/stale filter is answered again."""
+    def tick(self) -> None:
+        """Ages and staleness move with time, without any key press: a
+        running/stale filter is answered again, the detail's age redrawn."""
         if self._wanted_filter in ("running", "stale"):
             self.apply_filter()
         else:
             self.count_statuses()
             self.show_title()
+        self.row_list.refresh_changed()
+        self.detail.tick()
 
     def select_run(self, run_id: str) -> bool:
         """Put the cursor on a run (the filter cleared if it hides it). A run
@@ -265,7 +311,7 @@ class RunsPane(Vertical):
             self.apply_filter()
             index = self.source.index_of(run_id)
         if index is None:
-            self._run("runs-locate", self._locate, self.source, run_id)
+            self._run(Group.RUNS_LOCATE, self._locate, self.source, run_id)
             return False
         self.row_list.cursor = index
         return True
@@ -298,60 +344,6 @@ class RunsPane(Vertical):
             link is not None
             and (str(link.file), link.session_id) == self.related_session
         )
-
-    def _measure(self) -> None:
-        """Size the columns to the runs read (ids first, ages before agents);
-        by length, not cells: the pages read may hold thousands of runs."""
-        runs = self.source.known()
-        sessions = [
-            link.session_id if (link := self.links.get(run.run_id)) else "unlinked"
-            for run in runs
-        ]
-        self._columns = [
-            Column("status", 11, 1),
-            Column("id", longest((r.run_id for r in runs), 40, 8), 0),
-            Column("agent", longest((r.agent_name for r in runs), 16), 4),
-            Column("turns", 3, 5),
-            Column("age", 4, 2),
-            Column("session", longest(sessions, 40, 8), 3, least=6, grows=True),
-        ]
-        self._widths = (-1, {})
-
-    def _render_row(self, index: int, width: int) -> Text:
-        if self._widths[0] != width:
-            self._widths = (width, fit(self._columns, width))
-        widths = self._widths[1]
-        run = self.source.at(index)
-        text = Text()
-        if run is None:
-            mark = self.source.mark(index)
-            status = mark.label(time.time(), self.stale_after) if mark else "completed"
-            text.append(
-                cell(printable(status), widths.get("status", 11)),
-                style=STATUS_STYLES.get(status, ""),
-            )
-            text.append(" …", style="dim")
-            return text
-        status = self.status_of(run)
-        link = self.links.get(run.run_id)
-        values = {
-            "status": (printable(status), STATUS_STYLES.get(status, "")),
-            "id": (printable(run.run_id), "bold"),
-            "agent": (printable(run.agent_name), ""),
-            "turns": (f"{run.turns}t", "dim"),
-            "age": (age(time.time() - run.updated_at), "dim"),
-            "session": (
-                (printable(link.session_id), "") if link else ("unlinked", "italic dim")
-            ),
-        }
-        for column in self._columns:
-            if column.name in widths:
-                if text:
-                    text.append(" ")
-                value, style = values[column.name]
-                right = column.name in ("turns", "age")
-                text.append(cell(value, widths[column.name], right=right), style=style)
-        return text
 
 
 async def _no_links(run_ids) -> dict[str, SessionLink]:

@@ -2,12 +2,12 @@
 
 A Line API view: each row is one line until expanded, so a session of any
 length costs only the rows on screen to draw, and no widget is mounted per
-entry. Older segments arrive in batches as the user scrolls up.
+entry. Older segments arrive in batches as the user scrolls up. What is
+loaded and how it lays out is the :class:`TranscriptWindow`'s; this widget
+draws it, moves the cursor over it and asks for more at its ends.
 """
 
 from __future__ import annotations
-
-from bisect import bisect_left
 
 from rich.style import Style
 from rich.text import Text
@@ -17,24 +17,10 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 
-from lovia_tui.core.models import RunInfo
 from lovia_tui.view.kinds import RowKind
-from lovia_tui.view.rows import (
-    Row,
-    index_text,
-    keep_newest,
-    keep_oldest,
-    pair_tool_calls,
-    partner_text,
-)
+from lovia_tui.view.rows import Row
 from lovia_tui.widgets.line_view import LineCache, LineView
-from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
-
-SUMMARIES = 4096
-"""Summary lines remembered (a few screens of rows in every state)."""
-WINDOW = 600
-"""Most segments the view keeps loaded (~20 batches): scrolling a session of
-thousands of runs end to end holds this many at a time, not all of them."""
+from lovia_tui.widgets.transcript_window import TranscriptWindow
 
 
 class Transcript(LineView, can_focus=True):
@@ -91,41 +77,34 @@ class Transcript(LineView, can_focus=True):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.rows: list[Row] = []
-        self._visible: list[int] = []
-        self._lines: list[tuple[int, int]] = []
-        self._details: dict[str, list[Text]] = {}
+        self.window = TranscriptWindow()
         self._strips = LineCache()
-        self._summaries: dict[tuple, Text] = {}
-        self._expanded: dict[str, bool] = {}
-        self._collapsed: set[str] = set()
-        self._raw: set[str] = set()
         self._needle = ""
         self.cursor = 0
-        self.entries = 0
+        """The cursor's visible position (an index of ``window.visible``)."""
         self.new_below = 0
         self.loading_older = False
         self.loading_newer = False
 
     # ----- content -----
 
+    @property
+    def rows(self) -> list[Row]:
+        """The rows loaded."""
+        return self.window.rows
+
     def show(self, rows: list[Row], *, at_start: bool = False) -> None:
         """Replace the content (a new session); the newest entry is in view,
         or with ``at_start`` the first one (Home in a long session)."""
-        self.rows = rows
+        self.window.replace(rows)
         self.loading_older = self.loading_newer = False
-        self._summaries.clear()  # a reload after a trim has new text under the same keys
-        self._expanded.clear()
-        self._collapsed.clear()
-        self._raw.clear()
-        self._details.clear()
         self.new_below = 0
         self._relayout()
         if at_start:
             self.cursor = 0
             self.scroll_home(animate=False, immediate=True)
         else:
-            self.cursor = max(0, len(self._visible) - 1)
+            self.cursor = max(0, len(self.window.visible) - 1)
             self.scroll_end(animate=False, immediate=True)
         self._announce()
 
@@ -133,26 +112,23 @@ class Transcript(LineView, can_focus=True):
         """Insert older rows above, keeping what the user looks at in place;
         beyond ``WINDOW`` segments the newest ones are let go (a "newer" row
         loads them again), so memory stays bounded however far one scrolls."""
-        before = len(self._lines)
+        before = len(self.window.lines)
         current = self.current_row
-        self.rows = keep_oldest(
-            rows + [row for row in self.rows if row.kind != RowKind.OLDER], WINDOW
-        )
+        self.window.prepend(rows)
         self.loading_older = False
-        self._forget_dropped()
         self._relayout()
-        added = len(self._lines) - before
+        added = len(self.window.lines) - before
         if current is not None and current.kind == RowKind.OLDER:
             # The cursor was on the "older" row (Home, or up at the top), which
             # this batch replaces: stay at the top, on the batch's first row.
             self.cursor = min(
                 1 if rows and rows[0].kind == RowKind.OLDER else 0,
-                len(self._visible) - 1,
+                len(self.window.visible) - 1,
             )
             self._scroll_to_cursor()
             return
         if current is not None:
-            self.cursor = self._visible.index(self.rows.index(current))
+            self.cursor = self.window.visible.index(self.rows.index(current))
         self.scroll_to(y=self.scroll_offset.y + added, animate=False, immediate=True)
 
     def append_newer(self, rows: list[Row]) -> None:
@@ -160,13 +136,10 @@ class Transcript(LineView, can_focus=True):
         the user looks at in place; beyond ``WINDOW`` segments the oldest
         ones are let go (an "older" row loads them again)."""
         current = self.current_row
-        top_line = self._first_line_of(self.cursor)
+        top_line = self.window.first_line_of(self.cursor)
         offset_in_view = top_line - self.scroll_offset.y
-        self.rows = keep_newest(
-            [row for row in self.rows if row.kind != RowKind.NEWER] + rows, WINDOW
-        )
+        self.window.append(rows)
         self.loading_newer = False
-        self._forget_dropped()
         self._relayout()
         if current is not None and current.kind == RowKind.NEWER:
             # As prepend: the batch replaces the row the cursor was on.
@@ -176,67 +149,42 @@ class Transcript(LineView, can_focus=True):
             )
             current = self.rows[first]
         if current is not None and current in self.rows:
-            self.cursor = self._visible.index(self.rows.index(current))
+            self.cursor = self.window.visible.index(self.rows.index(current))
             self.scroll_to(
-                y=max(0, self._first_line_of(self.cursor) - offset_in_view),
+                y=max(0, self.window.first_line_of(self.cursor) - offset_in_view),
                 animate=False,
                 immediate=True,
             )
         self._announce()
 
-    def _forget_dropped(self) -> None:
-        """Fold, unfold and raw states of rows no longer loaded."""
-        keys = {row.key for row in self.rows}
-        segments = {row.fold for row in self.rows}
-        self._expanded = {
-            key: value for key, value in self._expanded.items() if key in keys
-        }
-        self._raw &= keys
-        self._collapsed &= segments
-        self._details = {
-            key: value
-            for key, value in self._details.items()
-            if key.rsplit(":", 3)[0] in keys
-        }
-
     def extend(self, rows: list[Row]) -> None:
         """Append rows at the bottom (follow mode), keeping the newest in view
         unless the user scrolled up; then count them for a "new entries" marker."""
         at_bottom = self.scroll_offset.y >= self.max_scroll_y - 1
-        on_last = self.cursor >= len(self._visible) - 1
-        self.rows = self.rows + rows
+        on_last = self.cursor >= len(self.window.visible) - 1
+        self.window.extend(rows)
         self._relayout()
         if at_bottom:
             if on_last:
-                self.cursor = len(self._visible) - 1
+                self.cursor = len(self.window.visible) - 1
             self.scroll_end(animate=False, immediate=True)
         else:
             self.new_below += sum(1 for row in rows if row.kind == RowKind.ENTRY)
         self.refresh()
 
-    def seam_run(self, run_id: str) -> RunInfo | None:
-        """The in-flight run shown behind a seam, if ``run_id`` is one."""
-        for row in self.rows:
-            if row.kind == RowKind.SEAM and row.run and row.run.run_id == run_id:
-                return row.run
-        return None
+    @property
+    def shown_rows(self) -> list[int]:
+        """Positions in :attr:`rows` of the rows shown (not folded away), in order."""
+        return list(self.window.visible)
 
-    def entries_of_run(self, run_id: str) -> int:
-        """How many of an in-flight run's own entries are shown."""
-        return sum(
-            1
-            for row in self.rows
-            if row.kind == RowKind.ENTRY and row.run and row.run.run_id == run_id
-        )
+    @property
+    def needle(self) -> str:
+        """The text highlighted wherever it shows (see :meth:`set_needle`)."""
+        return self._needle
 
-    def set_seam_statuses(self, statuses: dict[str, str]) -> None:
-        """Seams say their run's status as the live tail last saw it."""
-        changed = False
-        for row in self.rows:
-            if row.kind == RowKind.SEAM and row.run and row.run.run_id in statuses:
-                row.status, changed = statuses[row.run.run_id], True
-        if changed:
-            self.refresh()
+    def shows_raw(self, key: str) -> bool:
+        """Whether the row with ``key`` shows its stored JSON (``r``)."""
+        return key in self.window.raw
 
     def set_needle(self, needle: str) -> None:
         """Highlight ``needle`` (case-insensitively) wherever it shows."""
@@ -248,36 +196,23 @@ class Transcript(LineView, can_focus=True):
     @property
     def position(self) -> str:
         """ "cursor/rows" for the pane title: the transcript draws no scrollbar."""
-        return f"{self.cursor + 1:,}/{len(self._visible):,}" if self._visible else "0"
-
-    @property
-    def shown_rows(self) -> list[int]:
-        """Positions in :attr:`rows` of the rows shown (not folded away), in order."""
-        return list(self._visible)
-
-    @property
-    def needle(self) -> str:
-        """The text highlighted wherever it shows (see :meth:`set_needle`)."""
-        return self._needle
-
-    def shows_raw(self, key: str) -> bool:
-        """Whether the row with ``key`` shows its stored JSON (``r``)."""
-        return key in self._raw
+        visible = self.window.visible
+        return f"{self.cursor + 1:,}/{len(visible):,}" if visible else "0"
 
     @property
     def current_row(self) -> Row | None:
-        if not self._visible:
+        visible = self.window.visible
+        if not visible:
             return None
-        return self.rows[self._visible[min(self.cursor, len(self._visible) - 1)]]
+        return self.window.row_at(min(self.cursor, len(visible) - 1))
 
     def select_key(self, key: str) -> bool:
         """Put the cursor on the row with ``key`` (unfolding its segment)."""
         for position, row in enumerate(self.rows):
             if row.key == key:
-                segment = row.fold
-                self._collapsed.discard(segment)
+                self.window.unfold_segment_of(row)
                 self._relayout()
-                self.cursor = self._visible.index(position)
+                self.cursor = self.window.visible.index(position)
                 self._scroll_to_cursor(center=True)
                 self._announce()
                 return True
@@ -286,36 +221,9 @@ class Transcript(LineView, can_focus=True):
     # ----- layout -----
 
     def _relayout(self) -> None:
-        pair_tool_calls(self.rows)
-        self._visible = [
-            position
-            for position, row in enumerate(self.rows)
-            if row.fold not in self._collapsed or row.kind != RowKind.ENTRY
-        ]
         width = max(20, self.scrollable_content_region.width - 2)
-        lines: list[tuple[int, int]] = []
-        for visible_position, position in enumerate(self._visible):
-            row = self.rows[position]
-            lines.append((visible_position, 0))
-            if row.key in self._expanded and row.kind == RowKind.ENTRY:
-                details = self._details_for(row, width)
-                lines.extend(
-                    (visible_position, offset + 1) for offset in range(len(details))
-                )
-        self._lines = lines
-        self.entries = sum(1 for row in self.rows if row.kind == RowKind.ENTRY)
-        self.set_virtual_height(len(lines))
-
-    def _details_for(self, row: Row, width: int) -> list[Text]:
-        key = f"{row.key}:{width}:{row.key in self._raw}:{self._expanded.get(row.key)}"
-        if key not in self._details:
-            wrapped: list[Text] = []
-            for line in detail_lines(
-                row, row.key in self._raw, bool(self._expanded.get(row.key))
-            ):
-                wrapped.extend(line.wrap(self.app.console, width) or [Text("")])
-            self._details[key] = wrapped
-        return self._details[key]
+        self.window.layout(width, self.app.console)
+        self.set_virtual_height(len(self.window.lines))
 
     def on_resize(self) -> None:
         self._relayout()
@@ -324,20 +232,17 @@ class Transcript(LineView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         base, width = self.repaint_values
+        window = self.window
         line_number = y + self.scroll_offset.y
-        if line_number >= len(self._lines):
+        if line_number >= len(window.lines):
             return Strip.blank(width, base)
-        visible_position, offset = self._lines[line_number]
-        row = self.rows[self._visible[visible_position]]
+        visible_position, offset = window.lines[line_number]
+        row = window.row_at(visible_position)
         if offset == 0:
-            text = self._summary(
-                row,
-                row.key in self._expanded
-                or (row.kind == RowKind.SEGMENT and row.fold not in self._collapsed),
-            )
+            text = window.summary(row)
             style = base + self.component(row.component)
         else:
-            details = self._details_for(row, max(20, width - 2))
+            details = window.details_for(row, max(20, width - 2), self.app.console)
             text = (
                 Text("  ") + details[offset - 1]
                 if offset - 1 < len(details)
@@ -358,68 +263,25 @@ class Transcript(LineView, can_focus=True):
             style = style + self.component("transcript--partner", partial=True)
         return self._strips.strip(text, width, style, self.app.console)
 
-    def _summary(self, row: Row, expanded: bool) -> Text:
-        """A row's summary line, remembered: building it measures and cuts the
-        entry's text (a 100 KB output's size included) on every repaint."""
-        key = (
-            row.key,
-            expanded,
-            index_text(row),
-            partner_text(row, self.rows, ""),
-            row.status,
-            row.running,
-            row.older,
-        )
-        text = self._summaries.get(key)
-        if text is None:
-            if len(self._summaries) >= SUMMARIES:
-                self._summaries.clear()
-            text = self._summaries[key] = summary_line(row, self.rows, expanded)
-        return text
-
     def _is_partner(self, visible_position: int) -> bool:
         current = self.current_row
         return (
             current is not None
             and current.partner is not None
-            and self._visible[visible_position] == current.partner
+            and self.window.visible[visible_position] == current.partner
         )
 
     # ----- moving -----
-
-    def _first_line_of(self, visible_position: int) -> int:
-        # _lines is sorted by (visible position, offset): bisect, never scan,
-        # so a key press costs the same in a session of any length.
-        number = bisect_left(self._lines, (visible_position, 0))
-        return (
-            number
-            if number < len(self._lines)
-            and self._lines[number] == (visible_position, 0)
-            else 0
-        )
-
-    def _line_count_of(self, visible_position: int) -> int:
-        return max(
-            1,
-            bisect_left(self._lines, (visible_position + 1, 0))
-            - self._first_line_of(visible_position),
-        )
 
     def _partner_position(self) -> int | None:
         current = self.current_row
         if current is None or current.partner is None:
             return None
-        position = bisect_left(self._visible, current.partner)
-        return (
-            position
-            if position < len(self._visible)
-            and self._visible[position] == current.partner
-            else None
-        )
+        return self.window.visible_position_of(current.partner)
 
     def _scroll_to_cursor(self, *, center: bool = False) -> None:
-        top = self._first_line_of(self.cursor)
-        height = self._line_count_of(self.cursor)
+        top = self.window.first_line_of(self.cursor)
+        height = self.window.line_count_of(self.cursor)
         self.scroll_to_region(
             Region(0, top, 1, min(height, max(1, self.size.height))),
             animate=False,
@@ -446,12 +308,13 @@ class Transcript(LineView, can_focus=True):
             self.post_message(self.LoadNewer())
 
     def move_cursor(self, position: int) -> None:
-        if not self._visible:
+        visible = self.window.visible
+        if not visible:
             return
         changed = {self.cursor, self._partner_position()}
         scrolled_from, new_below = self.scroll_offset, self.new_below
-        self.cursor = max(0, min(position, len(self._visible) - 1))
-        if self.cursor == len(self._visible) - 1:
+        self.cursor = max(0, min(position, len(visible) - 1))
+        if self.cursor == len(visible) - 1:
             self.new_below = 0
         self._scroll_to_cursor()
         if self.scroll_offset == scrolled_from and self.new_below == new_below:
@@ -463,8 +326,8 @@ class Transcript(LineView, can_focus=True):
                 if position is not None
             }:
                 self.refresh_lines(
-                    self._first_line_of(visible_position),
-                    self._line_count_of(visible_position),
+                    self.window.first_line_of(visible_position),
+                    self.window.line_count_of(visible_position),
                 )
         else:
             self.refresh()
@@ -485,7 +348,7 @@ class Transcript(LineView, can_focus=True):
         self.move_cursor(0)
 
     def action_end(self) -> None:
-        self.move_cursor(len(self._visible) - 1)
+        self.move_cursor(len(self.window.visible) - 1)
 
     def action_fold(self) -> None:
         row = self.current_row
@@ -497,37 +360,24 @@ class Transcript(LineView, can_focus=True):
         if row.kind == RowKind.NEWER:
             self._load_newer()
             return
-        if row.kind in (RowKind.SEGMENT, RowKind.SEAM):
-            key = row.key
-            self._collapsed.symmetric_difference_update({key})
-        elif row.kind == RowKind.ENTRY:
-            state = self._expanded.get(row.key)
-            if state is None:
-                self._expanded[row.key] = False
-            elif state is False and detail_lines(
-                row, row.key in self._raw, False
-            ) != detail_lines(row, row.key in self._raw, True):
-                self._expanded[row.key] = True
-            else:
-                del self._expanded[row.key]
-        current = self._visible[self.cursor]
+        self.window.fold(row)
+        current = self.window.visible[self.cursor]
         self._relayout()
-        self.cursor = self._visible.index(current)
+        self.cursor = self.window.visible.index(current)
         self._scroll_to_cursor()
 
     def action_raw(self) -> None:
         row = self.current_row
         if row is None or row.kind != RowKind.ENTRY:
             return
-        self._raw.symmetric_difference_update({row.key})
-        self._expanded.setdefault(row.key, False)
+        self.window.toggle_raw(row)
         self._relayout()
         self._scroll_to_cursor()
 
     def on_click(self, event: events.Click) -> None:
         line = event.y + self.scroll_offset.y
-        if 0 <= line < len(self._lines):
-            self.move_cursor(self._lines[line][0])
+        if 0 <= line < len(self.window.lines):
+            self.move_cursor(self.window.lines[line][0])
             if event.chain == 2:
                 self.action_fold()
 

@@ -71,7 +71,7 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
         assert entry.action == "rewind" and entry.reason == "resend"
         # Every pane re-read: the sessions list counts one run left, not two.
         kyoto = next(key for key in app.screen.sessions.keys if key[1] == "chat-kyoto")
-        assert app.screen.sessions.summaries[kyoto].runs == 1
+        assert app.screen.sessions.list.summaries[kyoto].runs == 1
         await pilot.press("u")
         await settle(pilot)
         assert isinstance(app.screen, ActionScreen)

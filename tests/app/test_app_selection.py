@@ -187,7 +187,7 @@ async def test_the_run_panel_follows_the_highlight_through_filters(demo, monkeyp
         shown = detail_text(app)
         later = time.time() + 7_200
         monkeypatch.setattr(time, "time", lambda: later)
-        screen._tick()
+        screen.runs.tick()
         assert detail_text(app) != shown and "2h ago" in detail_text(app)
 
 
@@ -337,7 +337,7 @@ async def test_a_key_right_after_a_move_acts_on_the_session_highlighted(demo):
         start = next(
             key
             for key, below in zip(pane.shown, pane.shown[1:], strict=False)
-            if below not in pane.badges
+            if below not in pane.list.badges
         )
         await select_session(pilot, start[1])
         app.simulate_key("down")

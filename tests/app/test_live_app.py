@@ -45,7 +45,10 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
         await pilot.press("3", "f")
         await until(
             pilot,
-            lambda: screen.run_view == "r1" and screen.followed is not None,
+            lambda: (
+                screen.transcript_pane.run_view == "r1"
+                and screen.transcript_pane.followed is not None
+            ),
             timeout=30.0,
         )
 
@@ -77,7 +80,10 @@ async def test_a_running_run_is_followed_until_it_lands_in_its_session(tmp_path)
         )
         await pilot.press("ctrl+r")
         await settle(pilot)
-        assert screen.session_key[1] == "sess-live" and screen.run_view is None
+        assert (
+            screen.session_key[1] == "sess-live"
+            and screen.transcript_pane.run_view is None
+        )
         assert not seams(screen)
 
 
@@ -92,7 +98,9 @@ async def test_a_run_followed_alone_moves_into_its_session_once_it_lands(tmp_pat
         await pilot.press("3")
         assert screen.runs.select_run("r2")
         await pilot.press("f")
-        await until(pilot, lambda: screen.run_view == "r2", timeout=30.0)
+        await until(
+            pilot, lambda: screen.transcript_pane.run_view == "r2", timeout=30.0
+        )
         await writer.expect("DONE", timeout=30)
         await until(
             pilot,

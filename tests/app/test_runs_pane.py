@@ -103,8 +103,8 @@ async def test_a_reload_asked_for_while_walking_is_walked_after(fleet):
     async with app.run_test(size=(160, 30)) as pilot:
         await settle(pilot)
         screen = app.screen
-        screen.load_runs()  # walking...
-        screen.load_runs()
+        screen.runs.load()  # walking...
+        screen.runs.load()
         assert screen.runs._again is not None  # queued behind the walk
         head = RunHead(
             agent_name="worker", usage=Usage(1, 1), turns=1, status="failed",
@@ -114,10 +114,10 @@ async def test_a_reload_asked_for_while_walking_is_walked_after(fleet):
         await SQLiteCheckpointer(path).append(
             "run-new", [InputEntry("user", "x")], head
         )
-        screen.load_runs()  # ...asked again meanwhile: queued, not cancelling
-        assert screen.runs._walking or screen.runs._again is None
+        screen.runs.load()  # ...asked again meanwhile: queued, not cancelling
+        assert screen.runs._walking or not screen.runs._again
         await settle(pilot)
-        assert not screen.runs._walking and screen.runs._again is None
+        assert not screen.runs._walking and not screen.runs._again
         found = screen.runs.find("run-new")
         assert found is not None and found.status == "failed"
         assert screen.runs.source.counts()["failed"] == 1 + sum(

@@ -71,7 +71,7 @@ async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Pat
         await until(
             pilot, lambda: screen.transcript.current_row.key == first, 10, "first hit"
         )
-        assert screen.search_hits == [first, middle, last]
+        assert screen.transcript_pane.hits.rows == [first, middle, last]
         await pilot.press("2", "n")
         assert screen.transcript.current_row.key == middle
         await pilot.press("n")

@@ -8,7 +8,7 @@ from support.app import snapshot_app
 
 from lovia_tui.pilot import settle
 from lovia_tui.view import transcript_loader
-from lovia_tui.widgets import transcript as transcript_widget
+from lovia_tui.widgets import transcript_window
 
 
 @asynccontextmanager
@@ -59,7 +59,7 @@ async def test_the_transcript_keeps_a_window_of_segments_both_ways(
 ):
     """Scrolling a long session to its start and back holds WINDOW segments at
     a time: those let go come back through "newer" and "older" rows."""
-    monkeypatch.setattr(transcript_widget, "WINDOW", 1)
+    monkeypatch.setattr(transcript_window, "WINDOW", 1)
     async with kyoto(snap_dir, monkeypatch) as pilot:
         transcript = pilot.app.screen.transcript
 

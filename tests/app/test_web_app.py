@@ -133,5 +133,5 @@ async def test_pinned_chats_come_first_with_their_badge(scratch: Path) -> None:
         await settle(pilot)
         pane = app.screen.sessions
         assert [key[1] for key in pane.keys] == ["older", "newer"]
-        first, second = (pane._render_row(n, 60).plain for n in (0, 1))
+        first, second = (pane.list.render_row(n, 60).plain for n in (0, 1))
         assert f"{PIN}Older" in first and PIN not in second

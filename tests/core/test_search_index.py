@@ -116,6 +116,56 @@ def test_a_partly_built_index_scans_the_rest_and_agrees(corpus):
         search.close()
 
 
+def test_prefixes_spelled_from_the_words_list_agree_with_the_vocabulary(corpus):
+    """Once built, a prefix is spelled from the index's own list of words (a
+    b-tree, not FTS5's vocabulary, which reads every word's postings): the
+    same sessions either way, also for words appended after the list was made."""
+    path, seed = corpus
+    prefixes = [f"{word[:3]}*" for word in VOCABULARY]
+    search = FileSearch(path)
+    try:
+        search.builder.chunks.rows = 1
+        search.build(deadline=time.monotonic() - 1)  # one chunk: not listed yet
+        assert not search.builder.words.ready and not search.progress().done
+        search.build()
+        assert search.builder.words.ready and search.progress().done
+        listed = {p: _sessions(search.search(parse_query(p))) for p in prefixes}
+        asyncio.run(append_entries(path, "late", 1, prefix="xylophone"))
+        search.build()
+        assert search.builder.words.spell("xyl", 10) == ["xylophone"]
+        assert _sessions(search.search(parse_query("xylo*"))) == {"late"}
+        for prefix in prefixes:
+            assert listed[prefix] == _scan_prefix(path, prefix[:-1]), (prefix, seed)
+    finally:
+        search.close()
+    slow = FileSearch(path)  # the same file, spelled through the vocabulary
+    try:
+        slow.builder.words.forget()
+        for prefix in prefixes:
+            assert _sessions(slow.search(parse_query(prefix))) == listed[prefix]
+    finally:
+        slow.close()
+
+
+def _scan_prefix(path: Path, stem: str) -> set[str]:
+    """Sessions before "late" with a token starting with ``stem``, read row by row."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {
+            session_id
+            for session_id, stored in conn.execute(
+                "SELECT session_id, entries_json FROM session_runs WHERE session_id != 'late'"
+            )
+            for entry in parse_entries(stored)
+            if any(
+                token.startswith(stem)
+                for token in re.findall(r"[^\W_]+", entry_text(entry).lower())
+            )
+        }
+    finally:
+        conn.close()
+
+
 def test_phrases_prefixes_fields_and_snippets(scratch: Path):
     path = scratch / "f.db"
     agent = Agent(

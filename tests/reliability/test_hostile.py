@@ -281,7 +281,7 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
             screen.runs.select_run(run_id)
             await pilot.press("enter")
             await settle(pilot)
-            assert screen.run_view == run_id
+            assert screen.transcript_pane.run_view == run_id
         # The in-flight run: its unreadable batches reported, the odd call listed as dangling.
         screen.runs.select_run("inflight")
         await settle(pilot)

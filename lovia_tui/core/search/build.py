@@ -29,6 +29,7 @@ from lovia_tui.core.search.index import (
 )
 from lovia_tui.core.search.sync import Resync
 from lovia_tui.core.search.text import entry_fields
+from lovia_tui.core.search.words import Words
 from lovia_tui.core.store.database import sqlite_uri
 
 TARGET_SECONDS = 0.025
@@ -50,10 +51,13 @@ class BuildProgress:
 
     indexed: int
     total: int
+    listing: bool = False
+    """The rows are all indexed, the index's words still being listed (prefixes
+    are spelled the slow way until then): see :mod:`~lovia_tui.core.search.words`."""
 
     @property
     def done(self) -> bool:
-        return self.indexed >= self.total
+        return self.indexed >= self.total and not self.listing
 
     @property
     def fraction(self) -> float:
@@ -138,6 +142,7 @@ class Builder(Resync):
         self.index = index
         self.reader = reader
         self.chunks = ChunkReader(reader)
+        self.words = Words(index.conn)
         self._units: list[tuple[Any, ...]] = []
         self._postings: list[tuple[Any, ...]] = []
         self._flats: dict[Any, int | None] = {}
@@ -166,7 +171,10 @@ class Builder(Resync):
             total += self.reader.execute(
                 "SELECT COUNT(*) FROM snapshot_turns"
             ).fetchone()[0]
-        self.last = BuildProgress(min(total, state.seg_count + state.turn_count), total)
+        indexed = min(total, state.seg_count + state.turn_count)
+        self.last = BuildProgress(
+            indexed, total, listing=indexed >= total and not self.words.ready
+        )
         return self.last
 
     def unindexed(self, state: IndexState) -> int:
@@ -207,6 +215,8 @@ class Builder(Resync):
         for table, _, check in steps:
             if table in self.deferred:
                 check()  # the end of a long build: now it is cheap
+        if self.progress().listing:
+            self.words.fill(deadline)
         return self.progress()
 
     def _commit_chunks(
@@ -313,6 +323,7 @@ class Builder(Resync):
             "INSERT INTO fts (rowid, body, tool, tag) VALUES (?, ?, ?, ?)",
             self._postings,
         )
+        self.words.add(self._postings)
         self._units, self._postings, self._flats = [], [], {}
         self.index.save_state(state)
 
@@ -339,4 +350,5 @@ class Builder(Resync):
         with self.index.transaction() as conn:
             conn.execute("DELETE FROM units")
             conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+            self.words.forget()
             self.index.save_state(IndexState())

@@ -80,6 +80,7 @@ class WorkspaceSearch:
             time.sleep(SEARCH_WAIT)  # bounded: by the search's own duration
         until = time.monotonic() + seconds
         indexed = total = 0
+        listing = False
         for db in self.files:
             builder = self._builders.get(db.path)
             if builder is None:
@@ -91,7 +92,8 @@ class WorkspaceSearch:
             )
             self._versions[db.path] = self._data_version(builder)
             indexed, total = indexed + done.indexed, total + done.total
-        return BuildProgress(indexed, total)
+            listing = listing or done.listing
+        return BuildProgress(indexed, total, listing)
 
     def committed(self) -> bool:
         """Whether another connection committed to any file since the last step."""
@@ -136,6 +138,7 @@ class WorkspaceSearch:
             progress = BuildProgress(
                 progress.indexed + result.progress.indexed,
                 progress.total + result.progress.total,
+                progress.listing or result.progress.listing,
             )
             for group in result.groups:
                 if group.session_id is not None:

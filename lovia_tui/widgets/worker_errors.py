@@ -1,4 +1,5 @@
-"""One handler for every worker failure of a screen: a clear line, not a crash.
+"""One handler for every worker failure of a screen or a pane: a clear line,
+not a crash.
 
 Reads fail for reasons outside the app: another process holds a lock past
 the busy timeout, a page of the file is damaged. Those reach the user as one
@@ -9,9 +10,8 @@ exception is a bug and still ends the app with its traceback, as before.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import LoviaTuiError
@@ -20,12 +20,22 @@ from lovia_tui.view.kinds import Group
 EXPECTED = (LoviaTuiError, sqlite3.Error)
 """Failures caused by the files or other processes, not by the app."""
 
+if TYPE_CHECKING:
+    from textual.widget import Widget as _Node
+else:
+    # A plain mixin at run time: Textual takes a widget's CSS, type names and
+    # component classes along its *first* DOM base, which must stay the
+    # Screen, container or Input this is mixed into.
+    _Node = object
 
-class WorkerErrors(Screen):
-    """A screen whose workers report failures here instead of exiting the app."""
+
+class WorkerErrors(_Node):
+    """A screen or pane whose workers report failures here instead of exiting
+    the app (mixed in before ``Screen`` or a container: a worker's state
+    change goes to the node that runs it, it does not bubble)."""
 
     def run_worker(self, *args: Any, **kwargs: Any) -> Worker[Any]:
-        # Every worker of the screen, @work ones included, fails into
+        # Every worker of the node, @work ones included, fails into
         # on_worker_state_changed below rather than straight out of the app.
         kwargs["exit_on_error"] = False
         return super().run_worker(*args, **kwargs)

@@ -1,0 +1,74 @@
+"""Undo from the inspector (`u`) and the doctor: say what the journal entry
+did, ask, then restore its rows exactly (refused if they changed since).
+
+Run by :meth:`~lovia_tui.screens.action_flows.ActionFlows.undo` in a worker
+of its host screen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.screen import Screen
+
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.workspace import Workspace
+
+
+async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) -> bool:
+    """Undo an action (the newest on the open files), after saying what it
+    was; whether it was undone."""
+    from lovia_tui.core.actions.journal import Journal
+    from lovia_tui.core.actions.perform import undo
+    from lovia_tui.screens.action_dialog import ActionScreen
+
+    journal = Journal()
+    files = [db.path for db in workspace.databases]
+    try:
+        entry = (
+            await journal.get(entry_id)
+            if entry_id is not None
+            else await journal.last_undoable([Path(f).resolve() for f in files])
+        )
+    except ActionError as exc:
+        host.notify(str(exc), severity="error")
+        return False
+    if entry is None:
+        host.notify("nothing to undo in the journal for these files")
+        return False
+    what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
+    lines = [
+        f"undo journal entry #{entry.id}: {what} by {entry.user}",
+        (
+            "it never finished (interrupted): puts back the journaled rows now "
+            "missing or altered, leaves the others as they are"
+            if entry.unfinished
+            else f"restores the rows exactly as they were before it ({counts_text(entry.counts)})"
+        ),
+        "refused if anything changed those rows since",
+    ]
+    answer = await host.app.push_screen_wait(
+        ActionScreen(f"Undo {entry.action}", lines, noop=False, ask_reason=False)
+    )
+    if answer is None or not answer.confirm:
+        return False
+    try:
+        result = await undo(workspace, entry.id, journal)
+    except ActionError as exc:
+        host.notify(str(exc), severity="error")
+        return False
+    in_place = (
+        f"; {result.rows_in_place} were already in place"
+        if entry.unfinished and result.rows_in_place
+        else ""
+    )
+    host.notify(
+        f"undone: journal #{entry.id} ({result.rows_restored} rows restored{in_place})"
+    )
+    return True
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(
+        f"{count} {what.replace('_', ' ')}" for what, count in counts.items()
+    )

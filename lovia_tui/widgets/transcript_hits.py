@@ -1,0 +1,85 @@
+"""A content search's hits in the session the transcript shows: the cursor
+lands on the first and `n` / `N` step through them, loading older batches
+when a hit lies beyond the ones shown.
+
+Owned by :class:`~lovia_tui.widgets.transcript_pane.TranscriptPane`, whose
+worker looks the hits up in the Sessions pane's search index.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from lovia_tui import messages
+from lovia_tui.core.models import SessionKey
+from lovia_tui.core.search.workspace import WorkspaceSearch
+from lovia_tui.view.kinds import Group
+
+if TYPE_CHECKING:
+    from lovia_tui.widgets.transcript_pane import TranscriptPane
+
+
+class Hits:
+    """The search's hits (row keys, in order) and the one under the cursor."""
+
+    def __init__(self, pane: TranscriptPane) -> None:
+        self.pane = pane
+        self.query = ""
+        self.needle = ""
+        """The search's longest word: what the transcript highlights."""
+        self.matches: set[SessionKey] | None = None
+        self.index: WorkspaceSearch | None = None
+        self.rows: list[str] = []
+        self.at = -1
+
+    def search_for(
+        self,
+        query: str,
+        needle: str,
+        matches: set[SessionKey] | None,
+        index: WorkspaceSearch,
+    ) -> None:
+        """Highlight ``needle``; in a session among ``matches``, go to its hits."""
+        self.query, self.needle = query, needle
+        self.matches, self.index = matches, index
+        self.pane.transcript.set_needle(needle)
+        if self.pane.session_key:
+            self.session_shown(self.pane.session_key)
+
+    def session_shown(self, key: SessionKey) -> None:
+        """A session is shown: its hits, if the search matched it."""
+        self.rows, self.at = [], -1
+        if self.query and self.matches and key in self.matches:
+            self.pane.run_worker(
+                partial(self._find, key, self.query),
+                group=Group.HITS,
+                exclusive=True,
+            )
+
+    async def _find(self, key: SessionKey, query: str) -> None:
+        assert self.index is not None
+        rows = await self.index.row_keys(query, key)
+        self.pane.post_message(messages.SearchHits(key, query, rows))
+
+    def found(self, message: messages.SearchHits) -> None:
+        if message.key == self.pane.session_key and message.needle == self.query:
+            self.rows = message.rows
+            self._show(0)
+
+    def step(self, step: int) -> None:
+        if self.rows:
+            self._show((self.at + step) % len(self.rows))
+
+    def _show(self, at: int) -> None:
+        """Put the cursor on hit ``at``; a hit older than the rows shown loads
+        the previous batch first (and is tried again when it arrives)."""
+        self.at = at
+        if not self.rows or self.pane.transcript.select_key(self.rows[at]):
+            self.pane.show_title()
+            return
+        self.pane.load_older()
+
+    def older_shown(self) -> None:
+        if 0 <= self.at < len(self.rows):
+            self.pane.call_after_refresh(self._show, self.at)
