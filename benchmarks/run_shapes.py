@@ -11,8 +11,10 @@ Each line prints value, floor, ratio and budget; the results go to
 3. a fleet's checkpoint file: start → runs pane first rows (floor: a trivial
    Textual app's first frame + the raw SQL of the first rows), key → frame
    in the runs list, peak RSS; ``runs --json`` wall and peak RSS;
-4. a segment of many entries and one huge tool output: ``show --json`` and
-   ``export`` peak RSS, the app's peak RSS once the session is open.
+4. a segment of many entries and one huge tool output: ``show``, ``show --json``,
+   ``export`` (json/md), ``doctor`` and trim's preview peak RSS against the
+   rows' bytes read by Python's sqlite3 (the floor), the app's peak RSS once
+   the session is open.
 """
 
 from __future__ import annotations
@@ -156,20 +158,50 @@ for run_id, head in conn.execute("SELECT run_id, head_json FROM snapshot_heads")
 """
 
 
-def segment_measures(info: dict, largest_mb: float, label: str) -> list[Measure]:
+RAW_SEGMENTS = """
+import sqlite3, sys
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+out = open("/dev/null", "wb")
+for (raw,) in conn.execute(
+    "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE session_id = ? ORDER BY id",
+    (sys.argv[2],),
+):
+    out.write(raw)
+"""
+"""The floor of a giant session's reads: its rows' bytes read by Python's sqlite3."""
+
+
+def segment_measures(
+    info: dict, largest_mb: float, label: str, *, app: bool = True
+) -> list[Measure]:
     path, sid = info["path"], info["session_id"]
     budget = 100 + largest_mb
+    _, floor = timed([PYTHON, "-c", RAW_SEGMENTS, path, sid])
     found = []
-    for name, argv in (
-        ("show --json", ["show", path, sid, "--json"]),
-        ("export --format json", ["export", path, sid, "--format", "json"]),
-        ("export --format md", ["export", path, sid, "--format", "md"]),
+    for name, argv, bounded in (
+        ("show", ["show", path, sid, "--readonly"], True),
+        ("show --json", ["show", path, sid, "--json", "--readonly"], True),
+        (
+            "export --format json",
+            ["export", path, sid, "--format", "json", "--readonly"],
+            True,
+        ),
+        (
+            "export --format md",
+            ["export", path, sid, "--format", "md", "--readonly"],
+            True,
+        ),
+        ("doctor", ["doctor", path, "--json"], False),
+        ("trim preview (trim --json)", ["trim", path, sid, "--json"], False),
     ):
-        wall, rss = timed([*CLI, *argv, "--readonly"])
+        wall, rss = timed([*CLI, *argv])
         found.append(
-            Measure("4", f"{name} peak RSS, {label}", "MB", round(rss, 1), None,
-                    f"≤{budget:.0f} MB", rss <= budget, {"wall_s": round(wall, 2)})
+            Measure("4", f"{name} peak RSS, {label}", "MB", round(rss, 1), round(floor, 1),
+                    f"≤{budget:.0f} MB" if bounded else "(floor: rows read)",
+                    rss <= budget if bounded else True, {"wall_s": round(wall, 2)})
         )  # fmt: skip
+    if not app:
+        return found
     opened = json.loads(
         subprocess.run(
             [PYTHON, str(HERE / "probe_runs.py"), "giant-open", json.dumps(info)],
@@ -198,28 +230,40 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=shapes.DEFAULTS["fleet"])
     parser.add_argument("--entries", type=int, default=shapes.DEFAULTS["giant"])
     parser.add_argument("--output-mb", type=int, default=shapes.DEFAULTS["output"])
+    parser.add_argument(
+        "--segments", action="store_true",
+        help="only the giant segment and the huge output, CLI only "
+             "(results/shapes-segments-ENTRIES-MBmb.json)",
+    )  # fmt: skip
     args = parser.parse_args()
     measures: list[Measure] = []
-    with tempfile.TemporaryDirectory() as scratch:
-        demo = Path(scratch) / "demo"
-        subprocess.run([*CLI, "demo", "--dir", str(demo), "--no-tui"], check=True,
-                       capture_output=True)  # fmt: skip
-        measures += cli_measures(demo)
-        measures.append(web_measure(demo))
-    for line in (m.line() for m in measures):
-        print(line, flush=True)
-    more = fleet_measures(built("fleet", args.heads))
+    if not args.segments:
+        with tempfile.TemporaryDirectory() as scratch:
+            demo = Path(scratch) / "demo"
+            subprocess.run([*CLI, "demo", "--dir", str(demo), "--no-tui"], check=True,
+                           capture_output=True)  # fmt: skip
+            measures += cli_measures(demo)
+            measures.append(web_measure(demo))
+        for line in (m.line() for m in measures):
+            print(line, flush=True)
+    more = [] if args.segments else fleet_measures(built("fleet", args.heads))
+    app = not args.segments
     more += segment_measures(
-        built("giant", args.entries), 0.0, f"{args.entries:,} entries"
+        built("giant", args.entries), 0.0, f"{args.entries:,} entries", app=app
     )
     output = built("output", args.output_mb)
     more += segment_measures(
-        output, output["output_bytes"] / 2**20, f"a {args.output_mb} MB output"
+        output, output["output_bytes"] / 2**20, f"a {args.output_mb} MB output", app=app
     )
     for line in (m.line() for m in more):
         print(line, flush=True)
     measures += more
-    target = HERE / "results" / "shapes.json"
+    name = (
+        f"shapes-segments-{args.entries}-{args.output_mb}mb"
+        if args.segments
+        else "shapes"
+    )
+    target = HERE / "results" / f"{name}.json"
     target.write_text(
         json.dumps(
             {"machine": machine.describe(HERE), "measures": [{**m.__dict__, "ratio": m.ratio} for m in measures]},

@@ -24,6 +24,7 @@ from lovia_tui.cli.command import (
 )
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
 from lovia_tui.core.formatting import PIN, age, printable, timestamp
+from lovia_tui.core.huge_text import shortened
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.run_status import (
     DANGLING_CALL,
@@ -144,7 +145,7 @@ async def _show(args: argparse.Namespace) -> int:
                     "?" if entry["index"] is None else entry["index"]
                 )  # after an unreadable segment
                 out_console.print(
-                    f"{index:>5}  {label:<14} {shorten(entry_text(entry), 100)}"
+                    f"{index:>5}  {label:<14} {shortened(entry_text(entry), 100)}"
                 )
         _print_flights(out_console, flights)
     return EXIT_OK
@@ -163,7 +164,7 @@ async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
             "first_index": segment.first_index,
         }
         try:
-            entries = await segment_entries_stream(db, segment)
+            entries = await segment_entries_stream(db, segment, spare=True)
             item["entries"] = ({"index": e.index, **e.data} for e in entries)
         except UnreadableError as exc:
             item["unreadable"] = str(exc)

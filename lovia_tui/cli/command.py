@@ -26,6 +26,7 @@ import orjson
 
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
+from lovia_tui.core.huge_text import expand
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
@@ -227,7 +228,9 @@ def _lazy(value: Any) -> bool:
 async def _write_lazy(value: Any, level: int, dump, out: _Bytes) -> None:
     pad, inner = "  " * level, "  " * (level + 1)
     if not _lazy(value):
-        _write_indented(dump(value), pad.encode(), out)
+        # A huge stored string is a token in the dump, written piece by piece.
+        for part in expand(dump(value), lambda piece: dump(piece)[1:-1]):
+            _write_indented(part, pad.encode(), out)
         return
     if isinstance(value, dict):
         out.write("{")

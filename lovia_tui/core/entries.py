@@ -122,7 +122,7 @@ def trimmed_output(entry: dict[str, Any], keep_chars: int) -> str | None:
     """
     if entry.get("type") != "tool_result" or is_trimmed(entry):
         return None
-    output = str(entry.get("output", ""))
+    output = output_text(entry)
     dropped = len(output) - keep_chars
     marker = (
         f"\n[... {dropped:,} chars trimmed from stored history; "
@@ -159,8 +159,17 @@ def entry_text(entry: dict[str, Any]) -> str:
 
 
 def is_trimmed(entry: dict[str, Any]) -> bool:
-    return entry.get("type") == "tool_result" and str(entry.get("output", "")).endswith(
+    return entry.get("type") == "tool_result" and output_text(entry).endswith(
         TRIM_SENTINEL
+    )
+
+
+def output_text(entry: dict[str, Any]) -> Any:
+    """A result's output as text: a str, or a huge one left stored (which
+    measures, slices from its start and tests its end as a str does)."""
+    output = entry.get("output", "")
+    return (
+        output if isinstance(output, str) or hasattr(output, "pieces") else str(output)
     )
 
 

@@ -27,6 +27,7 @@ from typing import IO
 from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
+from lovia_tui.core.huge_text import expand, holds_huge, json_piece
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
@@ -158,22 +159,29 @@ async def export_session(
     pending: list[str] = []
     held = 0
 
+    piece: Callable[[str], str] = json_piece if fmt == "json" else str
+
+    async def put(text: str) -> None:
+        # A huge stored string is a token in the text, written piece by piece.
+        for part in expand(text, piece):
+            await asyncio.to_thread(target.write, neutral(part))
+
     async def drain() -> None:
         nonlocal held
         if pending:
             joined = "".join(pending)
             pending.clear()
             held = 0
-            await asyncio.to_thread(target.write, neutral(joined))
+            await put(joined)
 
     async def write(text: str, *, flush: bool = True) -> None:
         """Write through a thread, in pieces of about ``WRITE_BYTES``: one
         thread hop per entry of a 100,000-entry segment cost seconds. A large
         text goes alone: joined to others it would be copied."""
         nonlocal held
-        if len(text) >= WRITE_BYTES:
+        if len(text) >= WRITE_BYTES or holds_huge(text):
             await drain()
-            await asyncio.to_thread(target.write, neutral(text))
+            await put(text)
             return
         pending.append(text)
         held += len(text)
@@ -195,7 +203,7 @@ async def export_session(
     written = 0
     for number, segment in enumerate(segments):
         try:
-            entries = await segment_entries_stream(db, segment)
+            entries = await segment_entries_stream(db, segment, spare=True)
             problem = None
         except UnreadableError as exc:
             entries, problem = iter(()), str(exc)
@@ -226,7 +234,11 @@ async def export_session(
             if count:
                 await write(",", flush=False)
             await write(
-                json.dumps({"index": entry.index, **entry.data}, ensure_ascii=False),
+                json.dumps(
+                    {"index": entry.index, **entry.data},
+                    ensure_ascii=False,
+                    default=str,
+                ),
                 flush=False,
             )
             written += 1

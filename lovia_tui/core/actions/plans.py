@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ class Segment:
     stored_bytes: int
 
 
-def _meta(raw: Any) -> dict[str, Any]:
+def meta_of(raw: Any) -> dict[str, Any]:
     try:
         return parse_object(raw) or {}
     except UnreadableError:
@@ -78,23 +78,34 @@ async def session_database(ws: Workspace, session_id: str) -> Database:
 def parse_segments(rows: Captured, action: str) -> list[Segment]:
     """The session's segments, or ActionError: lovia cannot act on unreadable entries."""
     segments = []
+    for run_id, raw, meta in stored_values(rows):
+        try:
+            entries = parse_entries(raw)
+        except UnreadableError as exc:
+            raise unreadable(rows, run_id, action, exc) from exc
+        segments.append(
+            Segment(run_id, entries, meta is not None, meta_of(meta), len(bytes(raw)))
+        )
+    return segments
+
+
+def stored_values(rows: Captured) -> Iterator[tuple[str, Any, Any]]:
+    """(run id, stored entries, stored meta) of each captured segment."""
     entries_at, meta_at = (
         rows.columns.index("entries_json"),
         rows.columns.index("meta_json"),
     )
     for run_id, row in zip(rows.column("run_id"), rows.rows, strict=True):
-        (_, raw), (_, meta) = row[entries_at], row[meta_at]
-        try:
-            entries = parse_entries(raw)
-        except UnreadableError as exc:
-            raise ActionError(
-                f"segment {run_id} of session {rows.group.key!r} is unreadable ({exc}); "
-                f"lovia cannot {action} this session"
-            ) from exc
-        segments.append(
-            Segment(run_id, entries, meta is not None, _meta(meta), len(bytes(raw)))
-        )
-    return segments
+        yield run_id, row[entries_at][1], row[meta_at][1]
+
+
+def unreadable(
+    rows: Captured, run_id: str, action: str, exc: UnreadableError
+) -> ActionError:
+    return ActionError(
+        f"segment {run_id} of session {rows.group.key!r} is unreadable ({exc}); "
+        f"lovia cannot {action} this session"
+    )
 
 
 def calls(run_id: str, entries: Iterable[dict[str, Any]]) -> list[ToolCallRef]:

@@ -7,9 +7,8 @@ returns. lovia itself is imported only for its result digest.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lovia_tui.core.actions.plans import (
@@ -18,11 +17,14 @@ from lovia_tui.core.actions.plans import (
     checkpoint_groups,
     deletion,
     make_plan,
+    meta_of,
     parse_segments,
     refuse_live,
     refuse_readonly,
     runs_and_links,
     session_database,
+    stored_values,
+    unreadable,
 )
 from lovia_tui.core.actions.previews import (
     CheckpointDeletion,
@@ -37,13 +39,16 @@ from lovia_tui.core.actions.previews import (
 from lovia_tui.core.entries import (
     UnreadableError,
     drop_dangling,
+    output_text,
     parse_json,
     trimmed_output,
 )
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.huge_text import dumped_bytes
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import read_entries
 from lovia_tui.core.store.rows import Captured, RowGroup, capture
 from lovia_tui.core.store.workspace import Workspace
 
@@ -221,11 +226,11 @@ async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
     )
 
 
-def _offloaded(segments: Iterable[Segment]) -> set[tuple[str, str]]:
+def _offloaded(metas: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
     """(call_id, digest) of every offload record in the session's carried context state."""
     found = set()
-    for segment in segments:
-        state = segment.meta.get("context_state") or {}
+    for meta in metas:
+        state = meta.get("context_state") or {}
         context = state.get("context") if isinstance(state, dict) else None
         records = context.get("offloaded") if isinstance(context, dict) else None
         for call_id, record in (records if isinstance(records, dict) else {}).items():
@@ -241,54 +246,65 @@ async def preview_trim(
 
     A cut output is recoverable only if the context policy offloaded it (an
     offload record with its digest in a segment's carried context state) to
-    a result store; the rest of its text is gone once trimmed.
+    a result store; the rest of its text is gone once trimmed. A segment is
+    read as :func:`read_entries` reads it (a large one streamed, a huge
+    output left stored): a first pass finds the results cut, a second, if
+    any are, names their tools and weighs the segments after the cut.
     """
-    from lovia.context.state import result_digest
-
     refuse_readonly(ws)
     if keep_chars < 0 or keep_runs < 0:
         raise ActionError("keep_chars and keep_runs must be >= 0")
     db = await session_database(ws, session_id)
     rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
-    segments = parse_segments(rows, "trim")
-    offloaded = _offloaded(segments)
+    segments = [
+        (run_id, _readable(rows, run_id, raw), meta_of(meta), raw)
+        for run_id, raw, meta in stored_values(rows)
+    ]
+    kept = max(0, len(segments) - keep_runs)
+    cut_ids = {
+        str(entry.get("call_id"))
+        for _, entries, _, _ in segments[:kept]
+        for entry in entries
+        if trimmed_output(entry, keep_chars) is not None
+    }
+    for _, entries, _, _ in segments[kept:]:
+        for _ in entries:  # read whole, as every preview reads every segment
+            pass
+    offloaded = _offloaded(meta for _, _, meta, _ in segments)
     names: dict[str, str] = {}
     cuts, runs = [], []
-    for segment in segments[: max(0, len(segments) - keep_runs)]:
-        trimmed, count = [], 0
-        for entry in segment.entries:
-            if entry.get("type") == "tool_call":
-                names[str(entry.get("call_id"))] = str(entry.get("name", "?"))
+    for run_id, entries, _, raw in segments[:kept] if cut_ids else ():
+        count, after = 0, 2
+        for position, entry in enumerate(entries):
+            call_id = str(entry.get("call_id"))
+            if entry.get("type") == "tool_call" and call_id in cut_ids:
+                names[call_id] = str(entry.get("name", "?"))
             output = trimmed_output(entry, keep_chars)
-            if output is None:
-                trimmed.append(entry)
-                continue
-            call_id, old = str(entry.get("call_id")), str(entry.get("output", ""))
-            count += 1
-            cuts.append(
-                TrimCut(
-                    run_id=segment.run_id,
-                    call_id=call_id,
-                    tool=names.get(call_id, "?"),
-                    old_chars=len(old),
-                    new_chars=len(output),
-                    archived=(call_id, result_digest(old)) in offloaded,
-                    drops_parts=entry.get("parts") is not None,
+            if output is not None:
+                old = output_text(entry)
+                count += 1
+                cuts.append(
+                    TrimCut(
+                        run_id=run_id,
+                        call_id=call_id,
+                        tool=names.get(call_id, "?"),
+                        old_chars=len(old),
+                        new_chars=len(output),
+                        archived=(call_id, _digest(old)) in offloaded,
+                        drops_parts=entry.get("parts") is not None,
+                    )
                 )
-            )
-            # The shape lovia's entry_to_dict gives the new ToolResultEntry.
-            trimmed.append(
-                {
+                # The shape lovia's entry_to_dict gives the new ToolResultEntry.
+                entry = {
                     "type": "tool_result",
                     "call_id": entry.get("call_id"),
                     "output": output,
                     "is_error": entry.get("is_error", False),
                     "raw": None,
                 }
-            )
+            after += dumped_bytes(entry) + (2 if position else 0)  # ", " between
         if count:
-            after = len(json.dumps(trimmed, ensure_ascii=False).encode())
-            runs.append(TrimRun(segment.run_id, count, segment.stored_bytes, after))
+            runs.append(TrimRun(run_id, count, len(bytes(raw)), after))
     return TrimPreview(
         file=db.path,
         session_id=session_id,
@@ -301,6 +317,33 @@ async def preview_trim(
         runs=tuple(runs),
         plan=await make_plan(ws, [rows.group], False, [rows]),
     )
+
+
+def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]:
+    """:func:`read_entries`, refused as :func:`parse_segments` refuses (a large
+    segment's refusal comes as it is read)."""
+    try:
+        entries = read_entries(raw)
+    except UnreadableError as exc:
+        raise unreadable(rows, run_id, "trim", exc) from exc
+    if isinstance(entries, list):
+        return entries
+
+    class Refused:
+        def __iter__(self) -> Iterator[dict[str, Any]]:
+            try:
+                yield from entries
+            except UnreadableError as exc:
+                raise unreadable(rows, run_id, "trim", exc) from exc
+
+    return Refused()
+
+
+def _digest(output: Any) -> str:
+    """lovia's ``result_digest`` of an output, a huge one read a piece at a time."""
+    from lovia.context.state import result_digest
+
+    return result_digest(output) if isinstance(output, str) else output.sha1()[:16]
 
 
 def _entry_count(raw: Any) -> int | None:

@@ -8,13 +8,15 @@ file for long; parsing runs in a thread, off the caller's event loop.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, command
-from lovia_tui.core.entries import UnreadableError, parse_entries, parse_object
+from lovia_tui.core.entries import UnreadableError, parse_object
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import STREAM_ABOVE, read_entries, stored_blob
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
@@ -34,27 +36,40 @@ class _Problem:
     offset: int | None = None
 
 
-def unpaired(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
+def unpaired(entries: Iterable[dict[str, Any]]) -> tuple[int, str] | None:
     """The first tool call without a result, or result without its call, as lovia pairs them.
 
     lovia pairs by call id, not by occurrence (``drop_dangling_tool_calls``
     keeps a call when any result has its id; ``safe_window`` calls a result an
     orphan when no call has its id). Returns (offset, description) or None.
+    One pass, holding call ids and not entries: a segment of a million
+    entries is read as a stream. The first call (result) of an id stays a
+    suspect until a result (call) of that id turns up; what is left at the
+    end is unpaired, and the earliest is reported.
     """
-    calls = {_key(e.get("call_id")) for e in entries if e.get("type") == "tool_call"}
-    results = {
-        _key(e.get("call_id")) for e in entries if e.get("type") == "tool_result"
-    }
+    seen: dict[Any, int] = {}  # call id -> _CALL | _RESULT bits
+    suspects: dict[tuple[int, Any], tuple[int, str]] = {}
     for offset, entry in enumerate(entries):
-        kind, call_id = entry.get("type"), entry.get("call_id")
-        if kind == "tool_call" and _key(call_id) not in results:
-            return (
+        kind = entry.get("type")
+        if kind not in ("tool_call", "tool_result"):
+            continue
+        call_id = entry.get("call_id")
+        key = _key(call_id)
+        mine, other = (_CALL, _RESULT) if kind == "tool_call" else (_RESULT, _CALL)
+        bits = seen.get(key, 0)
+        seen[key] = bits | mine
+        suspects.pop((other, key), None)
+        if not bits & other and (mine, key) not in suspects:
+            suspects[(mine, key)] = (
                 offset,
-                f"tool call {entry.get('name', '?')} [{call_id}] has no result",
+                f"tool call {entry.get('name', '?')} [{call_id}] has no result"
+                if kind == "tool_call"
+                else f"tool result [{call_id}] answers no call in its segment",
             )
-        if kind == "tool_result" and _key(call_id) not in calls:
-            return offset, f"tool result [{call_id}] answers no call in its segment"
-    return None
+    return min(suspects.values(), default=None, key=lambda found: found[0])
+
+
+_CALL, _RESULT = 1, 2
 
 
 def _key(call_id: Any) -> Any:
@@ -62,20 +77,30 @@ def _key(call_id: Any) -> Any:
     return repr(call_id) if isinstance(call_id, list | dict) else call_id
 
 
-def _check(rows: list[Any]) -> list[_Problem]:
+def _check(db: Database, rows: list[Any]) -> list[_Problem]:
     """Parse a chunk of rows (in a thread) and keep what lovia would choke on."""
     problems = []
     for row_id, session_id, run_id, entries_json, meta_json in rows:
         try:
-            entries = parse_entries(entries_json)
+            found = _unpaired_in(db, row_id, entries_json)
             parse_object(meta_json)
         except UnreadableError as exc:
             problems.append(_Problem(row_id, session_id, run_id, str(exc)))
             continue
-        found = unpaired(entries)
         if found is not None:
             problems.append(_Problem(row_id, session_id, run_id, found[1], found[0]))
     return problems
+
+
+def _unpaired_in(
+    db: Database, row_id: int, raw: bytes | None
+) -> tuple[int, str] | None:
+    """:func:`unpaired` of one stored value (raises UnreadableError as
+    :func:`parse_entries` does). A large one (:data:`_LARGE` in the chunk) is
+    read by itself; its entries as a stream, its huge strings left stored."""
+    if raw == _LARGE:
+        raw = stored_blob(db, row_id)
+    return unpaired(read_entries(raw))
 
 
 async def _bounds(db: Database) -> tuple[int, int] | None:
@@ -129,12 +154,20 @@ async def _finding(db: Database, problem: _Problem, *, counted_only: bool) -> Fi
 
 
 async def _chunk(db: Database, start: int, limit: int) -> list[Any]:
-    # CAST: bytes straight to the parser, no text decoding on the way.
+    # CAST: bytes straight to the parser, no text decoding on the way; a large
+    # value is a marker, read alone by _check (SQLite would hold it thrice).
     return await db.fetchall(
-        "SELECT id, session_id, run_id, CAST(entries_json AS BLOB), CAST(meta_json AS BLOB) "
+        "SELECT id, session_id, run_id, CASE WHEN length(CAST(entries_json AS BLOB)) > "
+        f"{STREAM_ABOVE} "
+        "THEN ? ELSE CAST(entries_json AS BLOB) END, CAST(meta_json AS BLOB) "
         "FROM session_runs WHERE id >= ? ORDER BY id LIMIT ?",
-        (start, limit),
+        (_LARGE, start, limit),
     )
+
+
+_LARGE = b"\x00"
+"""Stands for a large value in a chunk; a stored value of just these bytes is
+read again, which changes nothing."""
 
 
 async def segment_findings(
@@ -162,7 +195,7 @@ async def segment_findings(
             asyncio.ensure_future(_chunk(db, start, chunk)) if start <= high else None
         )
         try:
-            problems = await asyncio.to_thread(_check, rows)
+            problems = await asyncio.to_thread(_check, db, rows)
             rows = await following if following is not None else []
         finally:
             if following is not None and not following.done():

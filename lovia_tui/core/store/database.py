@@ -93,6 +93,25 @@ class Database:
         except sqlite3.DatabaseError as exc:
             raise _damaged(self.path, exc) from exc
 
+    def read_blob(self, table: str, column: str, rowid: int) -> bytes | None:
+        """One stored value's bytes by SQLite's incremental blob I/O, which
+        keeps no copy of it (a SELECT holds the value, and its CAST, beside
+        ours: 600 MB for a 200 MB output). On a read-only connection of its
+        own (never writes, never creates: the file's URI in mode ro);
+        blocking, for a thread. None if the row is gone or the value NULL."""
+        uri = sqlite_uri(self.path, "ro", immutable=self.immutable)
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            with conn.blobopen(table, column, rowid, readonly=True) as blob:
+                return blob.read()
+        except sqlite3.OperationalError as exc:
+            if "no such rowid" in str(exc) or "of type null" in str(exc):
+                return None
+            _raise_if_locked(self.path, exc)
+            raise
+        finally:
+            conn.close()
+
     async def fetchrow(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         """The row of a statement that always yields one (an aggregate, a PRAGMA)."""
         row = await self.fetchone(sql, params)

@@ -9,6 +9,7 @@ even for text lovia never wrote. Rows go back under their old ``rowid`` too
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import sqlite3
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.store.database import Database
 
 # The tables an action may touch: key column, the order rows are read in,
@@ -112,7 +114,8 @@ def digest(rows: Iterable[Sequence[Cell]]) -> str:
                 raw = b""
             else:
                 raw = bytes(value)
-            h.update(f"{kind}:{len(raw)}:".encode() + raw)
+            h.update(f"{kind}:{len(raw)}:".encode())
+            h.update(raw)  # not joined to the prefix: that copies a 200 MB output
     return h.hexdigest()
 
 
@@ -120,10 +123,19 @@ def combined(captured: Iterable[Captured]) -> str:
     return hashlib.sha256("".join(c.digest for c in captured).encode()).hexdigest()
 
 
-def _select(group: RowGroup, columns: Sequence[str], keys: int = 1) -> str:
-    """Rows of ``keys`` groups of the group's table: rowid, key, then each cell."""
+def _select(
+    group: RowGroup, columns: Sequence[str], keys: int = 1, *, large: int | None = None
+) -> str:
+    """Rows of ``keys`` groups of the group's table: rowid, key, then each cell
+    (NULL for a text or blob of more than ``large`` bytes, read apart)."""
+    apart = (
+        ""
+        if large is None
+        else "WHEN typeof(\"{c}\") IN ('text', 'blob') AND "
+        f'length(CAST("{{c}}" AS BLOB)) > {large} THEN NULL '
+    )
     cells = ", ".join(
-        f'typeof("{c}"), CASE WHEN typeof("{c}") = \'text\' '
+        f'typeof("{c}"), CASE {apart.format(c=c)}WHEN typeof("{c}") = \'text\' '
         f'THEN CAST("{c}" AS BLOB) ELSE "{c}" END'
         for c in columns
     )
@@ -149,8 +161,24 @@ async def capture(db: Database, group: RowGroup) -> Captured:
     )
     if not columns:
         return Captured(group, (), (), ())
-    raw = await db.fetchall(_select(group, columns), (group.key,))
+    raw = await db.fetchall(_select(group, columns, large=LARGE_CELL), (group.key,))
+    for number, row in enumerate(raw):
+        for at, column in enumerate(columns):
+            kind, value = row[2 + 2 * at], row[3 + 2 * at]
+            if kind in ("text", "blob") and value is None:
+                read = db.read_blob
+                value = await asyncio.to_thread(read, group.table, column, row[0])
+                if value is None:
+                    raise LoviaTuiError(
+                        f"{group.table} row {row[0]} changed while it was read; try again"
+                    )
+                row = (*row[: 3 + 2 * at], value, *row[4 + 2 * at :])
+        raw[number] = row
     return _captured(group, columns, [(row[0], *row[2:]) for row in raw])
+
+
+LARGE_CELL = 4 << 20
+"""Bytes of a text or blob above which :func:`capture` reads it by blob I/O."""
 
 
 KEYS_PER_STATEMENT = 500

@@ -20,6 +20,7 @@ from lovia_tui.core.models import (
     Unreadable,
 )
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
+from lovia_tui.core.store.entry_stream import COUNT_IN_SQL_UP_TO, count_stored
 
 SEGMENT_CHUNK = 200
 SAFE_ENTRY_COUNT = (
@@ -157,25 +158,71 @@ async def _segment_rows(
         f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
-    return await _with_counts(db, base, params)
+    return await _with_counts(db, base, params, 6, 4)
 
 
 async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
     base = "SELECT id, {count} FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
-    return await _with_counts(db, base, (session_id, after, SEGMENT_CHUNK))
+    return await _with_counts(db, base, (session_id, after, SEGMENT_CHUNK), 1)
 
 
-async def _with_counts(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
-    """Run ``base`` with each row's entry count in place of ``{count}``."""
+async def _with_counts(
+    db: Database,
+    base: str,
+    params: tuple[Any, ...],
+    count_at: int,
+    size_at: int | None = None,
+) -> list[Any]:
+    """Run ``base`` with each row's entry count in place of ``{count}`` (column
+    ``count_at``; the row id first). SQLite's count holds the value twice
+    (400 MB for one 200 MB output): a row over ``COUNT_IN_SQL_UP_TO`` is
+    counted by :func:`count_stored`, reading it once. Where ``base`` reads
+    the value's length too (column ``size_at``), counting in the same row
+    would hold it twice again: the counts are read by a second statement."""
+    if size_at is None:
+        rows = await _counted(db, base, params)
+    else:
+        rows = await db.fetchall(base.format(count="NULL"), params)
+        ids = [row[0] for row in rows if (row[size_at] or 0) <= COUNT_IN_SQL_UP_TO]
+        counts = dict(
+            await _counted(
+                db,
+                "SELECT id, {count} FROM session_runs "
+                f"WHERE id IN ({', '.join('?' * len(ids))})",
+                tuple(ids),
+            )
+        )
+        rows = [
+            (*row[:count_at], counts.get(row[0], -1), *row[count_at + 1 :])
+            for row in rows
+        ]
+    for number, row in enumerate(rows):
+        if row[count_at] == -1:
+            count = await count_stored(db, row[0])
+            rows[number] = (*row[:count_at], count, *row[count_at + 1 :])
+    return rows
+
+
+async def _counted(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
+    """``base`` with ``{count}`` the count in SQL, -1 for a row too large for it."""
+    huge = (
+        f"CASE WHEN length(CAST(entries_json AS BLOB)) > {COUNT_IN_SQL_UP_TO} "
+        "THEN -1 ELSE {} END"
+    )
     try:
-        return await db.fetchall(
-            base.format(count="json_array_length(entries_json)"), params
+        return list(
+            await db.fetchall(
+                base.format(count=huge.format("json_array_length(entries_json)")),
+                params,
+            )
         )
     except sqlite3.OperationalError as exc:
         if "JSON" not in str(exc):
             raise
         # A malformed row among these: count row by row, guarded.
-        return await db.fetchall(base.format(count=SAFE_ENTRY_COUNT), params)
+        return list(
+            await db.fetchall(base.format(count=huge.format(SAFE_ENTRY_COUNT)), params)
+        )
 
 
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
