@@ -135,3 +135,35 @@ async def test_pinned_chats_come_first_with_their_badge(scratch: Path) -> None:
         assert [key[1] for key in pane.keys] == ["older", "newer"]
         first, second = (pane.list.render_row(n, 60).plain for n in (0, 1))
         assert f"{PIN}Older" in first and PIN not in second
+
+
+async def test_the_app_splices_every_chat_as_show_does(demo_dir, capsys) -> None:
+    """Below each session, the app's seams are the runs ``show --json`` puts
+    in flight there, with the same status (one spliced model, two callers)."""
+    import asyncio
+    import json
+
+    from lovia_tui.cli import main
+
+    app = make_app([demo_dir.directory], readonly=True)
+    seams: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        for key in list(screen.sessions.keys):
+            screen.go_to_session(key)
+            await settle(pilot)
+            assert screen.session_key == key
+            seams[key] = [
+                (row.run.run_id, row.status)
+                for row in screen.transcript.rows
+                if row.kind == "seam"
+            ]
+    for (file, session_id), shown_by_app in seams.items():
+        argv = ["show", file, session_id, "--json", "--readonly"]
+        assert await asyncio.to_thread(main, argv) == 0  # it runs its own loop
+        shown = json.loads(capsys.readouterr().out)
+        flights = [shown["in_flight"], *shown["in_flight_more"]]
+        expected = [(f["run_id"], f["status"]) for f in flights if f]
+        assert shown_by_app == expected, session_id
+    assert sum(bool(found) for found in seams.values()) >= 4  # crashed, interrupted, …
