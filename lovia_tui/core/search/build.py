@@ -215,7 +215,7 @@ class Builder(Resync):
         for table, _, check in steps:
             if table in self.deferred:
                 check()  # the end of a long build: now it is cheap
-        if self.progress().listing:
+        if not self.words.ready:  # every row found is indexed: list their words
             self.words.fill(deadline)
         return self.progress()
 
