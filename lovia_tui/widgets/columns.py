@@ -16,6 +16,17 @@ from dataclasses import dataclass
 from rich.cells import cell_len, set_cell_size
 
 GAP = 1
+SELECTORS = "\ufe0e\ufe0f"
+"""Emoji and text presentation selectors: terminals disagree on whether
+``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
+measured with them broke the pane's border until the next full redraw.
+Without them every terminal draws the base character as wide as it says."""
+_DROPPED = dict.fromkeys(map(ord, SELECTORS))
+
+
+def as_drawn_text(text: str) -> str:
+    """``text`` without presentation selectors: as wide as every terminal draws it."""
+    return text.translate(_DROPPED)
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ def cell(text: str, width: int, *, right: bool = False) -> str:
     measured as the terminal draws it."""
     if width <= 0:
         return ""
+    text = as_drawn_text(text)
     if cell_len(text) > width:
         text = set_cell_size(text, width - 1) + "…"
     pad = width - cell_len(text)
@@ -65,7 +77,9 @@ def cell(text: str, width: int, *, right: bool = False) -> str:
 
 def widest(values: Iterable[str], cap: int, least: int = 1) -> int:
     """The widest of ``values`` in cells, at most ``cap``."""
-    return min(cap, max((cell_len(value) for value in values), default=least))
+    return min(
+        cap, max((cell_len(as_drawn_text(value)) for value in values), default=least)
+    )
 
 
 def longest(values: Iterable[str], cap: int, least: int = 1) -> int:

@@ -23,13 +23,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from lovia_tui.widgets.columns import SELECTORS
+
 SIZE = 1024
 """Lines kept: a few screens of each list, the oldest dropped first."""
-SELECTORS = "\ufe0e\ufe0f"
-"""Emoji and text presentation selectors: terminals disagree on whether
-``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
-measured with them broke the pane's border until the next full redraw.
-Without them every terminal draws the base character as wide as it says."""
 
 
 def as_drawn(text: Text) -> Text:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from lovia_tui.app import make_app
 from lovia_tui.pilot import settle
-from lovia_tui.widgets.columns import Column, cell, fit
+from lovia_tui.widgets.columns import Column, cell, fit, widest
 from lovia_tui.widgets.line_view import LineCache, as_drawn
 
 
@@ -68,3 +69,14 @@ def test_presentation_selectors_are_drawn_as_measured():
     assert drawn.plain == "Weekly 🗓 ☀ ⏱ done" and drawn.spans == text.spans[:1]
     strip = LineCache().strip(text, 30, Style(), Console(width=30))
     assert "\ufe0f" not in strip.text and strip.cell_length == 30
+
+
+def test_columns_after_a_presentation_selector_stay_aligned():
+    """A title holding 🗓️ is padded as drawn (one cell), so the columns after
+    it line up with every other row's (they were one cell to the left)."""
+    titles = ["Weekly summary 🗓️", "Weekly summary ab", "Timer ⏱️ set"]
+    width = widest(titles, 40)
+    assert width == len("Weekly summary ab")
+    rows = [cell(title, width) + " 1r" for title in titles]
+    assert {cell_len(row) for row in rows} == {width + 3}
+    assert all("\ufe0f" not in row for row in rows)
