@@ -4,6 +4,7 @@ the doctor run again; and the issue's done-when on a copy of the demo."""
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from support.app import confirm, snapshot_app
@@ -15,6 +16,10 @@ from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.preflight import PreflightScreen
+
+
+FIX_SECONDS = 60.0
+"""How long a fix may take to show in the doctor's next audit (a loaded machine)."""
 
 
 def subjects(screen: DoctorScreen) -> set[tuple[str, str | None]]:
@@ -55,7 +60,8 @@ async def until_audited(
 ) -> None:
     """Wait until the doctor ran again since ``audits`` reports (the fix's worker
     waits on the user, so ``settle`` alone does not wait for it)."""
-    for _ in range(100):  # bounded
+    deadline = time.monotonic() + FIX_SECONDS
+    while time.monotonic() < deadline:  # bounded: a resume runs the demo agent
         await settle(pilot)
         # Another audit (the live tail's) may come first: wait for one without it.
         if (
@@ -64,6 +70,7 @@ async def until_audited(
             and gone not in subjects(screen)
         ):
             return
+        await pilot.pause(0.05)
     raise AssertionError(f"{gone} still reported after the fix: {screen.findings}")
 
 
