@@ -17,7 +17,6 @@ from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.preflight import PreflightScreen
 
-
 FIX_SECONDS = 60.0
 """How long a fix may take to show in the doctor's next audit (a loaded machine)."""
 
