@@ -157,7 +157,7 @@ def first_frame(info: dict) -> None:
             if (
                 "summaries" not in marks
                 and pane.visible_keys()
-                and all(key in pane.summaries for key in pane.visible_keys())
+                and all(key in pane.list.summaries for key in pane.visible_keys())
             ):
                 marks["summaries"] = perf_counter()
         return strip

@@ -257,7 +257,7 @@ def measure_browsing(info: dict, trivial: dict) -> list[Measure]:
     measures.append(
         Measure(
             "3b",
-            f"older batch (Home) p95, {older['batches']} to the start",
+            f"older batch (up at the top) p95, {older['batches']} to the start",
             "ms",
             older["p95_ms"],
             round(floor_open * 1000, 1),
