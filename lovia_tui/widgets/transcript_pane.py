@@ -150,7 +150,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         db = self.workspace.database(Path(key[0]))
         batch, older = listed = await newest_batch(db, key[1])
         self.live.follow_session(db.path, key[1], batch, older + len(batch))
-        rows, seqs = await session_rows(db, key[1], listed, self._inflight(key))
+        rows, seqs = await session_rows(db, key[1], listed, self._seams(key))
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         # Shown first; the flat indices need every older segment counted.
         self.post_message(
@@ -186,7 +186,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         self.show_title()
         self.hits.session_shown(message.key)
 
-    def _inflight(self, key: SessionKey) -> Seams:
+    def _seams(self, key: SessionKey) -> Seams:
         return Seams(self.workspace, self.runs.linked_to(key), self.runs.stale_after)
 
     def on_indices_counted(self, message: messages.IndicesCounted) -> None:
@@ -229,7 +229,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         """The session's first batch (then a "newer" row), for Home."""
         db = self.workspace.database(Path(key[0]))
         rows, seqs = await newer_rows(
-            db, key[1], 0, self._flat_starts, self._inflight(key)
+            db, key[1], 0, self._flat_starts, self._seams(key)
         )
         self.post_message(messages.StartLoaded(key, rows, seqs))
 
@@ -254,7 +254,7 @@ class TranscriptPane(WorkerErrors, Vertical):
         db = self.workspace.database(Path(key[0]))
         await self.live.watch_newer(db.path)
         rows, seqs = await newer_rows(
-            db, key[1], after_id, self._flat_starts, self._inflight(key)
+            db, key[1], after_id, self._flat_starts, self._seams(key)
         )
         self.post_message(messages.NewerLoaded(key, rows, seqs))
 

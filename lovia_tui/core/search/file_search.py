@@ -194,14 +194,6 @@ class FileSearch:
         def spell(found: re.Match[str]) -> str:
             column, stem = found.group(1), found.group(2).lower()
             terms = self.builder.words.spell(stem, EXPAND_TERMS + 1)
-            if terms is None:  # the list is not complete yet: the vocabulary
-                terms = [
-                    term
-                    for (term,) in self.index.conn.execute(
-                        "SELECT term FROM vocab WHERE term >= ? AND term < ? LIMIT ?",
-                        (stem, stem + "\U0010ffff", EXPAND_TERMS + 1),
-                    )
-                ]
             if not terms or len(terms) > EXPAND_TERMS:
                 return found.group(0)
             return f"{column} : ({' OR '.join(_quoted(t) for t in terms)})"

@@ -58,14 +58,15 @@ class Words:
     def ready(self) -> bool:
         return bool(self._meta(_READY))
 
-    def spell(self, stem: str, most: int) -> list[str] | None:
-        """Up to ``most`` words starting with ``stem``; None until the list is complete."""
-        if not self.ready:
-            return None
+    def spell(self, stem: str, most: int) -> list[str]:
+        """Up to ``most`` words starting with ``stem``: from the list once it is
+        complete, else from FTS5's vocabulary (slow at scale, but complete)."""
+        table = "words" if self.ready else "vocab"
         return [
             term
             for (term,) in self.conn.execute(
-                "SELECT term FROM words WHERE term >= ? AND term < ? ORDER BY term LIMIT ?",
+                f"SELECT term FROM {table} WHERE term >= ? AND term < ? "
+                "ORDER BY term LIMIT ?",
                 (stem, stem + "\U0010ffff", most),
             )
         ]
