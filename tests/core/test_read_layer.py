@@ -1070,3 +1070,40 @@ async def test_wal_switch_refused_while_a_writer_holds_a_lock(
         holder.execute("ROLLBACK")
         holder.close()
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("delete",)]
+
+
+async def test_a_read_sees_every_commit_made_before_it(tmp_path: Path) -> None:
+    """Reads share one connection with everything else the app reads at the
+    same time; a statement of one still open when another starts pins both to
+    its older snapshot (the doctor re-ran after a delete and still listed the
+    deleted checkpoint). A read issued after another connection's commit sees
+    it, however busy the connection is."""
+    import asyncio
+
+    from support.lovia_factory import write_heads
+
+    path = tmp_path / "runs.db"
+    written = await write_heads(path, 200, time.time())
+    everyone = "SELECT run_id FROM snapshot_heads ORDER BY run_id"
+    async with opened(path, readonly=False) as db:
+        stop = asyncio.Event()
+
+        async def busy() -> None:  # the app's other views reading meanwhile
+            while not stop.is_set():
+                await db.fetchone(everyone)  # the first of many rows
+                await db.fetchall(everyone)
+
+        others = [asyncio.create_task(busy()) for _ in range(8)]
+        try:
+            for gone, _, _ in written[:5]:
+                await asyncio.sleep(0.02)  # the others are mid-read now
+                # Another connection's commit, made while their statements
+                # run (synchronously: nothing of ours moves meanwhile).
+                write(path, "DELETE FROM snapshot_heads WHERE run_id = ?", gone)
+                found = await db.fetchall(
+                    "SELECT run_id FROM snapshot_heads WHERE run_id = ?", (gone,)
+                )
+                assert found == [], f"a read after the commit still saw {gone}"
+        finally:
+            stop.set()
+            await asyncio.gather(*others)

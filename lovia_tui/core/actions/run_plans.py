@@ -171,7 +171,7 @@ async def preview_finalize(
     kept_ids = {id(e) for e in kept}
     appended = bool(
         await db.fetchone(
-            "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ?",
+            "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1",
             (target, run_id),
         )
     )

@@ -128,7 +128,7 @@ class _Checkup:
     async def _segment_entries(self, link: SessionLink) -> list[dict[str, Any]] | None:
         """The run's segment entries; None when unreadable (the segment scan reports that)."""
         row = await self.ws.database(link.file).fetchone(
-            "SELECT entries_json FROM session_runs WHERE session_id = ? AND run_id = ?",
+            "SELECT entries_json FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1",
             (link.session_id, self.run.run_id),
         )
         try:

@@ -69,14 +69,14 @@ class Database:
         return self.path.name
 
     async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """Run one short statement and close its cursor at once.
+        """Run one short statement to its end in a single step of the connection.
 
-        An open cursor pins a WAL snapshot and hides new rows, so none is
-        ever left open between calls.
+        Every view reads through this one connection at the same time; a
+        statement left open while another starts would pin both to its older
+        WAL snapshot and hide other processes' commits (see :func:`_rows`).
         """
         try:
-            async with self.conn.execute(sql, params) as cursor:
-                return list(await cursor.fetchall())
+            return await _rows(self.conn, sql, params)
         except sqlite3.OperationalError as exc:
             _raise_if_locked(self.path, exc)
             raise
@@ -84,14 +84,10 @@ class Database:
             raise _damaged(self.path, exc) from exc
 
     async def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> Any | None:
-        try:
-            async with self.conn.execute(sql, params) as cursor:
-                return await cursor.fetchone()
-        except sqlite3.OperationalError as exc:
-            _raise_if_locked(self.path, exc)
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise _damaged(self.path, exc) from exc
+        """The first row of a statement that yields at most a few (its own
+        ``LIMIT``, a key, an aggregate): read like :meth:`fetchall`."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
     def read_blob(self, table: str, column: str, rowid: int) -> bytes | None:
         """One stored value's bytes by SQLite's incremental blob I/O, which
@@ -182,9 +178,8 @@ async def _connect(path: Path, readonly: bool) -> tuple[aiosqlite.Connection, bo
         conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
         try:
             conn.text_factory = _decode_text
-            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            async with conn.execute("SELECT name FROM sqlite_master LIMIT 1"):
-                pass
+            await _rows(conn, f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await _rows(conn, "SELECT name FROM sqlite_master LIMIT 1")
             return conn, immutable
         except sqlite3.Error as exc:
             await conn.close()
@@ -220,9 +215,8 @@ async def _set_wal(conn: aiosqlite.Connection) -> tuple[str, str | None]:
 
 async def _pragma(conn: aiosqlite.Connection, sql: str) -> str:
     """A PRAGMA's one value, lower-cased (``journal_mode`` returns one row)."""
-    async with conn.execute(sql) as cursor:
-        row = await cursor.fetchone()
-    return "" if row is None else str(row[0]).lower()
+    rows = await _rows(conn, sql)
+    return str(rows[0][0]).lower() if rows else ""
 
 
 async def open_database(path: Path, *, readonly: bool = False) -> Database:
@@ -230,7 +224,7 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
     _check_header(path)
     conn, immutable = await _connect(path, readonly)
     try:
-        rows = await _fetch(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        rows = await _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
         tables = {row[0] for row in rows}
         stores = Stores(
             session=STORE_TABLES["session"] <= tables,
@@ -243,16 +237,16 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
             )
         for table in set().union(*STORE_TABLES.values()) & tables:
             columns = {
-                row[1] for row in await _fetch(conn, f"PRAGMA table_info({table})")
+                row[1] for row in await _rows(conn, f"PRAGMA table_info({table})")
             }
             check_columns(path, table, columns)
         if "lovia_schema" in tables:
             versions = dict(
-                await _fetch(conn, "SELECT store, version FROM lovia_schema")
+                await _rows(conn, "SELECT store, version FROM lovia_schema")
             )
             check_versions(path, versions)
         if readonly:
-            mode = str((await _fetch(conn, "PRAGMA journal_mode"))[0][0]).lower()
+            mode = str((await _rows(conn, "PRAGMA journal_mode"))[0][0]).lower()
             notice = (
                 "opened immutable: changes by others are not seen"
                 if immutable
@@ -277,9 +271,14 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
     )
 
 
-async def _fetch(conn: aiosqlite.Connection, sql: str) -> list[Any]:
-    async with conn.execute(sql) as cursor:
-        return list(await cursor.fetchall())
+async def _rows(
+    conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
+) -> list[Any]:
+    """All of a statement's rows in one call on the connection's thread: the
+    statement runs to its end before any other read of the app starts, so no
+    read shares an older snapshot with one still open (aiosqlite's
+    ``execute`` + ``fetch`` + ``close`` are three calls that others interleave)."""
+    return list(await conn.execute_fetchall(sql, params))
 
 
 NO_ID_ABOVE = 1 << 62
