@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -18,7 +19,9 @@ from lovia.transcript import (
 
 from lovia_tui.cli import main
 from lovia_tui.core.entries import UnreadableError, parse_entries
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.store import entry_stream
+from lovia_tui.core.store.database import Database, open_database
 
 
 @pytest.fixture
@@ -64,6 +67,65 @@ def test_a_streamed_segment_reads_as_a_parsed_one(long_segment, capsys, monkeypa
     assert [e["index"] for e in exported["segments"][1]["entries"]] == list(
         range(1, 403)
     )
+
+
+def test_a_large_segment_is_read_a_chunk_at_a_time(long_segment, capsys, monkeypatch):
+    """Read from the file in chunks (characters cut by them, a ``"type"`` key
+    cut too), the segment shows as parsed whole; never held whole."""
+    whole = _show(capsys, long_segment)
+    monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
+    monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
+    monkeypatch.setattr(entry_stream, "READ_SIZE", 61)
+    reads: list[int] = []
+    chunks = Database.blob_chunks
+
+    def counted(self, *args):
+        for chunk in chunks(self, *args):
+            reads.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(Database, "blob_chunks", counted)
+    monkeypatch.setattr(Database, "read_blob", None)  # never the whole value
+    assert _show(capsys, long_segment) == whole
+    assert reads and max(reads) == 61
+    raw = raw_segment(long_segment)
+    db = asyncio.run(open_database(long_segment, readonly=True))
+    try:
+        value = entry_stream.stored_value(db, raw_row_id(long_segment))
+        assert value is not None and len(value) == len(raw)
+        assert entry_stream.entries_hint(value) == entry_stream.entries_hint(raw) == 402
+    finally:
+        asyncio.run(db.close())
+
+
+async def test_a_segment_rewound_while_it_is_read_is_refused(long_segment):
+    """Chunks are reads of their own: lovia rewinding the segment between two
+    of them is seen (its size changes), never read as a mix of both."""
+    db = await open_database(long_segment, readonly=True)
+    try:
+        chunks = db.blob_chunks(
+            "session_runs", "entries_json", raw_row_id(long_segment), 100
+        )
+        next(chunks)
+        await SQLiteSession(long_segment).rewind("s", keep_entries=10)
+        with pytest.raises(LoviaTuiError, match="changed while it was read"):
+            list(chunks)
+    finally:
+        await db.close()
+
+
+def raw_segment(path: Path) -> bytes:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE run_id = 'r1'"
+        ).fetchone()[0]
+
+
+def raw_row_id(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT id FROM session_runs WHERE run_id = 'r1'"
+        ).fetchone()[0]
 
 
 def test_a_bad_entry_deep_in_a_streamed_segment_writes_none_of_it(

@@ -16,7 +16,7 @@ from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, 
 from lovia_tui.core.entries import UnreadableError, parse_object
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.entry_stream import STREAM_ABOVE, read_entries, stored_blob
+from lovia_tui.core.store.entry_stream import STREAM_ABOVE, read_entries, stored_value
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
@@ -98,9 +98,8 @@ def _unpaired_in(
     """:func:`unpaired` of one stored value (raises UnreadableError as
     :func:`parse_entries` does). A large one (:data:`_LARGE` in the chunk) is
     read by itself; its entries as a stream, its huge strings left stored."""
-    if raw == _LARGE:
-        raw = stored_blob(db, row_id)
-    return unpaired(read_entries(raw))
+    value = stored_value(db, row_id) if raw == _LARGE else raw
+    return unpaired(read_entries(value))
 
 
 async def _bounds(db: Database) -> tuple[int, int] | None:
@@ -154,14 +153,27 @@ async def _finding(db: Database, problem: _Problem, *, counted_only: bool) -> Fi
 
 
 async def _chunk(db: Database, start: int, limit: int) -> list[Any]:
-    # CAST: bytes straight to the parser, no text decoding on the way; a large
-    # value is a marker, read alone by _check (SQLite would hold it thrice).
+    """Up to ``limit`` rows from id ``start``. CAST: bytes straight to the
+    parser, no text decoding on the way; a large value (its size read from
+    its header: SQLite would read it whole to measure it, and hold it thrice
+    to pass it) is a marker, read alone by _check."""
+    ids = [
+        row[0]
+        for row in await db.fetchall(
+            "SELECT id FROM session_runs WHERE id >= ? ORDER BY id LIMIT ?",
+            (start, limit),
+        )
+    ]
+    if not ids:
+        return []
+    sizes = await asyncio.to_thread(db.blob_sizes, "session_runs", "entries_json", ids)
+    large = [i for i in ids if sizes.get(i, 0) > STREAM_ABOVE]
     return await db.fetchall(
-        "SELECT id, session_id, run_id, CASE WHEN length(CAST(entries_json AS BLOB)) > "
-        f"{STREAM_ABOVE} "
+        "SELECT id, session_id, run_id, CASE WHEN id IN "
+        f"({', '.join('?' * len(large)) or 'NULL'}) "
         "THEN ? ELSE CAST(entries_json AS BLOB) END, CAST(meta_json AS BLOB) "
-        "FROM session_runs WHERE id >= ? ORDER BY id LIMIT ?",
-        (_LARGE, start, limit),
+        "FROM session_runs WHERE id BETWEEN ? AND ? ORDER BY id",
+        (*large, _LARGE, ids[0], ids[-1]),
     )
 
 

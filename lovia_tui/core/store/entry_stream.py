@@ -42,32 +42,79 @@ READ_SIZE = 4 << 20
 """Bytes per read of the stream parser (few reads of a huge value: see above)."""
 
 
-class _Utf8:
-    """A file over stored bytes that yields them as valid UTF-8 (U+FFFD for bad bytes)."""
+class Stored:
+    """A large segment's stored value, read a chunk at a time each time it is
+    iterated (:meth:`Database.blob_chunks`): never held whole, and no read
+    held longer than a chunk's. Blocking: iterate it in one thread."""
 
-    def __init__(self, raw: bytes) -> None:
-        self._view = memoryview(raw)
-        self._offset = 0
+    def __init__(self, db: Database, row_id: int, size: int) -> None:
+        self.db, self.row_id, self.size = db, row_id, size
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.db.blob_chunks(
+            "session_runs", "entries_json", self.row_id, READ_SIZE
+        )
+
+    def __len__(self) -> int:
+        return self.size
+
+    def whole(self) -> bytes:
+        """The value at once (a segment of a few huge entries: parsed whole anyway)."""
+        raw = self.db.read_blob("session_runs", "entries_json", self.row_id)
+        if raw is None or len(raw) != self.size:
+            raise self.db.changed("session_runs", self.row_id)
+        return raw
+
+
+Value = bytes | Stored
+"""A stored ``entries_json``: its bytes, or where it is large, read as it is needed."""
+
+
+def _chunks(value: Value) -> Iterator[bytes]:
+    if isinstance(value, Stored):
+        yield from value
+        return
+    view = memoryview(value)
+    for start in range(0, len(view), READ_SIZE):
+        yield bytes(view[start : start + READ_SIZE])
+
+
+def _whole(value: Value) -> bytes:
+    return value.whole() if isinstance(value, Stored) else value
+
+
+def _first(value: Value) -> bytes:
+    """The value's first bytes (its first chunk: enough to see what it opens with)."""
+    return next(_chunks(value), b"")
+
+
+class _Utf8:
+    """A file over stored bytes that yields them as valid UTF-8 (U+FFFD for
+    bad bytes), a chunk per read."""
+
+    def __init__(self, value: Value) -> None:
+        self._chunks = _chunks(value)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._done = False
 
     def read(self, size: int = READ_SIZE) -> bytes:
-        if size == 0:
+        if size == 0 or self._done:
             return b""  # ijson asks for nothing to learn whether the file is binary
         # Never b"" before the end: a character cut by the chunk needs more bytes.
-        size = max(4, READ_SIZE if size < 0 else size)
-        chunk = self._view[self._offset : self._offset + size]
-        self._offset += len(chunk)
-        final = self._offset >= len(self._view)
-        return self._decoder.decode(chunk, final=final).encode("utf-8")
+        for chunk in self._chunks:
+            text = self._decoder.decode(chunk)
+            if text:
+                return text.encode("utf-8")
+        self._done = True
+        return self._decoder.decode(b"", final=True).encode("utf-8")
 
 
-def valid_utf8(raw: bytes) -> bool:
-    """Whether stored bytes are UTF-8, checked a read at a time (no decoded copy)."""
+def valid_utf8(value: Value) -> bool:
+    """Whether stored bytes are UTF-8, checked a chunk at a time (no decoded copy)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(raw)
     try:
-        for start in range(0, len(view), READ_SIZE):
-            decoder.decode(view[start : start + READ_SIZE])
+        for chunk in _chunks(value):
+            decoder.decode(chunk)
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
@@ -99,27 +146,37 @@ def _parse_list(raw: bytes) -> list[Any]:
     return data
 
 
-def _opens_a_list(raw: bytes) -> bool:
-    for byte in raw[:4096]:
+def _opens_a_list(value: Value) -> bool:
+    for byte in _first(value)[:4096]:
         if byte not in b" \t\r\n":
             return byte == ord("[")
     return False
 
 
-def entries_hint(raw: bytes) -> int:
+KEY = b'"type"'
+
+
+def entries_hint(value: Value) -> int:
     """About how many entries stored JSON holds, at the speed of a byte search:
     each entry has a ``"type"`` key, and a string cannot hold those six bytes
     (its quotes are escaped). Chooses how to parse, never what is read."""
-    return raw.count(b'"type"')
+    if isinstance(value, bytes):
+        return value.count(KEY)
+    count, tail = 0, b""
+    for chunk in value:  # a key cut by two chunks is counted across them
+        joined = tail + chunk
+        count += joined.count(KEY)
+        tail = joined[-(len(KEY) - 1) :]
+    return count
 
 
-def streamed(raw: bytes, entries: int | None) -> bool:
+def streamed(value: Value, entries: int | None) -> bool:
     """Whether a stored value is parsed as a stream: large, and of many entries."""
-    return len(raw) > STREAM_ABOVE and (entries is None or entries > MANY_ENTRIES)
+    return len(value) > STREAM_ABOVE and (entries is None or entries > MANY_ENTRIES)
 
 
 def iter_entries(
-    raw: bytes, entries: int | None = None, *, check: bool = True
+    value: Value, entries: int | None = None, *, check: bool = True
 ) -> Iterator[Any]:
     """The entries of one ``entries_json`` value (of ``entries`` entries, if
     known), checked (unless not ``check``), one at a time.
@@ -127,14 +184,15 @@ def iter_entries(
     Raises :class:`UnreadableError` at the first problem, so a caller that
     must not show half a segment runs :func:`check_stream` first.
     """
-    if not streamed(raw, entries):
+    if not streamed(value, entries):
+        raw = _whole(value)
         yield from _parse_whole(raw) if check else _parse_list(raw)
         return
-    if not _opens_a_list(raw):
-        parse_entries(_text(raw[:4096]))  # raises, saying what the value is instead
+    if not _opens_a_list(value):
+        parse_entries(_text(_first(value)[:4096]))  # raises, saying what it is instead
         raise UnreadableError("expected a JSON list of entries")
     try:
-        items = ijson.items(_Utf8(raw), "item", use_float=True, buf_size=READ_SIZE)
+        items = ijson.items(_Utf8(value), "item", use_float=True, buf_size=READ_SIZE)
         for position, entry in enumerate(items):
             if check:
                 check_entry(position, entry)
@@ -148,75 +206,81 @@ class _Stream:
     as :func:`parse_entries` refuses them (invalid UTF-8 too: lovia cannot
     decode it) and in its words where it has words for it."""
 
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
+    def __init__(self, value: Value) -> None:
+        self.value = value
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         try:
-            if not valid_utf8(self.raw):
+            if not valid_utf8(self.value):
                 raise UnreadableError("not valid UTF-8")
-            yield from iter_entries(self.raw)
+            yield from iter_entries(self.value)
         except UnreadableError:
-            parse_entries(self.raw)  # the whole parse's words, where it has them
+            parse_entries(
+                _whole(self.value)
+            )  # the whole parse's words, where it has them
             raise
 
 
-def read_entries(raw: bytes | None) -> Iterable[dict[str, Any]]:
+def read_entries(value: Value | None) -> Iterable[dict[str, Any]]:
     """A stored value's entries as :func:`parse_entries` reads them (same
     entries, same refusals), iterable more than once, never held parsed when
     large: many entries stream (a refusal comes while iterating), a huge
-    string stays stored (:mod:`~lovia_tui.core.huge_text`)."""
-    if raw is None or not streamed(raw, entries_hint(raw)):
+    string stays stored (:mod:`~lovia_tui.core.huge_text`). Blocking."""
+    if value is None or not streamed(value, entries_hint(value)):
+        raw = None if value is None else _whole(value)
         spared = None if raw is None else spare_entries(raw)
         return parse_entries(raw) if spared is None else spared  # type: ignore[arg-type]
-    return _Stream(raw)
+    return _Stream(value)
 
 
-def check_stream(raw: bytes, entries: int | None = None) -> int:
-    """How many entries ``raw`` holds, all checked (raises UnreadableError);
+def check_stream(value: Value, entries: int | None = None) -> int:
+    """How many entries ``value`` holds, all checked (raises UnreadableError);
     for a large segment, a pass that holds one entry at a time."""
     count = 0
-    for _ in iter_entries(raw, entries):
+    for _ in iter_entries(value, entries):
         count += 1
     return count
 
 
-async def stored_entries(db: Database, row_id: int, size: int) -> bytes | None:
-    """A segment's stored ``entries_json`` bytes (None if it is gone); one of
-    ``size`` characters or more through SQLite's incremental blob I/O, which
-    keeps no copy of it (a SELECT of it holds the value and its CAST too)."""
+async def stored_entries(db: Database, row_id: int, size: int) -> Value | None:
+    """A segment's stored ``entries_json`` (None if it is gone); one of
+    ``size`` characters or more read through SQLite's incremental blob I/O
+    as it is needed (:class:`Stored`: a SELECT of it holds the value and its
+    CAST too)."""
     if size > STREAM_ABOVE:
-        return await asyncio.to_thread(stored_blob, db, row_id)
+        return await asyncio.to_thread(stored_value, db, row_id)
     row = await db.fetchone(
         "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE id = ?", (row_id,)
     )
     return None if row is None else row[0]
 
 
-def stored_blob(db: Database, row_id: int) -> bytes | None:
-    """A segment's stored ``entries_json`` by blob I/O (blocking)."""
-    return db.read_blob("session_runs", "entries_json", row_id)
+def stored_value(db: Database, row_id: int) -> Stored | None:
+    """A segment's stored ``entries_json``, to be read by blob I/O (blocking);
+    None if it is gone or NULL."""
+    size = db.blob_sizes("session_runs", "entries_json", [row_id]).get(row_id)
+    return None if size is None else Stored(db, row_id, size)
 
 
 async def count_stored(db: Database, row_id: int) -> int | None:
     """How many items a large stored value's list holds (None: none, or not a
     list), read once, off SQLite and off the event loop."""
-    return await asyncio.to_thread(_count_blob, db, row_id)
+    return await asyncio.to_thread(_count_stored, db, row_id)
 
 
-def _count_blob(db: Database, row_id: int) -> int | None:
-    raw = stored_blob(db, row_id)
-    if raw is None:
+def _count_stored(db: Database, row_id: int) -> int | None:
+    value = stored_value(db, row_id)
+    if value is None:
         return None
     spared = None
-    if not streamed(raw, entries_hint(raw)):
+    if not streamed(value, entries_hint(value)):
         # An entry lovia does not know is still an item: counted below.
         with contextlib.suppress(UnreadableError):
-            spared = spare_entries(raw)
+            spared = spare_entries(value.whole())
     if spared is not None:
         return len(spared)
     try:
-        return sum(1 for _ in iter_entries(raw, check=False))
+        return sum(1 for _ in iter_entries(value, check=False))
     except UnreadableError:
         return None
 
@@ -226,17 +290,19 @@ async def segment_entries_stream(
 ) -> Iterator[Entry]:
     """A segment's entries with their flat indices, checked whole before the
     first is returned (raises UnreadableError), then one at a time: an export
-    never writes half a segment, and never holds a large one parsed. With
-    ``spare`` a huge string is a :class:`~lovia_tui.core.huge_text.HugeText`
+    never writes half a segment, and never holds a large one, read or parsed.
+    With ``spare`` a huge string is a :class:`~lovia_tui.core.huge_text.HugeText`
     (the caller's writer expands it)."""
-    raw = await stored_entries(db, segment.row_id, segment.stored_bytes)
-    if raw is None:
+    value = await stored_entries(db, segment.row_id, segment.stored_bytes)
+    if value is None:
         raise UnreadableError("segment no longer exists")
     count = segment.entry_count
-    if streamed(raw, count):
-        check_stream(raw, count)
-        entries: Iterator[dict[str, Any]] = iter_entries(raw, count)
+    if streamed(value, count):
+        check_stream(value, count)
+        entries: Iterator[dict[str, Any]] = iter_entries(value, count)
     else:
+        raw = _whole(value)
+        del value
         spared = spare_entries(raw) if spare else None
         entries = iter(_parse_whole(raw) if spared is None else spared)
         del raw  # parsed: only a HugeText keeps the stored bytes

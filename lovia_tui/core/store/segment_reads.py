@@ -5,6 +5,7 @@ Bounded like every read: keyset pages of ``SEGMENT_CHUNK`` rows, never a whole s
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import Any
 
@@ -154,7 +155,7 @@ async def _segment_rows(
     each row ends with how many of the session's segments match ``where``
     (counted from lovia's index, once: the subquery is not correlated)."""
     base = (
-        "SELECT id, session_id, run_id, created_at, length(entries_json), meta_json, {count}, "
+        "SELECT id, session_id, run_id, created_at, NULL, meta_json, {count}, "
         f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
@@ -173,56 +174,46 @@ async def _with_counts(
     count_at: int,
     size_at: int | None = None,
 ) -> list[Any]:
-    """Run ``base`` with each row's entry count in place of ``{count}`` (column
-    ``count_at``; the row id first). SQLite's count holds the value twice
-    (400 MB for one 200 MB output): a row over ``COUNT_IN_SQL_UP_TO`` is
-    counted by :func:`count_stored`, reading it once. Where ``base`` reads
-    the value's length too (column ``size_at``), counting in the same row
-    would hold it twice again: the counts are read by a second statement."""
-    if size_at is None:
-        rows = await _counted(db, base, params)
-    else:
-        rows = await db.fetchall(base.format(count="NULL"), params)
-        ids = [row[0] for row in rows if (row[size_at] or 0) <= COUNT_IN_SQL_UP_TO]
-        counts = dict(
-            await _counted(
-                db,
-                "SELECT id, {count} FROM session_runs "
-                f"WHERE id IN ({', '.join('?' * len(ids))})",
-                tuple(ids),
-            )
-        )
-        rows = [
-            (*row[:count_at], counts.get(row[0], -1), *row[count_at + 1 :])
-            for row in rows
-        ]
-    for number, row in enumerate(rows):
-        if row[count_at] == -1:
-            count = await count_stored(db, row[0])
-            rows[number] = (*row[:count_at], count, *row[count_at + 1 :])
-    return rows
-
-
-async def _counted(db: Database, base: str, params: tuple[Any, ...]) -> list[Any]:
-    """``base`` with ``{count}`` the count in SQL, -1 for a row too large for it."""
-    huge = (
-        f"CASE WHEN length(CAST(entries_json AS BLOB)) > {COUNT_IN_SQL_UP_TO} "
-        "THEN -1 ELSE {} END"
+    """Run ``base`` (the row id first) with each row's entry count in column
+    ``count_at`` (``{count}`` in it) and, where given, its stored size in
+    bytes in column ``size_at``. SQLite knows a TEXT's length only by reading
+    it whole (145 ms and 128 MB of its memory for one 128 MB segment, each
+    time its session is listed), so the sizes come from the values' headers
+    (:meth:`Database.blob_sizes`), and SQLite counts only rows up to
+    ``COUNT_IN_SQL_UP_TO`` (its count holds the value twice); a larger one is
+    counted by :func:`count_stored`, reading it once."""
+    rows = await db.fetchall(base.format(count="NULL"), params)
+    ids = [row[0] for row in rows]
+    sizes = await asyncio.to_thread(db.blob_sizes, "session_runs", "entries_json", ids)
+    counts = await _counted(
+        db, [i for i in ids if sizes.get(i, 0) <= COUNT_IN_SQL_UP_TO]
     )
+    found = []
+    for row in rows:
+        row_id = row[0]
+        count = counts[row_id] if row_id in counts else await count_stored(db, row_id)
+        row = (*row[:count_at], count, *row[count_at + 1 :])
+        if size_at is not None:
+            row = (*row[:size_at], sizes.get(row_id, 0), *row[size_at + 1 :])
+        found.append(row)
+    return found
+
+
+async def _counted(db: Database, ids: list[int]) -> dict[int, int | None]:
+    """The entry counts of these rows, in SQL (None for a malformed one)."""
+    if not ids:
+        return {}
+    sql = f"SELECT id, {{}} FROM session_runs WHERE id IN ({', '.join('?' * len(ids))})"
     try:
-        return list(
-            await db.fetchall(
-                base.format(count=huge.format("json_array_length(entries_json)")),
-                params,
-            )
+        rows = await db.fetchall(
+            sql.format("json_array_length(entries_json)"), tuple(ids)
         )
     except sqlite3.OperationalError as exc:
         if "JSON" not in str(exc):
             raise
         # A malformed row among these: count row by row, guarded.
-        return list(
-            await db.fetchall(base.format(count=huge.format(SAFE_ENTRY_COUNT)), params)
-        )
+        rows = await db.fetchall(sql.format(SAFE_ENTRY_COUNT), tuple(ids))
+    return dict(rows)
 
 
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
