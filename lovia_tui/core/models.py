@@ -58,6 +58,8 @@ class SegmentInfo:
     has_context_state: bool
     has_notice: bool
     stored_bytes: int
+    """Bytes of its stored ``entries_json``, read from the value's header
+    (SQLite's ``length()`` reads a TEXT whole to count its characters)."""
     unreadable: Unreadable | None = None
     counting: bool = False
     """Its ``first_index`` is still being counted (the view shows it later)."""

@@ -473,3 +473,20 @@ async def test_the_session_watch_covers_the_segments_shown_and_no_more(
     assert not (await cursor.poll()).rewritten_sessions
     assert await store.trim_tool_results("w", keep_chars=10, keep_runs=0)  # the newest
     assert not (await cursor.poll()).rewritten_sessions
+
+
+async def test_a_session_of_any_script_is_not_reported_rewritten_by_itself(
+    tmp_path, opened
+):
+    """The watch weighs the segments shown as the listing did (bytes, not
+    characters): a session in Japanese, untouched, is not reloaded per poll."""
+    from support.lovia_factory import text, write_session
+
+    path = tmp_path / "kyoto.db"
+    await write_session(path, "k", [[text("京都: 金閣寺 ☀️ 9:00")], [text("大阪 🍜")]])
+    db = await opened(path)
+    cursor = await Tail.start(db)
+    cursor.follow_session("k", *await _newest(db, "k", 2))
+    assert not (await cursor.poll()).rewritten_sessions
+    await cursor.watch_older(1)
+    assert not (await cursor.poll()).rewritten_sessions

@@ -52,7 +52,8 @@ class _Heads:
 @dataclass(frozen=True)
 class _Followed:
     """The followed session, the ids of the segments shown (``to_id`` None: up
-    to the newest) and its fingerprint (segments, last id, characters shown)."""
+    to the newest) and its fingerprint (segments, last id, bytes shown, as
+    :attr:`SegmentInfo.stored_bytes` counts them)."""
 
     session_id: str
     from_id: int
@@ -138,7 +139,7 @@ class Tail:
         """Watch the followed session's segments with ids in [from_id, to_id]
         (None: up to the newest), the ones the view shows.
 
-        The fingerprint gains the characters of the ids added and loses those
+        The fingerprint gains the bytes of the ids added and loses those
         of the ids dropped, instead of being taken anew: a rewrite of the
         segments still shown since the last poll is then still reported.
         """

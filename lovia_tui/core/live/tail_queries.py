@@ -43,7 +43,7 @@ async def segments_between(
 async def session_fingerprint(
     db: Database, session_id: str, known_upto: int, from_id: int, to_id: int | None
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """A session's (segments, last id, characters stored in ids from_id..to_id),
+    """A session's (segments, last id, bytes stored in ids from_id..to_id),
     whole and over ids <= known_upto.
 
     Rewind, clear and trim change the second part for the segments shown
@@ -56,9 +56,9 @@ async def session_fingerprint(
     row = await db.fetchrow(
         "SELECT COUNT(*), COALESCE(MAX(id), 0), "
         "COALESCE(SUM(id <= ?1), 0), COALESCE(MAX(CASE WHEN id <= ?1 THEN id END), 0), "
-        "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        "(SELECT COALESCE(SUM(length(CAST(entries_json AS BLOB))), 0) FROM session_runs "
         " WHERE session_id = ?2 AND id >= ?3 AND id <= ?4), "
-        "(SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        "(SELECT COALESCE(SUM(length(CAST(entries_json AS BLOB))), 0) FROM session_runs "
         " WHERE session_id = ?2 AND id >= ?3 AND id <= MIN(?4, ?1)) "
         "FROM session_runs WHERE session_id = ?2",
         (known_upto, session_id, from_id, NO_ID_ABOVE if to_id is None else to_id),
@@ -93,9 +93,9 @@ async def nth_oldest_id(
 async def session_chars(
     db: Database, session_id: str, from_id: int, below_id: int
 ) -> int:
-    """Characters stored in a session's segments with ids in [from_id, below_id)."""
+    """Bytes stored in a session's segments with ids in [from_id, below_id)."""
     row = await db.fetchrow(
-        "SELECT COALESCE(SUM(length(entries_json)), 0) FROM session_runs "
+        "SELECT COALESCE(SUM(length(CAST(entries_json AS BLOB))), 0) FROM session_runs "
         "WHERE session_id = ? AND id >= ? AND id < ?",
         (session_id, from_id, below_id),
     )
