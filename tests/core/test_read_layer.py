@@ -1087,16 +1087,21 @@ async def test_a_read_sees_every_commit_made_before_it(tmp_path: Path) -> None:
     everyone = "SELECT run_id FROM snapshot_heads ORDER BY run_id"
     async with opened(path, readonly=False) as db:
         stop = asyncio.Event()
+        rounds = 0
 
         async def busy() -> None:  # the app's other views reading meanwhile
+            nonlocal rounds
             while not stop.is_set():
                 await db.fetchone(everyone)  # the first of many rows
                 await db.fetchall(everyone)
+                rounds += 1
 
         others = [asyncio.create_task(busy()) for _ in range(8)]
         try:
             for gone, _, _ in written[:5]:
-                await asyncio.sleep(0.02)  # the others are mid-read now
+                begun = rounds
+                while rounds < begun + len(others):  # the others are mid-read now
+                    await asyncio.sleep(0)
                 # Another connection's commit, made while their statements
                 # run (synchronously: nothing of ours moves meanwhile).
                 write(path, "DELETE FROM snapshot_heads WHERE run_id = ?", gone)
