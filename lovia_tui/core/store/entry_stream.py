@@ -153,7 +153,8 @@ def _opens_a_list(value: Value) -> bool:
     return False
 
 
-KEY = b'"type"'
+TYPE_KEY = b'"type"'
+"""Six bytes each entry holds (a nested part may too) and no JSON string can."""
 
 
 def entries_hint(value: Value) -> int:
@@ -161,12 +162,12 @@ def entries_hint(value: Value) -> int:
     each entry has a ``"type"`` key, and a string cannot hold those six bytes
     (its quotes are escaped). Chooses how to parse, never what is read."""
     if isinstance(value, bytes):
-        return value.count(KEY)
+        return value.count(TYPE_KEY)
     count, tail = 0, b""
     for chunk in value:  # a key cut by two chunks is counted across them
         joined = tail + chunk
-        count += joined.count(KEY)
-        tail = joined[-(len(KEY) - 1) :]
+        count += joined.count(TYPE_KEY)
+        tail = joined[-(len(TYPE_KEY) - 1) :]
     return count
 
 
