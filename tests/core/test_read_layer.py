@@ -1099,8 +1099,9 @@ async def test_a_read_sees_every_commit_made_before_it(tmp_path: Path) -> None:
         others = [asyncio.create_task(busy()) for _ in range(8)]
         try:
             for gone, _, _ in written[:5]:
-                begun = rounds
-                while rounds < begun + len(others):  # the others are mid-read now
+                begun, deadline = rounds, time.monotonic() + 30
+                while rounds < begun + len(others):  # bounded: they are mid-read now
+                    assert time.monotonic() < deadline, "the other readers stopped"
                     await asyncio.sleep(0)
                 # Another connection's commit, made while their statements
                 # run (synchronously: nothing of ours moves meanwhile).
