@@ -38,6 +38,8 @@ class RowKind(StrEnum):
     ENTRY = "entry"
     SEAM = "seam"
     UNREADABLE = "unreadable"
+    HELD_BACK = "held-back"
+    """The entries of a large segment the app does not hold (its middle)."""
 
 
 class Group(StrEnum):

@@ -38,6 +38,9 @@ class Row:
     """A seam's run status as last seen (the live tail updates it)."""
     running: bool = False
     """A tool call of a live run's checkpoint: still waiting, not dangling."""
+    result_held_back: bool = False
+    """A tool call whose result may be among the entries not held (a large
+    segment held in part): not known to be dangling."""
     boundary: int = 0
     """An "older" row's first unloaded id from above, a "newer" row's from below."""
 
@@ -124,7 +127,8 @@ def _row_id(header: Row) -> int:
 
 def pair_tool_calls(rows: list[Row]) -> None:
     """Link each tool call row with its result row (by call_id occurrence); a
-    call of a live run's checkpoint still waiting for its result is ``running``."""
+    call of a live run's checkpoint still waiting for its result is ``running``;
+    one before the entries a large segment holds back may have its result there."""
     waiting: dict[str, list[int]] = {}
     names: dict[int, str] = {}
     live = False
@@ -132,6 +136,10 @@ def pair_tool_calls(rows: list[Row]) -> None:
         if row.kind == RowKind.SEGMENT or row.kind == RowKind.SEAM:
             waiting.clear()
             live = row.kind == RowKind.SEAM and row.status == RunStatus.RUNNING
+        if row.kind == RowKind.HELD_BACK:  # the calls waiting may be answered there
+            for calls in waiting.values():
+                for call in calls:
+                    rows[call].result_held_back = True
         if row.kind != RowKind.ENTRY or row.entry is None:
             continue
         row.running = live
@@ -141,9 +149,11 @@ def pair_tool_calls(rows: list[Row]) -> None:
             waiting.setdefault(call_id, []).append(position)
             names[position] = str(data.get("name", ""))
             row.tool_name = names[position]
+            row.result_held_back = False
         elif data.get("type") == "tool_result" and waiting.get(call_id):
             call = waiting[call_id].pop(0)
             row.partner, rows[call].partner = call, position
+            rows[call].result_held_back = False
             row.tool_name = names.get(call, "")
 
 

@@ -14,9 +14,10 @@ from typing import Protocol
 
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.live.changes import RunEntries
-from lovia_tui.core.models import RunInfo, SegmentInfo, SessionKey, Unreadable
+from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionKey, Unreadable
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.entry_stream import SegmentPart
 from lovia_tui.core.store.spliced import InFlight, read_flight, splice
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind, seam_key, segment_key
@@ -58,17 +59,40 @@ async def segment_rows(
                 )
             )
             continue
-        rows.extend(
-            Row(
-                RowKind.ENTRY,
-                f"{header}:{offset}",
-                segment=segment,
-                entry=entry,
-                fold=header,
+        part = (
+            entries if isinstance(entries, SegmentPart) else SegmentPart(entries, 0, [])
+        )
+        rows.extend(_entry_rows(header, segment, part.first, 0))
+        if part.skipped:
+            rows.append(
+                Row(
+                    RowKind.HELD_BACK,
+                    f"{header}:held-back",
+                    segment=segment,
+                    older=part.skipped,
+                    fold=header,
+                )
             )
-            for offset, entry in enumerate(entries)
+        rows.extend(
+            _entry_rows(header, segment, part.last, len(part.first) + part.skipped)
         )
     return rows
+
+
+def _entry_rows(
+    header: str, segment: SegmentInfo, entries: list[Entry], start: int
+) -> list[Row]:
+    """Rows of a segment's entries from offset ``start`` (keyed by offset)."""
+    return [
+        Row(
+            RowKind.ENTRY,
+            f"{header}:{offset}",
+            segment=segment,
+            entry=entry,
+            fold=header,
+        )
+        for offset, entry in enumerate(entries, start)
+    ]
 
 
 def set_indices(rows: list[Row], starts: Starts) -> None:
@@ -79,6 +103,8 @@ def set_indices(rows: list[Row], starts: Starts) -> None:
         if segment is None or not segment.counting:
             continue
         first = starts.get(segment.row_id)
+        if row.kind == RowKind.HELD_BACK:
+            offsets[segment.row_id] = offsets.get(segment.row_id, -1) + row.older
         if row.kind == RowKind.ENTRY and row.entry is not None:
             offset = offsets[segment.row_id] = offsets.get(segment.row_id, -1) + 1
             row.entry = replace(

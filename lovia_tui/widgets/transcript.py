@@ -48,6 +48,7 @@ class Transcript(LineView, can_focus=True):
         "transcript--seam",
         "transcript--older",
         "transcript--newer",
+        "transcript--held-back",
         "transcript--unreadable",
         "transcript--user",
         "transcript--system",

@@ -39,6 +39,11 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         return Text(
             f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load"
         )
+    if row.kind == RowKind.HELD_BACK:
+        # A run this large shows its first and last HELD_ENTRIES / 2 entries.
+        return Text(
+            f"⋯ {row.older:,} entries not held here (show or export prints them all)"
+        )
     if row.kind == RowKind.UNREADABLE and row.problem:
         return Text(printable(f"⚠ unreadable: {row.problem}"))
     if row.kind == RowKind.SEGMENT and row.segment:
@@ -64,6 +69,8 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
             head.append(f"  {partner_text(row, rows, '→')}", style="dim")
         elif row.running:
             head.append(f"  {RUNNING_CALL}", style="bold green")
+        elif row.result_held_back:
+            head.append("  its result may be among the entries not held", style="dim")
         else:
             head.append(f"  {DANGLING_CALL}", style="bold")
         return head

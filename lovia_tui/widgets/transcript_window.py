@@ -157,7 +157,8 @@ class TranscriptWindow:
         self.visible = [
             position
             for position, row in enumerate(self.rows)
-            if row.fold not in self.collapsed or row.kind != RowKind.ENTRY
+            if row.fold not in self.collapsed
+            or row.kind not in (RowKind.ENTRY, RowKind.HELD_BACK)
         ]
         lines: list[tuple[int, int]] = []
         for visible_position, position in enumerate(self.visible):
@@ -182,6 +183,7 @@ class TranscriptWindow:
             partner_text(row, self.rows, ""),
             row.status,
             row.running,
+            row.result_held_back,
             row.older,
         )
         text = self._summaries.get(key)

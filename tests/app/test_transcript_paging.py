@@ -100,3 +100,66 @@ async def test_a_reload_keeps_the_cursor_on_its_row(snap_dir, monkeypatch):
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert screen.transcript.current_row.key == before
+
+
+async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkeypatch):
+    """A segment of very many entries is not held whole (a million took
+    1.3 GB): its first and last entries show with their flat indices, one row
+    says how many between are not held, and a call whose result is among
+    them is not called dangling."""
+    from lovia import SQLiteSession
+    from lovia.transcript import (
+        AssistantTextEntry,
+        InputEntry,
+        ToolCallEntry,
+        ToolResultEntry,
+    )
+
+    from lovia_tui.app import make_app
+    from lovia_tui.core.run_status import DANGLING_CALL
+    from lovia_tui.core.store import entry_stream
+    from lovia_tui.widgets.transcript_rows import summary_line
+
+    path = tmp_path / "sessions.db"
+    entries = [InputEntry("user", "check every ticket")]
+    for n in range(200):
+        entries += [
+            ToolCallEntry(f"c{n}", "ticket", f'{{"id": {n}}}'),
+            ToolResultEntry(f"c{n}", f"ticket {n}: résolu ✓"),
+        ]
+    entries.append(AssistantTextEntry("done"))
+    session = SQLiteSession(path)
+    await session.append("s", [InputEntry("user", "hi")], run_id="r0")
+    await session.append("s", entries, run_id="r1")
+    monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
+    monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
+    monkeypatch.setattr(entry_stream, "HELD_ENTRIES", 20)
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.screen.go_to_session((str(path), "s"))
+        await settle(pilot)
+        rows = app.screen.transcript.rows
+        kinds = [row.kind for row in rows]
+        assert (
+            kinds
+            == ["segment", "entry", "segment"]
+            + ["entry"] * 10
+            + ["held-back"]
+            + ["entry"] * 10
+        )
+        held = rows[13]
+        assert held.older == len(entries) - 20 == 382
+        indices = [row.entry.index for row in rows if row.kind == "entry"]
+        assert indices == [0, *range(1, 11), *range(393, 403)]
+        # Entry 10 calls c4; its result, entry 11, is among those not held.
+        call = rows[12]
+        assert call.entry.data["call_id"] == "c4" and call.result_held_back
+        assert DANGLING_CALL not in str(summary_line(call, rows, False))
+        assert "382 entries not held" in str(summary_line(held, rows, False))
+        # The last part's calls are paired with their results as usual.
+        assert all(
+            row.partner is not None
+            for row in rows[14:-1]
+            if row.entry.data["type"] == "tool_call"
+        )

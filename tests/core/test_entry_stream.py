@@ -172,3 +172,28 @@ def test_json_bytes_are_escaped_as_json_text_is():
     for code in (c for r in ranges for c in r if not 0xD800 <= c <= 0xDFFF):
         dumped = json.dumps(f"a{chr(code)}b", ensure_ascii=False)
         assert printable_json_bytes(dumped.encode()) == printable_json(dumped).encode()
+
+
+async def test_a_segment_held_in_part_is_refused_whole_for_a_bad_entry(
+    long_segment, streamed_small, monkeypatch
+):
+    """The app's part of a large segment (its first and last entries) is read
+    with the checks of the whole parse: a bad entry in the part not held
+    still makes the segment unreadable, as lovia would find it."""
+    from lovia_tui.core.store import segment_reads
+
+    monkeypatch.setattr(entry_stream, "HELD_ENTRIES", 20)
+    with contextlib.closing(sqlite3.connect(long_segment)) as conn, conn:
+        conn.execute(  # a hostile row, as no lovia writes it
+            "UPDATE session_runs SET entries_json = json_set(entries_json, "
+            "'$[300].type', 'mystery') WHERE run_id = 'r1'"
+        )
+    db = await open_database(long_segment, readonly=True)
+    try:
+        segments = await segment_reads.segments(db, "s")
+        assert entry_stream.held_in_part(segments[1])
+        found = await segment_reads.batch_entries(db, segments)
+    finally:
+        await db.close()
+    assert isinstance(found[segments[1].row_id], UnreadableError)
+    assert "unknown type 'mystery'" in str(found[segments[1].row_id])

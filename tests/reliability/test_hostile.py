@@ -51,6 +51,7 @@ from textual.worker import WorkerState
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.core.store import database
+from lovia_tui.core.store.entry_stream import HELD_ENTRIES
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.widgets.run_detail import RunDetail
@@ -289,9 +290,14 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
         assert "seq 50:" in text and "seq 51:" in text and "seq 52:" not in text
         assert "x  ([9])" in text
 
-        # 100k entries in one segment: all there, both ends reachable.
+        # 100k entries in one segment: held by its first and last entries,
+        # both ends reachable, the count between them said.
         screen = await _open(pilot, MANY_SESSION)
-        assert len(_rows(screen, "entry")) == MANY_ENTRIES
+        entries = _rows(screen, "entry")
+        assert len(entries) == HELD_ENTRIES
+        [held] = _rows(screen, "held-back")
+        assert held.older == MANY_ENTRIES - HELD_ENTRIES
+        assert entries[-1].key.endswith(f":{MANY_ENTRIES - 1}")
         await pilot.press(
             "2", "home", "enter", "r", "end", "enter", "r", "pageup", "enter"
         )

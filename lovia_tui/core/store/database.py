@@ -163,10 +163,16 @@ class Database:
 
     def blob_connection(self) -> sqlite3.Connection:
         """A connection of its own for blob reads, read-only (never writes, never
-        creates: the file's URI in mode ro), used by the thread that opens it."""
+        creates: the file's URI in mode ro), used by one thread at a time: a
+        stream of chunks abandoned in a worker thread is closed wherever it is
+        collected (SQLite's serialized mode allows it; Python's check does not)."""
         uri = sqlite_uri(self.path, "ro", immutable=self.immutable)
         return sqlite3.connect(
-            uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            uri,
+            uri=True,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
         )
 
     async def fetchrow(self, sql: str, params: tuple[Any, ...] = ()) -> Any:

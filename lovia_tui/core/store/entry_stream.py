@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import ijson
@@ -70,7 +72,7 @@ Value = bytes | Stored
 """A stored ``entries_json``: its bytes, or where it is large, read as it is needed."""
 
 
-def _chunks(value: Value) -> Iterator[bytes]:
+def _chunks(value: Value) -> Generator[bytes]:
     if isinstance(value, Stored):
         yield from value
         return
@@ -93,7 +95,7 @@ class _Utf8:
     bad bytes), a chunk per read."""
 
     def __init__(self, value: Value) -> None:
-        self._chunks = _chunks(value)
+        self._chunks: Generator[bytes] = _chunks(value)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._done = False
 
@@ -107,6 +109,9 @@ class _Utf8:
                 return text.encode("utf-8")
         self._done = True
         return self._decoder.decode(b"", final=True).encode("utf-8")
+
+    def close(self) -> None:
+        self._chunks.close()
 
 
 def valid_utf8(value: Value) -> bool:
@@ -192,14 +197,17 @@ def iter_entries(
     if not _opens_a_list(value):
         parse_entries(_text(_first(value)[:4096]))  # raises, saying what it is instead
         raise UnreadableError("expected a JSON list of entries")
+    source = _Utf8(value)
     try:
-        items = ijson.items(_Utf8(value), "item", use_float=True, buf_size=READ_SIZE)
+        items = ijson.items(source, "item", use_float=True, buf_size=READ_SIZE)
         for position, entry in enumerate(items):
             if check:
                 check_entry(position, entry)
             yield entry
     except ijson.JSONError as exc:
         raise UnreadableError(f"invalid JSON ({exc})") from exc
+    finally:
+        source.close()  # the file's blob reads end here, in this thread
 
 
 class _Stream:
@@ -312,3 +320,48 @@ async def segment_entries_stream(
         Entry(None if first is None else first + offset, entry)
         for offset, entry in enumerate(entries)
     )
+
+
+HELD_ENTRIES = 2_000
+"""Entries of a large segment the app holds: its first and its last half of
+them (a million entries parsed took 1.3 GB); ``show`` and ``export`` print all."""
+
+
+@dataclass(frozen=True)
+class SegmentPart:
+    """A large segment's entries as the app holds them: its first and last
+    ones, and how many between them are not held."""
+
+    first: list[Entry]
+    skipped: int
+    last: list[Entry]
+
+
+def held_in_part(segment: SegmentInfo) -> bool:
+    """Whether the app holds only a part of this segment's entries."""
+    return (
+        segment.stored_bytes > STREAM_ABOVE
+        and (segment.entry_count or 0) > HELD_ENTRIES
+    )
+
+
+async def segment_part(db: Database, segment: SegmentInfo) -> SegmentPart:
+    """The first and last ``HELD_ENTRIES`` entries of a large segment, with
+    their flat indices: one stream pass off the event loop, never more held
+    (raises UnreadableError at a bad entry, as the whole parse would)."""
+    return await asyncio.to_thread(_segment_part, db, segment, HELD_ENTRIES)
+
+
+def _segment_part(db: Database, segment: SegmentInfo, held: int) -> SegmentPart:
+    value = stored_value(db, segment.row_id)
+    if value is None:
+        raise UnreadableError("segment no longer exists")
+    start, half = segment.first_index, held // 2
+    first: list[Entry] = []
+    last: deque[Entry] = deque(maxlen=held - half)
+    count = 0
+    for offset, data in enumerate(iter_entries(value, segment.entry_count)):
+        entry = Entry(None if start is None else start + offset, data)
+        (first if offset < half else last).append(entry)
+        count = offset + 1
+    return SegmentPart(first, count - len(first) - len(last), list(last))

@@ -21,7 +21,13 @@ from lovia_tui.core.models import (
     Unreadable,
 )
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
-from lovia_tui.core.store.entry_stream import COUNT_IN_SQL_UP_TO, count_stored
+from lovia_tui.core.store.entry_stream import (
+    COUNT_IN_SQL_UP_TO,
+    SegmentPart,
+    count_stored,
+    held_in_part,
+    segment_part,
+)
 
 SEGMENT_CHUNK = 200
 SAFE_ENTRY_COUNT = (
@@ -226,11 +232,13 @@ async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
 
 async def batch_entries(
     db: Database, segments: list[SegmentInfo]
-) -> dict[int, list[Entry] | UnreadableError]:
+) -> dict[int, list[Entry] | SegmentPart | UnreadableError]:
     """The entries of a batch of segments, by row id, in one statement (one
-    round trip a segment kept a screenful waiting on the busy event loop); an
+    round trip a segment kept a screenful waiting on the busy event loop); a
+    large segment of many entries held in part (:func:`segment_part`); an
     unreadable or vanished segment maps to the error saying so."""
-    ids = [segment.row_id for segment in segments]
+    whole = [segment for segment in segments if not held_in_part(segment)]
+    ids = [segment.row_id for segment in whole]
     stored = (
         dict(
             await db.fetchall(
@@ -241,10 +249,14 @@ async def batch_entries(
         if ids
         else {}
     )
-    found: dict[int, list[Entry] | UnreadableError] = {}
+    found: dict[int, list[Entry] | SegmentPart | UnreadableError] = {}
     for segment in segments:
         try:
-            found[segment.row_id] = _entries(segment, stored.get(segment.row_id))
+            found[segment.row_id] = (
+                await segment_part(db, segment)
+                if held_in_part(segment)
+                else _entries(segment, stored.get(segment.row_id))
+            )
         except UnreadableError as exc:
             found[segment.row_id] = exc
     return found
