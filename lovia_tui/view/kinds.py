@@ -83,6 +83,12 @@ def segment_key(path: Path | str, row_id: int) -> str:
     return f"seg:{path}:{row_id}"
 
 
+def held_back_key(entry_key: str) -> str:
+    """The key of the row standing for the entries a segment holds back, from
+    the key of one of its entries (``{segment_key}:{offset}``)."""
+    return f"{entry_key.rsplit(':', 1)[0]}:{RowKind.HELD_BACK}"
+
+
 def older_key(before_id: int) -> str:
     return f"{RowKind.OLDER}:{before_id}"
 

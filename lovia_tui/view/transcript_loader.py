@@ -67,7 +67,7 @@ async def segment_rows(
             rows.append(
                 Row(
                     RowKind.HELD_BACK,
-                    f"{header}:held-back",
+                    f"{header}:{RowKind.HELD_BACK}",
                     segment=segment,
                     older=part.skipped,
                     fold=header,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lovia_tui import messages
 from lovia_tui.core.models import SessionKey
 from lovia_tui.core.search.workspace import WorkspaceSearch
-from lovia_tui.view.kinds import Group
+from lovia_tui.view.kinds import Group, held_back_key
 
 if TYPE_CHECKING:
     from lovia_tui.widgets.transcript_pane import TranscriptPane
@@ -72,10 +72,16 @@ class Hits:
             self._show((self.at + step) % len(self.rows))
 
     def _show(self, at: int) -> None:
-        """Put the cursor on hit ``at``; a hit older than the rows shown loads
-        the previous batch first (and is tried again when it arrives)."""
+        """Put the cursor on hit ``at`` (on the row standing for it, if its run
+        holds it back); a hit older than the rows shown loads the previous
+        batch first (and is tried again when it arrives)."""
         self.at = at
-        if not self.rows or self.pane.transcript.select_key(self.rows[at]):
+        transcript = self.pane.transcript
+        if (
+            not self.rows
+            or transcript.select_key(self.rows[at])
+            or transcript.select_key(held_back_key(self.rows[at]))
+        ):
             self.pane.show_title()
             return
         self.pane.load_older()

@@ -109,3 +109,39 @@ async def test_the_index_follows_commits_by_other_writers(scratch: Path):
             assert result.scanned == 0 and result.groups[0].session_id == "late"
         finally:
             search.close()
+
+
+async def test_a_hit_among_the_entries_a_huge_run_holds_back_lands_on_its_row(
+    scratch: Path, monkeypatch
+):
+    """A run held by its first and last entries: a hit in its middle puts the
+    cursor on the row standing for the entries not held, not nowhere."""
+    from lovia.transcript import ToolCallEntry, ToolResultEntry
+
+    from lovia_tui.core.store import entry_stream
+
+    monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
+    monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
+    monkeypatch.setattr(entry_stream, "HELD_ENTRIES", 20)
+    path = scratch / "huge.db"
+    entries = [InputEntry(role="user", content="check every ticket")]
+    for n in range(200):
+        said = "lighthouse" if n in (2, 150) else "résolu"
+        entries += [
+            ToolCallEntry(f"c{n}", "ticket", f'{{"id": {n}}}'),
+            ToolResultEntry(f"c{n}", f"ticket {n}: {said}"),
+        ]
+    await SQLiteSession(path, wal=True).append("huge", entries, run_id="r1")
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        shown, held = f"seg:{path}:1:6", f"seg:{path}:1:held-back"
+        await pilot.press("s", *"lighthouse", "enter")
+        await settle(pilot)
+        transcript = app.screen.transcript
+        await until(pilot, lambda: transcript.current_row.key == shown, 10, "1st hit")
+        assert app.screen.transcript_pane.hits.rows == [shown, f"seg:{path}:1:302"]
+        await pilot.press("2", "n")
+        assert transcript.current_row.key == held
+        await pilot.press("n")
+        assert transcript.current_row.key == shown
