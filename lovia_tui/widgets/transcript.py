@@ -361,6 +361,12 @@ class Transcript(LineView, can_focus=True):
         if row.kind == RowKind.NEWER:
             self._load_newer()
             return
+        if row.kind == RowKind.HELD_BACK:
+            self.notify(
+                f"{row.older:,} entries of this run are not held in the app: "
+                "x exports the session whole, lovia-tui show prints it"
+            )
+            return
         self.window.fold(row)
         current = self.window.visible[self.cursor]
         self._relayout()

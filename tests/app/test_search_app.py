@@ -143,5 +143,7 @@ async def test_a_hit_among_the_entries_a_huge_run_holds_back_lands_on_its_row(
         assert app.screen.transcript_pane.hits.rows == [shown, f"seg:{path}:1:302"]
         await pilot.press("2", "n")
         assert transcript.current_row.key == held
+        await pilot.press("enter")  # says where they are, changes nothing
+        assert transcript.current_row.key == held
         await pilot.press("n")
         assert transcript.current_row.key == shown
