@@ -16,6 +16,7 @@ from lovia.transcript import (
     ToolCallEntry,
     ToolResultEntry,
 )
+from support.lovia_factory import raw as read_raw
 
 from lovia_tui.cli import main
 from lovia_tui.core.entries import UnreadableError, parse_entries
@@ -49,6 +50,14 @@ def long_segment(tmp_path: Path) -> Path:
 
     asyncio.run(write())
     return path
+
+
+def stored_r1(path: Path) -> list[tuple]:
+    """Run r1's row id and stored bytes."""
+    return read_raw(
+        path,
+        "SELECT id, CAST(entries_json AS BLOB) FROM session_runs WHERE run_id = 'r1'",
+    )
 
 
 def _show(capsys, path: Path) -> dict:
@@ -88,10 +97,10 @@ def test_a_large_segment_is_read_a_chunk_at_a_time(long_segment, capsys, monkeyp
     monkeypatch.setattr(Database, "read_blob", None)  # never the whole value
     assert _show(capsys, long_segment) == whole
     assert reads and max(reads) == 61
-    raw = raw_segment(long_segment)
+    [(row_id, raw)] = stored_r1(long_segment)
     db = asyncio.run(open_database(long_segment, readonly=True))
     try:
-        value = entry_stream.stored_value(db, raw_row_id(long_segment))
+        value = entry_stream.stored_value(db, row_id)
         assert value is not None and len(value) == len(raw)
         assert entry_stream.entries_hint(value) == entry_stream.entries_hint(raw) == 402
     finally:
@@ -103,29 +112,14 @@ async def test_a_segment_rewound_while_it_is_read_is_refused(long_segment):
     of them is seen (its size changes), never read as a mix of both."""
     db = await open_database(long_segment, readonly=True)
     try:
-        chunks = db.blob_chunks(
-            "session_runs", "entries_json", raw_row_id(long_segment), 100
-        )
+        [(row_id, _)] = stored_r1(long_segment)
+        chunks = db.blob_chunks("session_runs", "entries_json", row_id, 100)
         next(chunks)
         await SQLiteSession(long_segment).rewind("s", keep_entries=10)
         with pytest.raises(LoviaTuiError, match="changed while it was read"):
             list(chunks)
     finally:
         await db.close()
-
-
-def raw_segment(path: Path) -> bytes:
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        return conn.execute(
-            "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE run_id = 'r1'"
-        ).fetchone()[0]
-
-
-def raw_row_id(path: Path) -> int:
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        return conn.execute(
-            "SELECT id FROM session_runs WHERE run_id = 'r1'"
-        ).fetchone()[0]
 
 
 def test_a_bad_entry_deep_in_a_streamed_segment_writes_none_of_it(

@@ -1102,7 +1102,7 @@ async def test_a_read_sees_every_commit_made_before_it(tmp_path: Path) -> None:
                 begun, deadline = rounds, time.monotonic() + 30
                 while rounds < begun + len(others):  # bounded: they are mid-read now
                     assert time.monotonic() < deadline, "the other readers stopped"
-                    await asyncio.sleep(0)
+                    await asyncio.sleep(0)  # bounded by the deadline above
                 # Another connection's commit, made while their statements
                 # run (synchronously: nothing of ours moves meanwhile).
                 write(path, "DELETE FROM snapshot_heads WHERE run_id = ?", gone)

@@ -16,7 +16,12 @@ from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, 
 from lovia_tui.core.entries import UnreadableError, parse_object
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.entry_stream import STREAM_ABOVE, read_entries, stored_value
+from lovia_tui.core.store.entry_stream import (
+    STREAM_ABOVE,
+    read_entries,
+    stored_sizes,
+    stored_value,
+)
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
@@ -166,7 +171,7 @@ async def _chunk(db: Database, start: int, limit: int) -> list[Any]:
     ]
     if not ids:
         return []
-    sizes = await asyncio.to_thread(db.blob_sizes, "session_runs", "entries_json", ids)
+    sizes = await stored_sizes(db, ids)
     large = [i for i in ids if sizes.get(i, 0) > STREAM_ABOVE]
     return await db.fetchall(
         "SELECT id, session_id, run_id, CASE WHEN id IN "

@@ -264,6 +264,15 @@ async def stored_entries(db: Database, row_id: int, size: int) -> Value | None:
     return None if row is None else row[0]
 
 
+async def stored_sizes(db: Database, row_ids: list[int]) -> dict[int, int]:
+    """Segments' stored ``entries_json`` sizes in bytes, from the values'
+    headers (SQLite's ``length()`` of a TEXT reads it whole), off the event
+    loop; a segment gone or NULL is left out."""
+    return await asyncio.to_thread(
+        db.blob_sizes, "session_runs", "entries_json", row_ids
+    )
+
+
 def stored_value(db: Database, row_id: int) -> Stored | None:
     """A segment's stored ``entries_json``, to be read by blob I/O (blocking);
     None if it is gone or NULL."""

@@ -5,7 +5,6 @@ Bounded like every read: keyset pages of ``SEGMENT_CHUNK`` rows, never a whole s
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from typing import Any
 
@@ -27,6 +26,7 @@ from lovia_tui.core.store.entry_stream import (
     count_stored,
     held_in_part,
     segment_part,
+    stored_sizes,
 )
 
 SEGMENT_CHUNK = 200
@@ -161,7 +161,7 @@ async def _segment_rows(
     each row ends with how many of the session's segments match ``where``
     (counted from lovia's index, once: the subquery is not correlated)."""
     base = (
-        "SELECT id, session_id, run_id, created_at, NULL, meta_json, {count}, "
+        "SELECT id, session_id, run_id, created_at, NULL, meta_json, NULL, "
         f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
@@ -169,7 +169,7 @@ async def _segment_rows(
 
 
 async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
-    base = "SELECT id, {count} FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
+    base = "SELECT id, NULL FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
     return await _with_counts(db, base, (session_id, after, SEGMENT_CHUNK), 1)
 
 
@@ -181,16 +181,16 @@ async def _with_counts(
     size_at: int | None = None,
 ) -> list[Any]:
     """Run ``base`` (the row id first) with each row's entry count in column
-    ``count_at`` (``{count}`` in it) and, where given, its stored size in
-    bytes in column ``size_at``. SQLite knows a TEXT's length only by reading
+    ``count_at`` and, where given, its stored size in bytes in column
+    ``size_at`` (both NULL in ``base``). SQLite knows a TEXT's length only by reading
     it whole (145 ms and 128 MB of its memory for one 128 MB segment, each
     time its session is listed), so the sizes come from the values' headers
     (:meth:`Database.blob_sizes`), and SQLite counts only rows up to
     ``COUNT_IN_SQL_UP_TO`` (its count holds the value twice); a larger one is
     counted by :func:`count_stored`, reading it once."""
-    rows = await db.fetchall(base.format(count="NULL"), params)
+    rows = await db.fetchall(base, params)
     ids = [row[0] for row in rows]
-    sizes = await asyncio.to_thread(db.blob_sizes, "session_runs", "entries_json", ids)
+    sizes = await stored_sizes(db, ids)
     counts = await _counted(
         db, [i for i in ids if sizes.get(i, 0) <= COUNT_IN_SQL_UP_TO]
     )
@@ -237,8 +237,8 @@ async def batch_entries(
     round trip a segment kept a screenful waiting on the busy event loop); a
     large segment of many entries held in part (:func:`segment_part`); an
     unreadable or vanished segment maps to the error saying so."""
-    whole = [segment for segment in segments if not held_in_part(segment)]
-    ids = [segment.row_id for segment in whole]
+    in_part = {segment.row_id for segment in segments if held_in_part(segment)}
+    ids = [segment.row_id for segment in segments if segment.row_id not in in_part]
     stored = (
         dict(
             await db.fetchall(
@@ -254,7 +254,7 @@ async def batch_entries(
         try:
             found[segment.row_id] = (
                 await segment_part(db, segment)
-                if held_in_part(segment)
+                if segment.row_id in in_part
                 else _entries(segment, stored.get(segment.row_id))
             )
         except UnreadableError as exc:
