@@ -119,9 +119,9 @@ class OlderLoaded(Message):
 
 @dataclass
 class RunDetailLoaded(Message):
-    """A run's dangling calls and unreadable batches."""
+    """A run's dangling calls and unreadable batches (no run: none selected)."""
 
-    run_id: str
+    run_id: str | None
     dangling: list[DanglingCall]
     problems: list[Unreadable]
 

@@ -193,7 +193,7 @@ class InspectorScreen(InspectorBase):
             return
         path = str(message.path)
         run_view = self.transcript_pane.run_view
-        if changes.heads or changes.deleted_runs:
+        if changes.heads or changes.runs_removed:
             self.runs.load()
         if run_view and any(head.run_id == run_view for head in changes.heads):
             self.runs.load()  # once more: the run shown alone may land meanwhile

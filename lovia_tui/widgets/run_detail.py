@@ -7,6 +7,7 @@ worker; a result for a run no longer described is dropped.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -34,6 +35,8 @@ LIVE_CALLS = (
     "The run is live: its process is executing these now; their results are saved "
     "when they finish."
 )
+DESCRIBE_SETTLE = 0.05
+"""Seconds the cursor rests on a run before the detail reads and draws it."""
 RESUME_WARNING = (
     "A resume executes each of these again before anything else "
     "(at-least-once: their side effects happen again)."
@@ -180,16 +183,20 @@ class RunDetail(WorkerErrors, VerticalScroll):
         self.raw = False
         """The raw head is shown instead of the table."""
         self._shown: tuple | None = None
+        self._wanted: tuple[RunInfo | None, SessionLink | None] = (None, None)
         self._age = ""
 
     def compose(self):
         yield Static(id="run-detail-body")
 
     def describe(self, run: RunInfo | None, link: SessionLink | None) -> None:
-        """Show ``run`` (its dangling calls once read)."""
-        self.show(run, link, [], [], raw=self.raw, stale_after=self.stale_after)
-        if run is not None:
-            self._read_dangling(run)
+        """Show ``run`` with its dangling calls, once the cursor rests on it.
+
+        Drawn once, when the calls are read: each drawing lays the screen out
+        again, too slow to do twice on every key held down the runs list.
+        """
+        self._wanted = (run, link)
+        self._read_dangling(run)
 
     def toggle_raw(self) -> None:
         self.raw = not self.raw
@@ -200,7 +207,11 @@ class RunDetail(WorkerErrors, VerticalScroll):
             )
 
     @work(exclusive=True, group=Workers.RUN_DETAIL)
-    async def _read_dangling(self, run: RunInfo) -> None:
+    async def _read_dangling(self, run: RunInfo | None) -> None:
+        await asyncio.sleep(DESCRIBE_SETTLE)  # a newer describe cancels this one
+        if run is None:
+            self.post_message(messages.RunDetailLoaded(None, [], []))
+            return
         entries, problems = await checkpoint_reads.snapshot_entries(
             self.workspace.database(run.file), run.run_id
         )
@@ -209,10 +220,8 @@ class RunDetail(WorkerErrors, VerticalScroll):
 
     def on_run_detail_loaded(self, message: messages.RunDetailLoaded) -> None:
         message.stop()
-        if self._shown is None:
-            return
-        run, link, *_ = self._shown
-        if run is None or run.run_id != message.run_id:
+        run, link = self._wanted
+        if (run.run_id if run else None) != message.run_id:
             return  # read for a run no longer described
         self.show(
             run,

@@ -61,6 +61,24 @@ async def test_unfinished_first_newest_first_then_each_completed_position(fleet)
         await order.db.close()
 
 
+async def test_counts_follow_the_clock_as_each_mark_s_label_does(fleet):
+    """The counts are kept as the walk goes, the running heads' staleness
+    answered by bisection: they agree with every mark's own label at any time."""
+    path, written, now = fleet
+    order = await _walked(path)
+    try:
+        saved = sorted({w[2] for w in written})
+        for moment in [now, *(t + offset for t in saved for offset in (299, 301))]:
+            for stale_after in (1, 300, 5_000):
+                expected = dict.fromkeys(run_index.UNFINISHED, 0)
+                for mark in order.unfinished:
+                    expected[mark.label(moment, stale_after)] += 1
+                expected["completed"] = order.completed
+                assert order.counts(moment, stale_after) == expected
+    finally:
+        await order.db.close()
+
+
 async def test_a_head_that_is_not_json_is_listed_unreadable(fleet):
     path, written, _ = fleet
     with sqlite3.connect(path) as conn:  # a hostile row, as no lovia writes it

@@ -21,7 +21,7 @@ import pytest
 from support.agents.slow_writer import SlowWriter
 
 from lovia_tui.core.entries import dangling_calls
-from lovia_tui.core.live import tail, watch
+from lovia_tui.core.live import heads, tail, watch
 from lovia_tui.core.live.changes import (
     ChangeFeed,
     Changes,
@@ -211,7 +211,7 @@ async def test_follows_a_live_run_until_its_session_row(
     assert set(statuses) == {"running", "completed"}
     [segment] = seen.merged.segments
     assert (segment.session_id, segment.run_id) == (SESSION, "run-1")
-    assert not seen.merged.sessions_changed and not seen.merged.deleted_runs
+    assert not seen.merged.sessions_changed and not seen.merged.runs_removed
 
 
 async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opened):
@@ -336,14 +336,54 @@ async def test_heads_saved_deleted_and_rowid_reused(tmp_path, opened):
     reused = other.execute("SELECT rowid FROM snapshot_heads WHERE run_id = 'c'")
     assert reused.fetchone()[0] < top
     changes = await cursor.poll()
-    assert changes.deleted_runs == {"b"}
+    assert changes.runs_removed
     assert [(h.run_id, h.status) for h in changes.heads] == [("c", "running")]
 
     other.execute("DELETE FROM snapshot_heads WHERE run_id = 'a'")
     other.execute("INSERT INTO snapshot_heads VALUES ('d', '{not json', 1.0)")
     changes = await cursor.poll()
-    assert changes.deleted_runs == {"a"}
+    assert changes.runs_removed
     assert changes.heads == (HeadChange("d", "unreadable", 1.0),)
+    save_head(other, "d", "running")
+    changes = await cursor.poll()
+    assert not changes.runs_removed and [h.run_id for h in changes.heads] == ["d"]
+
+
+async def test_heads_are_followed_in_bounded_memory(tmp_path, opened, monkeypatch):
+    """A fleet's file holds a million heads: the tail remembers the newest few,
+    yet lists every save, a save reusing a deleted head's rowid included, and
+    asks for a reload when it cannot list them."""
+    monkeypatch.setattr(heads, "RECENT_HEADS", 3)
+    path = make_db(tmp_path / "fleet.db", "checkpoint")
+    other = sqlite3.connect(path, isolation_level=None)
+    for n in range(20):
+        save_head(other, f"run-{n}", "completed")
+    cursor = await Tail.start(await opened(path))
+    assert len(cursor._heads.recent) == 3
+
+    save_head(other, "run-0", "running")  # older than memory: still a save
+    changes = await cursor.poll()
+    assert [(h.run_id, h.status) for h in changes.heads] == [("run-0", "running")]
+
+    other.execute("DELETE FROM snapshot_heads WHERE run_id = 'run-0'")
+    save_head(other, "run-5", "failed")  # takes the deleted top's rowid
+    changes = await cursor.poll()
+    assert [(h.run_id, h.status) for h in changes.heads] == [("run-5", "failed")]
+    assert changes.runs_removed and not changes.stores_changed
+    assert len(cursor._heads.recent) == 3
+
+    other.execute("DELETE FROM snapshot_heads WHERE run_id = 'run-7'")  # below memory
+    changes = await cursor.poll()
+    assert changes.runs_removed and not changes.heads
+
+    top = other.execute("SELECT MAX(rowid) FROM snapshot_heads").fetchone()[0]
+    other.execute("DELETE FROM snapshot_heads WHERE rowid > ?", (top - 5,))
+    save_head(other, "after-bulk-delete", "running")  # below all it remembered
+    changes = await cursor.poll()
+    assert changes.stores_changed  # cannot tell which rows are new: reload
+    save_head(other, "next", "running")
+    changes = await cursor.poll()
+    assert [h.run_id for h in changes.heads] == ["next"] and not changes.stores_changed
 
 
 async def test_segments_appended_deleted_and_too_many(tmp_path, opened, monkeypatch):
@@ -396,18 +436,19 @@ def test_merge_keeps_every_delta_and_the_latest_head():
     )
     later = Changes(
         heads=(HeadChange("r", "completed", 2.0),),
-        deleted_runs=frozenset({"x"}),
+        runs_removed=True,
         run_entries=entries(0, 3),
     )
     merged = first.merge(later)
-    assert merged.heads == (HeadChange("r", "completed", 2.0),)
-    assert merged.deleted_runs == {"x"}
+    assert merged.heads == (
+        HeadChange("x", "running", 1.0),
+        HeadChange("r", "completed", 2.0),
+    )
+    assert merged.runs_removed
     assert merged.run_entries == RunEntries(
         "r", -1, 3, first.run_entries.entries + later.run_entries.entries
     )
     assert merged.segments == first.segments
-    revived = merged.merge(Changes(heads=(HeadChange("x", "running", 3.0),)))
-    assert not revived.deleted_runs
 
     feed = ChangeFeed()
     assert feed.put(first) and not feed.put(later)

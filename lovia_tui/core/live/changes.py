@@ -45,16 +45,19 @@ class Changes:
     """Everything a live view must redraw after some commits by others.
 
     ``heads`` holds each changed checkpoint's latest save, in save order.
+    ``runs_removed`` means checkpoints were deleted (unnamed: naming them
+    would mean holding every run id of a fleet's file): re-read the runs.
     ``rewritten_sessions`` lists the followed session when segments it
     already had were deleted or changed (rewind, clear, trim): reload it.
     ``sessions_changed`` means the sessions list changed in ways not listed
     in ``segments`` (rows deleted, or too many new ones): reload the list.
-    ``stores_changed`` means a store's tables appeared: reload everything.
+    ``stores_changed`` means a store's tables appeared, or checkpoints
+    changed in ways the tail could not list: reload everything.
     """
 
     segments: tuple[NewSegment, ...] = ()
     heads: tuple[HeadChange, ...] = ()
-    deleted_runs: frozenset[str] = frozenset()
+    runs_removed: bool = False
     run_entries: RunEntries | None = None
     rewritten_sessions: frozenset[str] = frozenset()
     sessions_changed: bool = False
@@ -71,18 +74,14 @@ class Changes:
 
     def merge(self, later: Changes) -> Changes:
         """These changes followed by ``later``, as if polled once."""
-        heads = {
-            head.run_id: head
-            for head in self.heads
-            if head.run_id not in later.deleted_runs
-        }
+        heads = {head.run_id: head for head in self.heads}
         for head in later.heads:
             heads.pop(head.run_id, None)
             heads[head.run_id] = head
         return Changes(
             segments=self.segments + later.segments,
             heads=tuple(heads.values()),
-            deleted_runs=(self.deleted_runs - heads.keys()) | later.deleted_runs,
+            runs_removed=self.runs_removed or later.runs_removed,
             run_entries=_merge_entries(self.run_entries, later.run_entries),
             rewritten_sessions=self.rewritten_sessions | later.rewritten_sessions,
             sessions_changed=self.sessions_changed or later.sessions_changed,

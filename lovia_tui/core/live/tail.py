@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lovia_tui.core.live import tail_queries
-from lovia_tui.core.live.changes import Changes, HeadChange, NewSegment, RunEntries
+from lovia_tui.core.live.changes import Changes, NewSegment, RunEntries
+from lovia_tui.core.live.heads import HeadsSeen, HeadWindow
 from lovia_tui.core.models import SegmentInfo
-from lovia_tui.core.run_status import UNREADABLE
 from lovia_tui.core.store import checkpoint_reads, database
 from lovia_tui.core.store.database import Database, Stores
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES
@@ -39,14 +39,6 @@ async def new_snapshot_entries(
         db, run_id, after_seq
     )
     return RunEntries(run_id, after_seq, last_seq, tuple(entries), tuple(problems))
-
-
-@dataclass
-class _Heads:
-    """Known checkpoints by rowid, and the highest one to check for reuse."""
-
-    rowids: dict[str, int] = field(default_factory=dict)
-    top: tuple[int, str, float | None] = (0, "", None)
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,7 @@ class Tail:
         self.db = db
         self._last_segment = 0
         self._segment_count = 0
-        self._heads = _Heads()
+        self._heads = HeadWindow(db)
         self._run: tuple[str, int] | None = None
         self._session: _Followed | None = None
 
@@ -85,8 +77,7 @@ class Tail:
                 db
             )
         if db.stores.checkpoint:
-            tail._heads.rowids = await tail_queries.head_rowids(db)
-            tail._heads.top = await tail._top_head()
+            await tail._heads.start()
         return tail
 
     def follow_run(self, run_id: str | None, after_seq: int = -1) -> None:
@@ -167,15 +158,15 @@ class Tail:
         """What changed since the last poll (or :meth:`start`)."""
         stores_changed = await self._refresh_stores()
         segments, sessions_changed = await self._poll_segments()
-        heads, deleted = await self._poll_heads()
+        heads = await self._heads.look() if self.db.stores.checkpoint else HeadsSeen()
         return Changes(
             segments=segments,
-            heads=heads,
-            deleted_runs=deleted,
+            heads=heads.saved,
+            runs_removed=heads.removed,
             run_entries=await self._poll_run(),
             rewritten_sessions=await self._poll_session(),
             sessions_changed=sessions_changed,
-            stores_changed=stores_changed,
+            stores_changed=stores_changed or heads.unlisted,
         )
 
     async def _refresh_stores(self) -> bool:
@@ -214,56 +205,6 @@ class Tail:
             self._last_segment = rows[-1][0]
         return tuple(NewSegment(*row) for row in rows), count != expected
 
-    async def _poll_heads(self) -> tuple[tuple[HeadChange, ...], frozenset[str]]:
-        """Saves since the last poll, found by rowid; deletions found by count.
-
-        Deleting the highest rowid lets SQLite hand it out again, so a save
-        can land at or below our cursor; the count and a look at the old top
-        row catch that, and only then are all rowids re-read (from the index).
-        """
-        if not self.db.stores.checkpoint:
-            return (), frozenset()
-        known = self._heads
-        top_rowid, top_run, top_saved = known.top
-        count, last_rowid, at_top = await tail_queries.head_totals(self.db, top_rowid)
-        rows = await tail_queries.heads_between(self.db, top_rowid, last_rowid)
-        changed = {row[1]: _head_change(row) for row in rows}
-        for rowid, run_id, *_ in rows:
-            known.rowids[run_id] = rowid
-        if rows:
-            known.top = (rows[-1][0], rows[-1][1], rows[-1][3])
-        expected_top = (
-            None if top_run in changed or not top_run else (top_run, top_saved)
-        )
-        if count == len(known.rowids) and at_top == expected_top:
-            return tuple(changed.values()), frozenset()
-        missed, deleted = await self._resync_heads()
-        changed.update((head.run_id, head) for head in missed)
-        return tuple(h for h in changed.values() if h.run_id not in deleted), deleted
-
-    async def _resync_heads(self) -> tuple[list[HeadChange], frozenset[str]]:
-        """Re-read every (run_id, rowid); returns the saves and deletions we missed."""
-        known = self._heads
-        current = await tail_queries.head_rowids(self.db)
-        deleted = frozenset(known.rowids.keys() - current.keys())
-        moved = sorted(
-            rowid
-            for run_id, rowid in current.items()
-            if known.rowids.get(run_id) != rowid
-        )
-        missed = [
-            _head_change(row) for row in await tail_queries.heads_at(self.db, moved)
-        ]
-        known.rowids = current
-        known.top = await self._top_head()
-        return missed, deleted
-
-    async def _top_head(self) -> tuple[int, str, float | None]:
-        """(rowid, run_id, updated_at) of the highest known rowid: checked next poll."""
-        top = max(self._heads.rowids.values(), default=0)
-        rows = await tail_queries.heads_at(self.db, [top])
-        return (top, rows[0][1], rows[0][3]) if rows else (top, "", None)
-
     async def _poll_run(self) -> RunEntries | None:
         followed = self._run
         if followed is None or not self.db.stores.checkpoint:
@@ -296,11 +237,6 @@ class Tail:
 def _end(to_id: int | None) -> int:
     """The last id of a range whose end may be open (None)."""
     return database.NO_ID_ABOVE if to_id is None else to_id
-
-
-def _head_change(row: tuple[int, str, str | None, float]) -> HeadChange:
-    _, run_id, status, updated_at = row
-    return HeadChange(run_id, status or UNREADABLE, updated_at)
 
 
 async def live_changes(

@@ -7,8 +7,6 @@ followed session. ``core.tail`` keeps the state; these only read.
 
 from __future__ import annotations
 
-from typing import Any
-
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
 
 _HEAD_STATUS = (
@@ -131,35 +129,14 @@ async def heads_between(
     )
 
 
-async def heads_at(
-    db: Database, rowids: list[int]
-) -> list[tuple[int, str, str | None, float]]:
-    """The same rows as :func:`heads_between`, for the given rowids."""
-    found: list[Any] = []
-    for start in range(0, len(rowids), 500):
-        chunk = rowids[start : start + 500]
-        found += await db.fetchall(
-            f"SELECT rowid, run_id, {_HEAD_STATUS}, updated_at FROM snapshot_heads "
-            f"WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid",
-            tuple(chunk),
-        )
-    return found
-
-
-HEAD_ROWIDS_CHUNK = 4_000
-"""Index entries per statement: all 100,000 of a fleet's heads at once took 0.34 s."""
-
-
-async def head_rowids(db: Database) -> dict[str, int]:
-    """Every checkpoint's run id and rowid, read from the primary-key index alone,
-    by keyset in chunks so that no statement holds the file for long."""
-    found: dict[str, int] = {}
-    after = ""
-    while rows := await db.fetchall(
-        "SELECT run_id, rowid FROM snapshot_heads WHERE run_id > ? "
-        "ORDER BY run_id LIMIT ?",
-        (after, HEAD_ROWIDS_CHUNK),
-    ):
-        found.update(rows)
-        after = rows[-1][0]
-    return found
+async def newest_heads(
+    db: Database, count: int, upto_rowid: int
+) -> list[tuple[int, str, float]]:
+    """(rowid, run_id, updated_at) of the ``count`` most recently saved heads
+    up to ``upto_rowid``, oldest first: a rowid range read backwards."""
+    rows = await db.fetchall(
+        "SELECT rowid, run_id, updated_at FROM snapshot_heads WHERE rowid <= ? "
+        "ORDER BY rowid DESC LIMIT ?",
+        (upto_rowid, count),
+    )
+    return rows[::-1]

@@ -135,6 +135,10 @@ class RunOrder:
     """How many completed runs come before each range (a prefix sum)."""
     completed: int = 0
     done: bool = False
+    _settled: dict[str, int] = field(default_factory=dict)
+    """Unfinished runs per status that time does not change (all but running)."""
+    _running_saved: list[float] = field(default_factory=list)
+    """When each running head was saved, sorted: time turns them stale."""
 
     async def walk(self) -> AsyncIterator[RunOrder]:
         """Fill the order range by range, yielding itself after each one."""
@@ -155,7 +159,7 @@ class RunOrder:
                 "SELECT COUNT(*) FROM snapshot_heads WHERE rowid >= ? AND rowid < ?",
                 (low, high),
             )
-            self.unfinished.extend(
+            marks = [
                 Mark(
                     rowid,
                     status if isinstance(status, str) else UNREADABLE,
@@ -163,7 +167,9 @@ class RunOrder:
                     bool(settled),
                 )
                 for rowid, status, when, settled in rows
-            )
+            ]
+            self.unfinished.extend(marks)
+            self._count(marks)
             self.ranges.append((low, high))
             self.starts.append(self.completed)
             self.completed += total[0] - len(rows)
@@ -171,12 +177,27 @@ class RunOrder:
         self.done = True
         yield self
 
+    def _count(self, marks: list[Mark]) -> None:
+        for mark in marks:
+            if mark.status == RunStatus.RUNNING and not mark.web_settled:
+                bisect.insort(self._running_saved, mark.updated_at)
+            else:
+                label = mark.label(0.0, 0.0)  # time-independent here
+                self._settled[label] = self._settled.get(label, 0) + 1
+
     def counts(self, now: float, stale_after: float) -> dict[str, int]:
-        """Checkpoints per status (running and stale apart), as far as walked."""
+        """Checkpoints per status (running and stale apart), as far as walked.
+
+        Counted as the walk goes; only the running heads' staleness is
+        answered per call, by one bisection (this runs on every tick of the
+        clock, with 20,000 unfinished heads in a fleet's file).
+        """
         found = dict.fromkeys(UNFINISHED, 0)
-        for mark in self.unfinished:
-            label = mark.label(now, stale_after)
-            found[label] = found.get(label, 0) + 1
+        found.update(self._settled)
+        # head_is_stale's rule: saved at least stale_after seconds ago.
+        stale = bisect.bisect_right(self._running_saved, now - stale_after)
+        found[RunStatus.STALE.value] += stale
+        found[RunStatus.RUNNING.value] += len(self._running_saved) - stale
         found[RunStatus.COMPLETED.value] = self.completed
         return found
 
