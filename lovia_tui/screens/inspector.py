@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -26,11 +27,13 @@ from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.view.kinds import Group, Pane, seam_key
 from lovia_tui.widgets.key_bar import KeyBar
-from lovia_tui.widgets.run_console import RunConsole
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
 from lovia_tui.widgets.status_line import StatusLine
 from lovia_tui.widgets.transcript_pane import TranscriptPane
+
+if TYPE_CHECKING:
+    from lovia_tui.widgets.run_console import RunConsole
 
 FOCUS_AT_THE_LATEST = 0.3
 """Seconds after a jump to a session when its transcript takes the focus even

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.screen import Screen
 
 from lovia_tui import messages
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.live.changes import ChangeFeed, Changes
-from lovia_tui.core.live.tail import Tail, live_changes
-from lovia_tui.core.live.watch import CommitWatch
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
 from lovia_tui.view.transcript_loader import BATCH
+
+if TYPE_CHECKING:
+    from lovia_tui.core.live.tail import Tail
 
 LOCK_RETRY = 1.0
 """Seconds between looks at a file the live tail found locked."""
@@ -64,6 +66,10 @@ class LiveTail:
             )
 
     async def _live(self, db: Database) -> None:
+        # Imported here, after the first frame: watchfiles brings anyio, ssl, sockets.
+        from lovia_tui.core.live.tail import Tail, live_changes
+        from lovia_tui.core.live.watch import CommitWatch
+
         watch = CommitWatch(db)
         feed = ChangeFeed()
         tail: Tail | None = None

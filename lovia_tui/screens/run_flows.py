@@ -25,12 +25,12 @@ from lovia_tui.core.models import SessionKey
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.key_bar import KeyBar
-from lovia_tui.widgets.run_console import RunConsole
 
 if TYPE_CHECKING:
     from lovia_tui.core.runs.agents import AgentSpec, DepsSpec
     from lovia_tui.core.runs.preflight import Preflight
     from lovia_tui.screens.preflight import PreflightChoice
+    from lovia_tui.widgets.run_console import RunConsole
 
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
 
@@ -69,6 +69,8 @@ class RunFlows:
     async def console(self) -> RunConsole:
         """The console, mounted above the footer on first use: not in the first frame."""
         if self.run_console is None:
+            from lovia_tui.widgets.run_console import RunConsole
+
             self.run_console = RunConsole(id="console", classes="hidden")
             await self.host.mount(self.run_console, before=self.host.query_one(KeyBar))
         return self.run_console

@@ -15,6 +15,16 @@ from lovia_tui.widgets.columns import Column, cell, fit, longest
 from lovia_tui.widgets.run_detail import STATUS_STYLES
 
 
+def session_of(source: RunList, run_id: str) -> tuple[str, str]:
+    """A run's session cell and its style: its id, "…" while it is looked
+    up, "unlinked" once no record names one."""
+    if link := source.links.get(run_id):
+        return printable(link.session_id), ""
+    if run_id in source.linking:
+        return "…", "dim"
+    return "unlinked", "italic dim"
+
+
 class RunColumns:
     """The runs list's columns, measured on the rows read, and its rows drawn."""
 
@@ -26,10 +36,7 @@ class RunColumns:
     def measure(self, source: RunList) -> None:
         """By length, not cells: the pages read may hold thousands of runs."""
         runs = source.known()
-        sessions = [
-            link.session_id if (link := source.links.get(run.run_id)) else "unlinked"
-            for run in runs
-        ]
+        sessions = [session_of(source, run.run_id)[0] for run in runs]
         self._columns = [
             Column("status", 11, 1),
             Column("id", longest((r.run_id for r in runs), 40, 8), 0),
@@ -57,16 +64,13 @@ class RunColumns:
             text.append(" …", style="dim")
             return text
         status = status_label(run, now, self.stale_after)
-        link = source.links.get(run.run_id)
         values = {
             "status": (printable(status), STATUS_STYLES.get(status, "")),
             "id": (printable(run.run_id), "bold"),
             "agent": (printable(run.agent_name), ""),
             "turns": (f"{run.turns}t", "dim"),
             "age": (age(now - run.updated_at), "dim"),
-            "session": (
-                (printable(link.session_id), "") if link else ("unlinked", "italic dim")
-            ),
+            "session": session_of(source, run.run_id),
         }
         for column in self._columns:
             if column.name in widths:

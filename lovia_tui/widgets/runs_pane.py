@@ -80,7 +80,7 @@ class RunsPane(WorkerErrors, Vertical):
         self._counts = ""
         self._walking = False
         self._again = False
-        self._announced: RunInfo | None = None
+        self._announced: tuple[RunInfo | None, SessionLink | None] = (None, None)
         self.columns = RunColumns(stale_after)
 
     def compose(self) -> ComposeResult:
@@ -159,6 +159,7 @@ class RunsPane(WorkerErrors, Vertical):
         source.refilter()
         self.source = source
         self.apply_filter()
+        self.call_after_refresh(self._read_visible)  # their sessions, once laid out
 
     def load(self) -> None:
         """Walk the open files afresh; the current rows stay until the new walk
@@ -216,10 +217,12 @@ class RunsPane(WorkerErrors, Vertical):
             )
 
     def _read_visible(self) -> None:
+        """Read the rows near the screen not read yet, or whose sessions are not."""
         start, count = self._window()
+        source = self.source
         if any(
-            self.source.at(index) is None
-            for index in range(start, min(start + count, len(self.source)))
+            (run := source.at(index)) is None or run.run_id in source.linking
+            for index in range(start, min(start + count, len(source)))
         ):
             self._run(Group.RUNS_PAGE, self._read_page, self.source, start, count)
 
@@ -232,10 +235,13 @@ class RunsPane(WorkerErrors, Vertical):
     def _announce(self) -> None:
         """The detail describes the run under the cursor, and the pane says so."""
         run = self.selected
-        if run != self._announced:
-            self._announced = run
-            self.detail.describe(run, self.links.get(run.run_id) if run else None)
-            self.post_message(self.Chosen(run))
+        link = self.links.get(run.run_id) if run else None
+        if (run, link) != self._announced:
+            chosen = run != self._announced[0]
+            self._announced = (run, link)  # the session may be known after the run
+            self.detail.describe(run, link)
+            if chosen:
+                self.post_message(self.Chosen(run))
 
     def toggle_raw(self) -> None:
         """The detail shows the highlighted run's raw head, or its table again."""

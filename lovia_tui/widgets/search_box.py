@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.message import Message
@@ -21,9 +22,11 @@ from textual.worker import get_current_worker
 
 from lovia_tui import messages
 from lovia_tui.core.search.query import QueryError, parse_query
-from lovia_tui.core.search.workspace import WorkspaceSearch
 from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.worker_errors import WorkerErrors
+
+if TYPE_CHECKING:
+    from lovia_tui.core.search.workspace import WorkspaceSearch
 
 BUILD_STEP = 0.25
 """Seconds of indexing between two progress reports (and cancel checks)."""

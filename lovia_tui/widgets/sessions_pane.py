@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -30,12 +31,14 @@ from textual.widgets import Input, Label
 from lovia_tui import messages
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionKey, SessionSummary
-from lovia_tui.core.search.workspace import WorkspaceSearch
 from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.search_box import SearchBox
+
+if TYPE_CHECKING:
+    from lovia_tui.core.search.workspace import WorkspaceSearch
 from lovia_tui.widgets.session_list import SessionList
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
@@ -122,6 +125,9 @@ class SessionsPane(WorkerErrors, Vertical):
     def content_search(self) -> WorkspaceSearch:
         """The workspace's search indexes, made on first use."""
         if self._content_search is None:
+            # Imported on first use: the search layer is not needed for a first frame.
+            from lovia_tui.core.search.workspace import WorkspaceSearch
+
             self._content_search = WorkspaceSearch(self.workspace)
         return self._content_search
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from lovia_tui import messages
 from lovia_tui.core.models import SessionKey
-from lovia_tui.core.search.workspace import WorkspaceSearch
 from lovia_tui.view.kinds import Group, held_back_key
 
 if TYPE_CHECKING:
+    from lovia_tui.core.search.workspace import WorkspaceSearch
     from lovia_tui.widgets.transcript_pane import TranscriptPane
 
 

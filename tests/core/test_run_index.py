@@ -9,12 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-from support.lovia_factory import write_heads
+from lovia.testing import text
+from support.lovia_factory import write_heads, write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.runs import index as run_index
 from lovia_tui.core.runs.index import RunFilter, RunOrder
+from lovia_tui.core.runs.listing import RunList
 from lovia_tui.core.store.database import open_database
+from lovia_tui.core.store.workspace import Workspace
 
 
 @pytest.fixture
@@ -156,3 +159,21 @@ def test_since_takes_an_age_or_a_date(capsys: pytest.CaptureFixture[str]):
         main(["runs", "x.db", "--since", "yesterday"])
     assert exited.value.code == 2
     assert "neither an age" in capsys.readouterr().err
+
+
+async def test_first_rows_come_before_their_sessions_are_looked_up(tmp_path):
+    """The first frame's rows do not wait for the links (a walk of lovia's whole
+    session index): their runs are "being linked", then linked by a read."""
+    path = tmp_path / "both.db"
+    await write_session(path, "s1", [[text("Done.")]], checkpoint_path=path)
+    workspace = await Workspace.open([path], readonly=True)
+    try:
+        runs = RunList(workspace.checkpoint_dbs, workspace.links, 300)
+        await runs.first_rows(10)
+        [run] = runs.known()
+        assert run.run_id in runs.linking and run.run_id not in runs.links
+        assert await runs.read(0, 10)
+        assert runs.links[run.run_id].session_id == "s1" and not runs.linking
+        assert not await runs.read(0, 10)  # nothing left to read or link
+    finally:
+        await workspace.close()

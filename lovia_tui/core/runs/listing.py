@@ -46,6 +46,10 @@ class RunList:
         self.stale_after = stale_after
         self.status = ALL_RUNS
         self.links: dict[str, SessionLink] = {}
+        self.linking: set[str] = set()
+        """Runs read whose session is not looked up yet (shown as such, not
+        as unlinked): a first frame does not wait for the lookup, a walk of
+        lovia's whole (session_id, run_id) index (0.47 s at 1M segments)."""
         self.pinned: dict[tuple[Path, int], RunInfo] = {}
         """Unfinished and web-linked runs, read in full once walked."""
         self._pages: dict[tuple[Path, int], RunInfo] = {}
@@ -75,11 +79,12 @@ class RunList:
         yield
 
     async def first_rows(self, count: int) -> None:
-        """Walk only the newest range and read its first ``count`` rows: what a
-        first frame can show before the whole walk (which starts afresh)."""
+        """Walk only the newest range and read its first ``count`` rows, their
+        sessions not looked up: what a first frame can show before the whole
+        walk (which starts afresh)."""
         async for _ in self.walk():
             break
-        await self.read(0, count)
+        await self.read(0, count, link=False)
 
     async def _read_pinned(self) -> None:
         pinned: dict[tuple[Path, int], RunInfo] = {}
@@ -155,9 +160,9 @@ class RunList:
         """What the walk knows of an unfinished row (its status) before it is read."""
         return self._rows[index][0] if index < len(self._rows) else None
 
-    async def read(self, start: int, count: int) -> bool:
-        """Read the runs of rows ``start`` .. ``start + count`` not read yet, with
-        their session links; whether any row changed."""
+    async def read(self, start: int, count: int, *, link: bool = True) -> bool:
+        """Read the runs of rows ``start`` .. ``start + count`` not read yet, and
+        (``link``) look up the sessions of those rows; whether any row changed."""
         if self.kept >= PAGE_CACHE:
             # Only the rows near the screen matter: the rest is read again if shown.
             self._pages.clear()
@@ -183,14 +188,21 @@ class RunList:
         for number, rowids in missing.items():
             runs = await runs_at(self.orders[number].db, rowids)
             found.update(((run.file, rowid), run) for rowid, run in runs.items())
-        unlinked = [
+        self.linking.update(
             run.run_id for run in found.values() if run.run_id not in self.links
-        ]
-        if unlinked:
-            self.links.update(await self._links_of(unlinked))
-        # Shown only with their links: a row must not say "unlinked" meanwhile.
+        )
         self._pages.update(found)
-        return bool(found)
+        if not link:
+            return bool(found)
+        wanted = {
+            run.run_id
+            for index in range(max(0, start), end)
+            if (run := self.at(index)) is not None and run.run_id in self.linking
+        }
+        if wanted:
+            self.links.update(await self._links_of(wanted))
+            self.linking -= wanted
+        return bool(found or wanted)
 
     # ----- lookups -----
 
