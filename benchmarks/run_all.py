@@ -540,6 +540,7 @@ def main() -> None:
     )
     parser.add_argument("--out", help="--db: write the measures here as JSON")
     args = parser.parse_args()
+    machine.compile_app()
     if args.db:
         run_user_files(args, set((args.only or "frame,browse,statements").split(",")))
         return

@@ -236,6 +236,7 @@ def main() -> None:
              "(results/shapes-segments-ENTRIES-MBmb.json)",
     )  # fmt: skip
     args = parser.parse_args()
+    machine.compile_app()
     measures: list[Measure] = []
     if not args.segments:
         with tempfile.TemporaryDirectory() as scratch:

@@ -24,8 +24,6 @@ from lovia_tui.core.store.web_reads import (
 
 RUNS_CHUNK = 500
 """Checkpoints per statement when listing runs (their entries are counted)."""
-LINK_CHUNK = 20_000
-"""Index entries per statement when looking for the segments of runs."""
 
 
 async def runs_in_session(
@@ -42,46 +40,6 @@ async def runs_in_session(
             (session_id, *chunk),
         )
         found.update(row[0] for row in rows)
-    return found
-
-
-async def appended_runs(db: Database, run_ids: list[str]) -> list[tuple[str, str]]:
-    """(run_id, session_id) of the given runs that have a segment, in session id order.
-
-    No index leads from a run id to its segment (lovia's is on (session_id,
-    run_id)), so this walks that index once, in ranges of about LINK_CHUNK
-    entries found by keyset: each statement stays short at any size, where one
-    ``run_id IN (...)`` scanned the whole index (0.3-0.6 s at 1M segments) per
-    500 runs.
-    """
-    if not db.stores.session or not run_ids:
-        return []
-    found: list[tuple[str, str]] = []
-    for start in range(0, len(run_ids), 10_000):
-        chunk = tuple(run_ids[start : start + 10_000])
-        marks = ",".join("?" * len(chunk))
-        after: str | None = None
-        while True:
-            above = "" if after is None else "WHERE session_id > ? "
-            bound = await db.fetchone(
-                f"SELECT session_id FROM session_runs {above}ORDER BY session_id LIMIT 1 OFFSET ?",
-                (() if after is None else (after,)) + (LINK_CHUNK,),
-            )
-            upper = bound[0] if bound else None
-            where = [] if after is None else ["session_id > ?"]
-            params: tuple[Any, ...] = () if after is None else (after,)
-            if upper is not None:
-                where.append("session_id <= ?")
-                params += (upper,)
-            where.append(f"run_id IN ({marks})")
-            found += await db.fetchall(
-                f"SELECT run_id, session_id FROM session_runs WHERE {' AND '.join(where)} "
-                "ORDER BY session_id, run_id",
-                params + chunk,
-            )
-            if upper is None:
-                break
-            after = upper
     return found
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
-from lovia_tui.core.store import checkpoint_reads, session_reads
+from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import Database, open_database
+from lovia_tui.core.store.run_segments import RunSegments
 
 DEFAULT_DIR = Path(".lovia")
 
@@ -54,6 +55,7 @@ class Workspace:
 
     def __init__(self, databases: list[Database]) -> None:
         self.databases = databases
+        self._run_segments = {db.path: RunSegments(db) for db in databases}
 
     @classmethod
     async def open(
@@ -145,8 +147,8 @@ class Workspace:
         for db in self.session_dbs:
             if not db.stores.session:
                 continue
-            for run_id, session_id in await checkpoint_reads.appended_runs(
-                db, [r for r in wanted if r not in found]
+            for run_id, session_id in await self._run_segments[db.path].sessions(
+                r for r in wanted if r not in found
             ):
                 found.setdefault(run_id, SessionLink(db.path, session_id, "segment"))
         for db in self.databases:
