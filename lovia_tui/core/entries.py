@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import orjson
 
@@ -22,6 +23,21 @@ TRIM_SENTINEL = "archived to a result store]"
 
 class UnreadableError(ValueError):
     """Stored JSON that does not parse, or holds an entry lovia does not know."""
+
+
+Parsed = TypeVar("Parsed")
+
+
+def parse_stored(parse: Callable[[Any], Parsed], raw: str | bytes | None) -> Parsed:
+    """``parse`` of a value read as bytes (no decoded copy, no Python decoding
+    per cell), as of the text the read layer decodes (U+FFFD for bad bytes):
+    the bytes are decoded only when they do not parse as they are."""
+    if not isinstance(raw, bytes):
+        return parse(raw)
+    try:
+        return parse(raw)
+    except UnreadableError:
+        return parse(raw.decode("utf-8", errors="replace"))
 
 
 def parse_json(text: str | bytes | None) -> Any:
@@ -40,8 +56,11 @@ def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
         raise UnreadableError(
             f"expected a JSON list of entries, got {type(data).__name__}"
         )
-    for position, entry in enumerate(data):
-        check_entry(position, entry)
+    for entry in data:  # the usual list in a tight loop; check_entry says what is wrong
+        if type(entry) is not dict or entry.get("type") not in ENTRY_TYPES:
+            for position, checked in enumerate(data):
+                check_entry(position, checked)
+            break
     return data
 
 

@@ -423,3 +423,44 @@ def test_the_demo_reports_its_crash_window_crashed_run_and_orphan(
         reported["completed-in-session", demo_dir.cli_completed_run]["severity"]
         == "info"
     )
+
+
+async def test_a_fleet_of_checkpoints_is_scanned_in_bounded_memory(
+    scratch: Path, monkeypatch
+) -> None:
+    """A fleet's checkpoints: completed runs in no session are counted in one
+    finding when no session store is open (nothing tells a lost append from
+    a run that used none) and tallied past the limit when one is; a bad
+    batch is found by the scan in rowid order, whichever run it is in; the
+    statements hold a handful of rows each, as they would with large ones."""
+    from lovia_tui.core.doctor import checkpoint_scan
+
+    runs, sessions = scratch / "runs.db", scratch / "sessions.db"
+    checkpointer = SQLiteCheckpointer(runs, wal=True)
+    for n in range(7):
+        await Runner.run(
+            agent([text(f"Done {n}.")]), f"Job {n}.",
+            checkpoint=CheckpointOptions(checkpointer, f"job-{n}"),
+        )  # fmt: skip
+    await write_session(sessions, "s", SCRIPTS[:1])
+    with contextlib.closing(sqlite3.connect(runs)) as conn, conn:
+        conn.execute("UPDATE snapshot_turns SET entries_json = '[{\"type\": 7}]' "
+                     "WHERE run_id = 'job-3'")  # fmt: skip
+    monkeypatch.setattr(checkpoint_scan, "FIRST_ROWS", 1)
+    monkeypatch.setattr(checkpoint_scan, "GROUP_BYTES", 1)  # a row a statement
+    monkeypatch.setattr(checkpoint_scan, "HEAD_PAGE", 2)
+    monkeypatch.setattr(doctor_findings, "MAX_PER_KIND", 2)
+
+    alone = await doctor(runs)
+    assert [(f.kind, f.run_id) for f in alone.findings] == [
+        ("unreadable-row", "job-3"), ("completed-unchecked", None),
+    ]  # fmt: skip
+    assert "6 completed checkpoints" in alone.findings[-1].message
+
+    beside = await doctor(runs, sessions)
+    kinds = [(f.kind, f.run_id) for f in beside.findings]
+    assert ("unreadable-row", "job-3") in kinds
+    assert [k for k in kinds if k[0] == "crash-window"] == [
+        ("crash-window", "job-0"), ("crash-window", "job-1"), ("crash-window", None),
+    ]  # fmt: skip
+    assert "4 more findings" in beside.findings[-1].message

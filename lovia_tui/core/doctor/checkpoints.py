@@ -1,22 +1,18 @@
 """Doctor checks on checkpoints: leftovers, lost appends, crashes, orphans, rewinds.
 
-Keyset pages of run ids; in each, the heads in one statement and the runs'
-batches in statements of about ``GROUP_BYTES`` (sized from the values'
-headers: a run weighing more is read alone), parsed off the event loop. So
-memory stays bounded however many checkpoints piled up, and a fleet's million
-heads cost a few thousand statements, not three a run. Each checkpoint gets
-at most one finding, the most telling one; where the web UI still has
-records about the run, its fix settles them too.
+Each checkpoint gets at most one finding, the most telling one; where the
+web UI still has records about the run, its fix settles them too. How the
+checkpoints are read, in bounded memory and the tables' own order, is
+:mod:`~lovia_tui.core.doctor.checkpoint_scan`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lovia_tui.core.doctor import checkpoint_scan as scan
+from lovia_tui.core.doctor.checkpoint_scan import Loaded
 from lovia_tui.core.doctor.findings import (
     Finding,
     FindingList,
@@ -26,19 +22,16 @@ from lovia_tui.core.doctor.findings import (
     command,
 )
 from lovia_tui.core.doctor.web import WebState
-from lovia_tui.core.entries import UnreadableError, drop_dangling, parse_entries
+from lovia_tui.core.entries import (
+    drop_dangling,
+)
 from lovia_tui.core.formatting import age
-from lovia_tui.core.models import RunInfo, SessionLink, Unreadable
+from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store.checkpoint_reads import run_info
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.web_reads import with_web_records
 from lovia_tui.core.store.workspace import Workspace
-
-HEAD_CHUNK = 500
-"""Run ids per page of the checkpoint walk (and per link lookup)."""
-GROUP_BYTES = 4 << 20
-"""Stored bytes read and parsed together (batches, segments): whole runs up to this weight."""
 
 
 def _delete(run_id: str) -> Fix:
@@ -97,7 +90,7 @@ class _Checkup:
         )
 
     def finding(
-        self, loaded: _Loaded, stored: list[dict[str, Any]] | None
+        self, loaded: Loaded, stored: list[dict[str, Any]] | None
     ) -> Finding | None:
         """The most telling finding, from the checkpoint's entries and, for a
         run stored already, its segment's (None where that is unreadable:
@@ -188,134 +181,16 @@ class _Checkup:
         return None  # resumable, as it should be
 
 
-@dataclass
-class _Loaded:
-    """A checkpoint's own entries, or the first of its batches that is unreadable."""
-
-    entries: list[dict[str, Any]]
-    problem: Unreadable | None = None
-    count: int = 0
-    last_seq: int | None = None
+COMPLETED_ALONE = "completed-unchecked"
 
 
-def _parse_turns(db: Database, run_id: str, turns: list[tuple[int, str]]) -> _Loaded:
-    """A checkpoint's batches in seq order, as ``snapshot_entries`` reads them."""
-    loaded = _Loaded([])
-    for seq, text in turns:
-        loaded.last_seq = seq
-        try:
-            entries = parse_entries(text)
-        except UnreadableError as exc:
-            where = f"{db.name} snapshot_turns run {run_id} seq {seq}"
-            loaded.problem = loaded.problem or Unreadable(where, str(exc))
-            continue
-        loaded.entries += entries
-        loaded.count += len(entries)
-    return loaded
-
-
-def _groups(weights: dict[str, int], order: list[str]) -> Iterator[list[str]]:
-    """Runs in ``order``, grouped to about ``GROUP_BYTES`` of stored batches a group."""
-    group: list[str] = []
-    weight = 0
-    for run_id in order:
-        if group and weight + weights.get(run_id, 0) > GROUP_BYTES:
-            yield group
-            group, weight = [], 0
-        group.append(run_id)
-        weight += weights.get(run_id, 0)
-    if group:
-        yield group
-
-
-async def _turn_weights(
-    db: Database, run_ids: list[str]
-) -> tuple[dict[str, int], dict[str, list[int]]]:
-    """Each run's stored bytes of batches and their rowids (from the primary
-    key's index and the values' headers: no batch is read)."""
-    marks = ",".join("?" * len(run_ids))
-    rows = await db.fetchall(
-        f"SELECT run_id, rowid FROM snapshot_turns WHERE run_id IN ({marks})",
-        tuple(run_ids),
-    )
-    rowids: dict[str, list[int]] = {}
-    for run_id, rowid in rows:
-        rowids.setdefault(run_id, []).append(rowid)
-    sizes = await asyncio.to_thread(
-        db.blob_sizes, "snapshot_turns", "entries_json", [row[1] for row in rows]
-    )
-    weights = {
-        run_id: sum(sizes.get(rowid, 0) for rowid in ids)
-        for run_id, ids in rowids.items()
-    }
-    return weights, rowids
-
-
-async def _loaded(
-    db: Database, group: list[str], rowids: dict[str, list[int]]
-) -> dict[str, _Loaded]:
-    """The group's checkpoints' entries, read in one statement, parsed in a thread."""
-    wanted = [rowid for run_id in group for rowid in rowids.get(run_id, [])]
-    turns: dict[str, list[tuple[int, str]]] = {run_id: [] for run_id in group}
-    if wanted:
-        for run_id, seq, text in await db.fetchall(
-            "SELECT run_id, seq, entries_json FROM snapshot_turns "
-            f"WHERE rowid IN ({','.join('?' * len(wanted))}) ORDER BY run_id, seq",
-            tuple(wanted),
-        ):
-            turns[run_id].append((seq, text))
-
-    def parse() -> dict[str, _Loaded]:
-        return {
-            run_id: _parse_turns(db, run_id, batches)
-            for run_id, batches in turns.items()
-        }
-
-    return await asyncio.to_thread(parse)
-
-
-async def _stored_entries(
-    ws: Workspace, links: list[tuple[str, SessionLink]]
-) -> dict[str, list[dict[str, Any]] | None]:
-    """The segment entries of runs stored already (None where unreadable),
-    found by lovia's (session_id, run_id) index, read in groups of about
-    ``GROUP_BYTES`` and parsed in a thread."""
-    found: dict[str, list[dict[str, Any]] | None] = {}
-    by_file: dict[Path, list[tuple[str, str]]] = {}
-    for run_id, link in links:
-        by_file.setdefault(link.file, []).append((link.session_id, run_id))
-    for file, pairs in by_file.items():
-        db = ws.database(file)
-        for start in range(0, len(pairs), HEAD_CHUNK):
-            chunk = pairs[start : start + HEAD_CHUNK]
-            rows = await db.fetchall(
-                "SELECT run_id, id FROM session_runs WHERE (session_id, run_id) IN "
-                f"(VALUES {','.join(['(?, ?)'] * len(chunk))})",
-                tuple(value for pair in chunk for value in pair),
-            )
-            ids = dict(rows)  # a run forked elsewhere: its linked session's row
-            sizes = await asyncio.to_thread(
-                db.blob_sizes, "session_runs", "entries_json", list(ids.values())
-            )
-            weights = {run_id: sizes.get(row_id, 0) for run_id, row_id in ids.items()}
-            for group in _groups(weights, list(ids)):
-                texts = await db.fetchall(
-                    "SELECT run_id, entries_json FROM session_runs "
-                    f"WHERE id IN ({','.join('?' * len(group))})",
-                    tuple(ids[run_id] for run_id in group),
-                )
-                found.update(await asyncio.to_thread(_parsed_segments, texts))
-    return found
-
-
-def _parsed_segments(rows: list[Any]) -> dict[str, list[dict[str, Any]] | None]:
-    parsed: dict[str, list[dict[str, Any]] | None] = {}
-    for run_id, text in rows:
-        try:
-            parsed[run_id] = parse_entries(text)
-        except UnreadableError:
-            parsed[run_id] = None
-    return parsed
+def _unchecked(file: Path, count: int) -> Finding:
+    return Finding(
+        COMPLETED_ALONE, "info", file,
+        f"{count:,} completed checkpoints are stored in no session, and no session store is "
+        "open to tell a lost append (the crash window) from a run that used none: open the "
+        "sessions file beside this one to check them",
+    )  # fmt: skip
 
 
 async def checkpoint_findings(
@@ -325,46 +200,67 @@ async def checkpoint_findings(
     """At most one finding per checkpoint, in every file that holds checkpoints.
 
     A run saved less than ``stale_after`` ago may be live in another process:
-    nothing may touch it, so it is not looked at.
+    nothing may touch it, so it is not looked at. With no session store open,
+    a completed checkpoint in no session proves nothing: they are counted in
+    one finding, not each called the crash window.
     """
+    sessions_open = bool(ws.session_dbs)
     for db in ws.checkpoint_dbs:
         total = (await db.fetchrow("SELECT COUNT(*) FROM snapshot_heads"))[0]
-        done, after = 0, None
-        while True:
-            where, params = (
-                ("", ()) if after is None else ("WHERE run_id > ? ", (after,))
-            )
-            heads = await db.fetchall(
-                f"SELECT run_id, head_json, updated_at FROM snapshot_heads {where}"
-                "ORDER BY run_id LIMIT ?",
-                (*params, HEAD_CHUNK),
-            )
-            if not heads:
-                break
-            after = heads[-1][0]
-            by_id = {row[0]: row for row in heads}
-            weights, rowids = await _turn_weights(db, list(by_id))
-            links = await ws.links(by_id)
-            for group in _groups(weights, list(by_id)):
-                loaded = await _loaded(db, group, rowids)
-                runs = await with_web_records(db, [
-                    run_info(db, (*by_id[run_id], loaded[run_id].count, loaded[run_id].last_seq))
-                    for run_id in group
-                ])  # fmt: skip
-                runs = [run for run in runs if not run.is_live(now, stale_after)]
-                stored = await _stored_entries(ws, [
-                    (run.run_id, link) for run in runs
-                    if (link := links.get(run.run_id)) and link.kind == "segment"
-                    and loaded[run.run_id].problem is None and not run.unreadable
-                ])  # fmt: skip
-                for run in runs:
-                    checkup = _Checkup(
-                        ws, run, links.get(run.run_id), web, now, older_than_days
-                    )
-                    finding = checkup.finding(
-                        loaded[run.run_id], stored.get(run.run_id)
-                    )
-                    if finding is not None:
-                        found.add(finding)
-            done += len(heads)
+        unreadable = await scan.unreadable_batches(db, progress)
+        done, unchecked = 0, 0
+        async for page in scan.head_pages(db, unreadable or {}):
+            ids = [*page.completed, *(row[0] for row in page.others)]
+            links = await ws.links(ids) if sessions_open else {}
+            # A completed run that loads and is in no session, no chat: the
+            # fleet's million. Counted, unless its finding is still to keep.
+            again = []
+            if unreadable is None:
+                again = page.completed  # a hostile file's: each looked at whole
+            elif not sessions_open and not web.pointers:
+                unchecked += len(page.completed)
+            else:
+                for run_id in page.completed:
+                    if run_id in links or web.chats(run_id):
+                        again.append(run_id)
+                    elif not sessions_open:
+                        unchecked += 1
+                    elif found.full(db.path, "crash-window"):
+                        found.tally(db.path, "crash-window")
+                    else:
+                        again.append(run_id)
+            heads = [*page.others, *await scan.heads_of(db, again)]
+            await _look_at(ws, db, heads, links, web, found, now=now,
+                           stale_after=stale_after, older_than_days=older_than_days)  # fmt: skip
+            done += len(ids)
             progress(f"checkpoints in {db.name}", min(1.0, done / max(1, total)))
+        if unchecked:
+            found.add(_unchecked(db.path, unchecked))
+
+
+async def _look_at(
+    ws: Workspace, db: Database, heads: list[Any], links: dict[str, SessionLink],
+    web: WebState, found: FindingList, *, now: float, stale_after: float,
+    older_than_days: float,
+) -> None:  # fmt: skip
+    """The checkups of these checkpoints (run_id, head, updated_at), their
+    entries (and stored segments') read and parsed a group at a time."""
+    by_id = {row[0]: row for row in heads}
+    async for loaded in scan.loaded(db, list(by_id)):
+        runs = await with_web_records(db, [
+            run_info(db, (*by_id[run_id], load.count, load.last_seq))
+            for run_id, load in loaded.items()
+        ])  # fmt: skip
+        runs = [run for run in runs if not run.is_live(now, stale_after)]
+        stored = await scan.stored_entries(ws, [
+            (run.run_id, link) for run in runs
+            if (link := links.get(run.run_id)) and link.kind == "segment"
+            and loaded[run.run_id].problem is None and not run.unreadable
+        ])  # fmt: skip
+        for run in runs:
+            checkup = _Checkup(
+                ws, run, links.get(run.run_id), web, now, older_than_days
+            )
+            finding = checkup.finding(loaded[run.run_id], stored.get(run.run_id))
+            if finding is not None:
+                found.add(finding)

@@ -86,6 +86,11 @@ class FindingList:
             self.items.append(finding)
             self._samples[key] = finding
 
+    def tally(self, file: Path, kind: str) -> None:
+        """Count one more finding of a kind already :meth:`full`, without making it
+        (a fleet's file can hold a million of one kind)."""
+        self._counts[(file, kind)] += 1
+
     def full(self, file: Path, kind: str) -> bool:
         """Whether findings of this kind are only counted from now on."""
         return self._counts.get((file, kind), 0) >= MAX_PER_KIND

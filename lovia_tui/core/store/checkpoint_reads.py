@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from lovia_tui.core.entries import (
     UnreadableError,
     parse_entries,
     parse_object,
+    parse_stored,
     stored_number,
 )
 from lovia_tui.core.models import (
@@ -43,17 +46,35 @@ async def runs_in_session(
     return found
 
 
+def head_fields(
+    head_json: Any, updated_at: Any
+) -> tuple[dict[str, Any], str, str, int, float]:
+    """A head's (head, status, agent, turns, saved at), as lovia needs them;
+    raises UnreadableError (or KeyError, TypeError, ValueError) where it cannot."""
+    try:
+        head = orjson.loads(head_json)  # the usual head, in one call (a fleet has 1M)
+    except (orjson.JSONDecodeError, TypeError):
+        head = None
+    if not isinstance(head, dict):  # decoded as the read layer decodes it, or why not
+        head = parse_stored(parse_object, head_json) or {}
+    status = str(head["status"])
+    agent = str(head["agent_name"])
+    turns = int(head.get("turns") or 0)
+    saved_at = float(head.get("updated_at") or updated_at)
+    return head, status, agent, turns, saved_at
+
+
+HEAD_ERRORS = (UnreadableError, KeyError, TypeError, ValueError)
+"""What :func:`head_fields` raises for a head lovia cannot load."""
+
+
 def run_info(db: Database, row: Any) -> RunInfo:
     """A checkpoint from its row (``RUN_COLUMNS``); an unparsable head is marked, never fatal."""
     run_id, head_json, updated_at, entries, last_seq = row
     unreadable = None
     try:
-        head = parse_object(head_json) or {}
-        status = str(head["status"])
-        agent = str(head["agent_name"])
-        turns = int(head.get("turns") or 0)
-        saved_at = float(head.get("updated_at") or updated_at)
-    except (UnreadableError, KeyError, TypeError, ValueError) as exc:
+        head, status, agent, turns, saved_at = head_fields(head_json, updated_at)
+    except HEAD_ERRORS as exc:
         head, status, agent, turns, saved_at = {}, UNREADABLE, "?", 0, updated_at
         reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)

@@ -77,8 +77,35 @@ class Database:
         statement left open while another starts would pin both to its older
         WAL snapshot and hide other processes' commits (see :func:`_rows`).
         """
-        try:
+        with self._read_errors():
             return await _rows(self.conn, sql, params)
+
+    def fetchall_in_thread(
+        self, conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
+    ) -> list[Any]:
+        """:meth:`fetchall` on a :meth:`thread_connection`, blocking: for a scan
+        that parses its rows in the thread that reads them, with no round trip
+        through the event loop a statement."""
+        with self._read_errors():
+            try:
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "decode" not in str(exc):
+                    raise
+            # Text that is not UTF-8 among these rows: decoded as the read layer
+            # decodes it (C decoding, the default, is kept for the usual case).
+            conn.text_factory = _decode_text
+            try:
+                return conn.execute(sql, params).fetchall()
+            finally:
+                conn.text_factory = str
+
+    @contextlib.contextmanager
+    def _read_errors(self) -> Iterator[None]:
+        """A writer's lock past the busy timeout, or a page that does not read:
+        one line naming the file."""
+        try:
+            yield
         except sqlite3.OperationalError as exc:
             _raise_if_locked(self.path, exc)
             raise
@@ -97,7 +124,7 @@ class Database:
         ours: 600 MB for a 200 MB output). Blocking, for a thread. None if
         the row is gone or the value NULL."""
         with (
-            contextlib.closing(self.blob_connection()) as conn,
+            contextlib.closing(self.thread_connection()) as conn,
             self._blob(conn, table, column, rowid) as blob,
         ):
             return None if blob is None else blob.read()
@@ -108,7 +135,7 @@ class Database:
         reads it whole: 145 ms and 128 MB of its memory for one 128 MB
         segment). Rows gone or NULL are left out. Blocking, for a thread."""
         sizes = {}
-        with contextlib.closing(self.blob_connection()) as conn:
+        with contextlib.closing(self.thread_connection()) as conn:
             conn.execute("BEGIN")  # one snapshot, and one read for all of them
             for rowid in rowids:
                 with self._blob(conn, table, column, rowid) as blob:
@@ -126,7 +153,7 @@ class Database:
         Blocking, iterated by one thread. Raises :class:`LoviaTuiError` if the
         row is gone or changes size between two chunks (a rewind or trim of
         it: lovia's segments change no other way)."""
-        with contextlib.closing(self.blob_connection()) as conn:
+        with contextlib.closing(self.thread_connection()) as conn:
             size, offset = None, 0
             while size is None or offset < size:
                 with self._blob(conn, table, column, rowid) as blob:
@@ -161,19 +188,21 @@ class Database:
         with blob:
             yield blob
 
-    def blob_connection(self) -> sqlite3.Connection:
-        """A connection of its own for blob reads, read-only (never writes, never
-        creates: the file's URI in mode ro), used by one thread at a time: a
-        stream of chunks abandoned in a worker thread is closed wherever it is
-        collected (SQLite's serialized mode allows it; Python's check does not)."""
+    def thread_connection(self) -> sqlite3.Connection:
+        """A connection of its own for work in a thread (blob reads, scans that
+        parse as they read), read-only (never writes, never creates: the
+        file's URI in mode ro), used by one thread at a time: a stream of
+        chunks abandoned in a worker thread is closed wherever it is collected
+        (SQLite's serialized mode allows it; Python's check does not)."""
         uri = sqlite_uri(self.path, "ro", immutable=self.immutable)
-        return sqlite3.connect(
+        conn = sqlite3.connect(
             uri,
             uri=True,
             timeout=BUSY_TIMEOUT_MS / 1000,
             isolation_level=None,
             check_same_thread=False,
         )
+        return conn
 
     async def fetchrow(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         """The row of a statement that always yields one (an aggregate, a PRAGMA)."""

@@ -26,6 +26,7 @@ from lovia_tui.core.entries import (
     check_entry,
     parse_entries,
     parse_json,
+    parse_stored,
 )
 from lovia_tui.core.huge_text import spare_entries
 from lovia_tui.core.models import Entry, SegmentInfo
@@ -132,12 +133,8 @@ def _text(raw: bytes) -> str:
 
 
 def _parse_whole(raw: bytes) -> list[dict[str, Any]]:
-    """:func:`parse_entries` on the bytes (no decoded copy of a 50 MB output),
-    decoded as the text factory does only if they are not valid UTF-8."""
-    try:
-        return parse_entries(raw)
-    except UnreadableError:
-        return parse_entries(_text(raw))
+    """:func:`parse_entries` on the bytes (no decoded copy of a 50 MB output)."""
+    return parse_stored(parse_entries, raw)
 
 
 def _parse_list(raw: bytes) -> list[Any]:
