@@ -10,7 +10,10 @@ Each line prints value, floor, ratio and budget; the results go to
 2. the web UI's single file vs the demo's two-file layout: start → sessions with titles;
 3. a fleet's checkpoint file: start → runs pane first rows (floor: a trivial
    Textual app's first frame + the raw SQL of the first rows), key → frame
-   in the runs list, peak RSS; ``runs --json`` wall and peak RSS;
+   in the runs list, peak RSS; ``runs --json`` wall and peak RSS; ``doctor``
+   wall and peak RSS against a raw scan that reads and parses every row
+   (``--doctor-segments PATH``: the same beside a session file, e.g. the 1M
+   generated one);
 4. a segment of many entries and one huge tool output: ``show``, ``show --json``,
    ``export`` (json/md), ``doctor`` and trim's preview peak RSS against the
    rows' bytes read by Python's sqlite3 (the floor), the app's peak RSS once
@@ -158,6 +161,36 @@ for run_id, head in conn.execute("SELECT run_id, head_json FROM snapshot_heads")
 """
 
 
+RAW_SCAN = """
+import sqlite3, sys, orjson
+for path in sys.argv[1:]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "session_runs" in tables:
+        for entries, meta in conn.execute("SELECT entries_json, meta_json FROM session_runs"):
+            orjson.loads(entries)
+            if meta:
+                orjson.loads(meta)
+    if "snapshot_heads" in tables:
+        for (head,) in conn.execute("SELECT head_json FROM snapshot_heads"):
+            orjson.loads(head)
+        for (entries,) in conn.execute("SELECT entries_json FROM snapshot_turns"):
+            orjson.loads(entries)
+"""
+"""The doctor's floor: every row of the stores read and its JSON parsed (orjson)."""
+
+
+def doctor_measures(paths: list[str], label: str) -> list[Measure]:
+    scan, scan_rss = timed([PYTHON, "-c", RAW_SCAN, *paths])
+    wall, rss = timed([*CLI, "doctor", *paths, "--json"])
+    return [
+        Measure("5", f"doctor --json, {label}", "s", round(wall, 1), round(scan, 1),
+                "≤2× floor (every row read and parsed)", wall <= 2 * scan),
+        Measure("5b", f"doctor peak RSS, {label}", "MB", round(rss, 1), round(scan_rss, 1),
+                "≤150 MB", rss <= 150),
+    ]  # fmt: skip
+
+
 RAW_SEGMENTS = """
 import sqlite3, sys
 conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
@@ -231,6 +264,11 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=shapes.DEFAULTS["giant"])
     parser.add_argument("--output-mb", type=int, default=shapes.DEFAULTS["output"])
     parser.add_argument(
+        "--doctor-segments", metavar="PATH",
+        help="also run the doctor on this session file beside the fleet's heads "
+             "(the issue's 1M segments + 1M checkpoints: benchmarks/cache/lovia-1m.db)",
+    )  # fmt: skip
+    parser.add_argument(
         "--segments", action="store_true",
         help="only the giant segment and the huge output, CLI only "
              "(results/shapes-segments-ENTRIES-MBmb.json)",
@@ -247,7 +285,23 @@ def main() -> None:
             measures.append(web_measure(demo))
         for line in (m.line() for m in measures):
             print(line, flush=True)
-    more = [] if args.segments else fleet_measures(built("fleet", args.heads))
+    more = []
+    if not args.segments:
+        fleet = built("fleet", args.heads)
+        more += fleet_measures(fleet)
+        more += doctor_measures([fleet["path"]], f"{fleet['checkpoints']:,} heads")
+        if args.doctor_segments:
+            with sqlite3.connect(
+                f"file:{args.doctor_segments}?mode=ro", uri=True
+            ) as conn:
+                (segments,) = conn.execute(
+                    "SELECT COUNT(*) FROM session_runs"
+                ).fetchone()
+            conn.close()
+            more += doctor_measures(
+                [args.doctor_segments, fleet["path"]],
+                f"{segments:,} segments + {fleet['checkpoints']:,} heads",
+            )
     app = not args.segments
     more += segment_measures(
         built("giant", args.entries), 0.0, f"{args.entries:,} entries", app=app

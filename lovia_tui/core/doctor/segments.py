@@ -52,6 +52,8 @@ def unpaired(entries: Iterable[dict[str, Any]]) -> tuple[int, str] | None:
     suspect until a result (call) of that id turns up; what is left at the
     end is unpaired, and the earliest is reported.
     """
+    if isinstance(entries, list) and _paired(entries):
+        return None
     seen: dict[Any, int] = {}  # call id -> _CALL | _RESULT bits
     suspects: dict[tuple[int, Any], tuple[int, str]] = {}
     for offset, entry in enumerate(entries):
@@ -75,6 +77,22 @@ def unpaired(entries: Iterable[dict[str, Any]]) -> tuple[int, str] | None:
 
 
 _CALL, _RESULT = 1, 2
+
+
+def _paired(entries: list[dict[str, Any]]) -> bool:
+    """Whether every call id has a result and every result a call: the usual
+    segment, told in one loop (a million segments pass through here)."""
+    calls, results = set(), set()
+    try:
+        for entry in entries:
+            kind = entry.get("type")
+            if kind == "tool_call":
+                calls.add(entry.get("call_id"))
+            elif kind == "tool_result":
+                results.add(entry.get("call_id"))
+    except TypeError:
+        return False  # an id that is a list or an object: the careful pass
+    return calls == results
 
 
 def _key(call_id: Any) -> Any:

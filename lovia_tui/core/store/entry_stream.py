@@ -232,7 +232,12 @@ def read_entries(value: Value | None) -> Iterable[dict[str, Any]]:
     entries, same refusals), iterable more than once, never held parsed when
     large: many entries stream (a refusal comes while iterating), a huge
     string stays stored (:mod:`~lovia_tui.core.huge_text`). Blocking."""
-    if value is None or not streamed(value, entries_hint(value)):
+    # A value of a few MB is never streamed: no need to count its entries.
+    if (
+        value is None
+        or len(value) <= STREAM_ABOVE
+        or not streamed(value, entries_hint(value))
+    ):
         raw = None if value is None else _whole(value)
         spared = None if raw is None else spare_entries(raw)
         return parse_entries(raw) if spared is None else spared  # type: ignore[arg-type]
