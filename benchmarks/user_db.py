@@ -4,9 +4,10 @@ The generated files come with a sidecar naming their giant session and their
 rare word; a user's file does not, so both are found here, read-only
 (``mode=ro``: nothing is written, not even a journal). The giant session is
 the one with the most segments, counted from lovia's ``(session_id, id)``
-index alone (one pass over the index, never the rows' text); the needle is a
-word seen in only one of a sample of segments read by id, so the search
-measure looks for something rare without scanning the file to choose it.
+index alone (one pass over the index, never the rows' text); the needle is
+the least common word of a sample of segments read by id (the sample grows
+while even that word is common), so the search measure looks for something
+rare without scanning the file to choose it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from pathlib import Path
 
 SAMPLE = 1_000
 """Segments read to choose a needle: ~8 MB whatever the file's size."""
+RARE = 0.005
+"""A needle is rare when at most this share of the sampled segments holds it."""
+RUN = 16
+"""Segments read together from each random id: a seek per 16, not per segment."""
+MOST_SAMPLED = 64_000
+"""Where a file's words are all common, the sample grows to this at most (~0.5 GB)."""
 WORD = re.compile(r"\b[^\W\d_]+(?:-\w+)+\b|\b[^\W\d_]{5,24}\b")
 """A whole word of letters, or words joined by hyphens (``zebra-quartz-7``):
 what a user types and the app's index holds; ids and hashes are not words."""
@@ -53,8 +60,10 @@ def largest_session(conn: sqlite3.Connection) -> tuple[str, int, int, int]:
 
 
 def rare_word(conn: sqlite3.Connection, sample: int = SAMPLE) -> str:
-    """A word of the stored text in exactly one (else the fewest) of ``sample``
-    segments picked by id, and inside no other word seen."""
+    """The least common word of the stored text in segments sampled by id,
+    inside no other word seen; the sample grows (up to ``MOST_SAMPLED``)
+    while even that one is in more than ``RARE`` of them, as in a file of
+    few words."""
     low, high = conn.execute(
         "SELECT (SELECT MIN(id) FROM session_runs), (SELECT MAX(id) FROM session_runs)"
     ).fetchone()
@@ -62,20 +71,25 @@ def rare_word(conn: sqlite3.Connection, sample: int = SAMPLE) -> str:
         raise SystemExit("no segments to search")
     rng = random.Random(SEED)
     seen: Counter[str] = Counter()
-    for _ in range(sample):
-        row = conn.execute(
-            "SELECT entries_json FROM session_runs WHERE id >= ? ORDER BY id LIMIT 1",
-            (rng.randint(low, high),),
-        ).fetchone()
-        if row:
-            seen.update(set(_words(json.loads(row[0]))))
-    if not seen:
-        raise SystemExit("no word to search for in the sampled segments")
-    ranked = sorted(seen, key=lambda w: (seen[w], -len(w), w))
-    # The search matches substrings: a word cut short ("custome") is not rare.
-    return next(
-        (w for w in ranked if not any(w in other != w for other in seen)), ranked[0]
-    )
+    read = 0
+    while True:
+        for _ in range((sample - read) // RUN):
+            for (entries,) in conn.execute(
+                "SELECT entries_json FROM session_runs WHERE id >= ? ORDER BY id LIMIT ?",
+                (rng.randint(low, high), RUN),
+            ):
+                seen.update(set(_words(json.loads(entries))))
+        read = sample
+        if not seen:
+            raise SystemExit("no word to search for in the sampled segments")
+        # The search matches substrings: a word cut short ("custome") is not rare.
+        whole = sorted(
+            (w for w in seen if not any(w in other != w for other in seen)),
+            key=lambda w: (seen[w], -len(w), w),
+        ) or sorted(seen, key=lambda w: (seen[w], -len(w), w))
+        if seen[whole[0]] <= RARE * sample or sample >= MOST_SAMPLED:
+            return whole[0]
+        sample *= 4
 
 
 def _words(value: object) -> list[str]:
