@@ -6,6 +6,7 @@ and the screenshot script.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 from collections.abc import Iterable
 from functools import partial
@@ -28,8 +29,21 @@ from lovia_tui.screens.palette import Palette
 
 FULL_COLLECTION_EVERY = 1_000
 """Second-generation collections before a full one (Python's default: 10)."""
+M_ARENA_MAX = -8
+"""glibc's ``mallopt`` parameter: how many malloc arenas threads may share."""
 FIRST_PAGE_ROWS = 60
 """Sessions whose titles are read before the first frame: most terminals; the rest follow."""
+
+
+def share_malloc_arenas(arenas: int = 2) -> None:
+    """glibc gives each thread that allocates an arena of its own (up to 8 a
+    core), and what a thread frees stays in its arena: the reader, search
+    and index threads kept 10-15 MB more at 1M segments. Elsewhere: nothing."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.mallopt(M_ARENA_MAX, arenas)
 
 
 class LoviaTui(App):
@@ -49,6 +63,7 @@ class LoviaTui(App):
         deps_spec: str | None = None,
     ) -> None:
         super().__init__()
+        share_malloc_arenas()  # before any of the app's threads allocates
         self.paths = list(paths)
         self.readonly = readonly
         self.stale_after = stale_after

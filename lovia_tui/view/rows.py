@@ -91,27 +91,37 @@ def newer_row(count: int, after_id: int) -> list[Row]:
     )
 
 
-def keep_oldest(rows: list[Row], segments: int) -> list[Row]:
-    """``rows`` with only their first ``segments`` segments; the rest (in-flight
-    seams included) folded into a "newer" row to load again."""
+def keep_oldest(rows: list[Row], most: int) -> list[Row]:
+    """``rows`` with only their first segments, whole, within ``most`` rows
+    (one segment at least); the rest (in-flight seams included) folded into
+    a "newer" row to load again."""
     headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
-    if len(headers) <= segments:
+    kept, total = 1, len(headers)
+    while (
+        kept < total and (headers[kept + 1] if kept + 1 < total else len(rows)) <= most
+    ):
+        kept += 1
+    if kept >= total:
         return rows
-    cut = headers[segments]
+    cut = headers[kept]
     dropped = rows[cut:]
     count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
         row.older for row in dropped if row.kind == RowKind.NEWER
     )
-    return rows[:cut] + newer_row(count, _row_id(rows[headers[segments - 1]]))
+    return rows[:cut] + newer_row(count, _row_id(rows[headers[kept - 1]]))
 
 
-def keep_newest(rows: list[Row], segments: int) -> list[Row]:
-    """``rows`` with only their last ``segments`` segments (and what follows
-    them); the rest folded into an "older" row to load again."""
+def keep_newest(rows: list[Row], most: int) -> list[Row]:
+    """``rows`` with only their last segments, whole, within ``most`` rows
+    (one segment at least), and what follows them; the rest folded into an
+    "older" row to load again."""
     headers = [n for n, row in enumerate(rows) if row.kind == RowKind.SEGMENT]
-    if len(headers) <= segments:
+    kept, total = 1, len(headers)
+    while kept < total and len(rows) - headers[total - kept - 1] <= most:
+        kept += 1
+    if kept >= total:
         return rows
-    cut = headers[-segments]
+    cut = headers[total - kept]
     dropped = rows[:cut]
     count = sum(1 for row in dropped if row.kind == RowKind.SEGMENT) + sum(
         row.older for row in dropped if row.kind == RowKind.OLDER

@@ -111,7 +111,7 @@ class Transcript(LineView, can_focus=True):
 
     def prepend(self, rows: list[Row]) -> None:
         """Insert older rows above, keeping what the user looks at in place;
-        beyond ``WINDOW`` segments the newest ones are let go (a "newer" row
+        beyond ``WINDOW`` rows the newest ones are let go (a "newer" row
         loads them again), so memory stays bounded however far one scrolls."""
         before = len(self.window.lines)
         current = self.current_row
@@ -134,7 +134,7 @@ class Transcript(LineView, can_focus=True):
 
     def append_newer(self, rows: list[Row]) -> None:
         """Put newer rows below (in place of the "newer" row), keeping what
-        the user looks at in place; beyond ``WINDOW`` segments the oldest
+        the user looks at in place; beyond ``WINDOW`` rows the oldest
         ones are let go (an "older" row loads them again)."""
         current = self.current_row
         top_line = self.window.first_line_of(self.cursor)

@@ -57,8 +57,9 @@ async def test_enter_on_a_session_focuses_its_transcript(snap_dir, monkeypatch):
 async def test_the_transcript_keeps_a_window_of_segments_both_ways(
     snap_dir, monkeypatch
 ):
-    """Scrolling a long session to its start and back holds WINDOW segments at
-    a time: those let go come back through "newer" and "older" rows."""
+    """Scrolling a long session to its start and back holds WINDOW rows at a
+    time, in whole segments (one at least): those let go come back through
+    "newer" and "older" rows."""
     monkeypatch.setattr(transcript_window, "WINDOW", 1)
     async with kyoto(snap_dir, monkeypatch) as pilot:
         transcript = pilot.app.screen.transcript
