@@ -1,9 +1,10 @@
 """The Sessions pane's box: a filter on ids and titles as you type (`/`), or
 a content search through the search index (`s`).
 
-The box owns the search: the first `s` starts the index's build in a thread
-worker (afterwards it follows other processes' commits); a search looks the
-indexed part up and scans the rest (``core.search.workspace``). It says
+The box owns the search: the first `s` starts the index's build in a process
+of its own (``core.search.indexer``; afterwards it follows other processes'
+commits), whose progress a thread worker reads; a search looks the indexed
+part up and scans the rest (``core.search.workspace``). It says
 :class:`Filtered` as the filter is typed, :class:`Started` and
 :class:`messages.SearchProgress` (once it answered) for a search, and
 :class:`Progress` for the pane's title.
@@ -11,7 +12,6 @@ indexed part up and scans the rest (``core.search.workspace``). It says
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,10 +28,6 @@ from lovia_tui.widgets.worker_errors import WorkerErrors
 if TYPE_CHECKING:
     from lovia_tui.core.search.workspace import WorkspaceSearch
 
-BUILD_STEP = 0.25
-"""Seconds of indexing between two progress reports (and cancel checks)."""
-COMMIT_POLL = 0.5
-"""Once built, how often the index looks for other processes' commits."""
 SEARCH_HINT = (
     'search: words, "a phrase", prefix*, tool:NAME, error:, session:ID, run:ID'
 )
@@ -133,25 +129,24 @@ class SearchBox(WorkerErrors, Input):
 
     @work(thread=True, exclusive=True, group=Group.SEARCH_INDEX)
     def _build_index(self) -> None:
-        """Index in steps, then follow commits, for as long as the box lives (a
-        "live:" group: a failure is a notification, not the end of the app).
-        A thread: the index is plain sqlite3."""
+        """Report the indexing process's progress for as long as the box
+        lives (a "live:" group: a failure is a notification, not the end of
+        the app). Cancelled, it stops the process and reads to its end."""
         worker = get_current_worker()
-        index = self.index
+        indexer = self.index.start_indexing()
+        done = False
         try:
-            done = False
-            while not worker.is_cancelled:
-                if done and not index.committed():
-                    time.sleep(COMMIT_POLL)  # bounded: the thread's idle wait
-                    continue
-                progress = index.build_step(BUILD_STEP)
-                if not (done and progress.done):
-                    self.post_message(
-                        messages.IndexProgress(progress.fraction, progress.done)
-                    )
-                done = progress.done
+            for progress in indexer.progress():
+                if worker.is_cancelled:
+                    indexer.stop()
+                elif progress is not None:
+                    if not (done and progress.done):
+                        self.post_message(
+                            messages.IndexProgress(progress.fraction, progress.done)
+                        )
+                    done = progress.done
         finally:
-            index.close()
+            indexer.stop()
 
     def on_index_progress(self, message: messages.IndexProgress) -> None:
         message.stop()

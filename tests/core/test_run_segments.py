@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+
+import pytest
 
 from lovia_tui.core.store import run_segments
 from lovia_tui.core.store.database import open_database
@@ -88,5 +91,35 @@ async def test_a_segment_id_too_wide_for_a_key_is_still_found(tmp_path):
     try:
         found = await RunSegments(db).sessions(["small", "wide", "after"])
         assert found == [("small", "s"), ("wide", "s"), ("after", "t")]
+    finally:
+        await db.close()
+
+
+async def test_a_walk_cut_short_maps_nothing_and_the_next_one_walks(
+    tmp_path, monkeypatch
+):
+    """A worker cancelled mid-walk (a pane reloading) must not leave the map
+    half built and taken for whole: every run would then look unlinked."""
+    monkeypatch.setattr(run_segments, "WALK_CHUNK", 2)
+    path = tmp_path / "s.db"
+    _file(path, [("a", f"r{n}") for n in range(5)])
+    db = await open_database(path, readonly=True)
+    try:
+        mapped = RunSegments(db)
+        reads = db.fetchall
+        walked = []
+
+        async def cut(sql, params=()):
+            if "ORDER BY session_id, run_id" in sql:
+                walked.append(sql)
+                if len(walked) == 2:
+                    raise asyncio.CancelledError
+            return await reads(sql, params)
+
+        monkeypatch.setattr(db, "fetchall", cut)
+        with pytest.raises(asyncio.CancelledError):
+            await mapped.sessions(["r4"])
+        assert await mapped.sessions(["r0", "r4"]) == [("r0", "a"), ("r4", "a")]
+        assert len(mapped._keys) == 5
     finally:
         await db.close()

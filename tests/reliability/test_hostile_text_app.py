@@ -195,7 +195,7 @@ async def test_the_live_console_shows_a_replay_literally(hostile_text: Path) -> 
         assert app.screen.runs.select_run(hostile("r-done"))
         await pilot.press("3", "P")
         await until(pilot, lambda: isinstance(app.screen, PreflightScreen))
-        assert app.screen.pf.ok
+        assert app.screen.pf.ok, app.screen.pf.problems
         await confirm(pilot)  # deliberately: the preflight opens on a field
         await settle(pilot)
         console = app.screen.query_one(RunConsole)

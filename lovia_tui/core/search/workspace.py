@@ -1,17 +1,15 @@
 """Content search across a workspace's files, as the inspector uses it.
 
-One index per file (``search.FileSearch``). The builder's indexes stay open
-in the one thread that builds them; every search opens its own in a worker
-thread, so a search never waits for a build's write transaction and nothing
-of either runs on the UI loop. In-flight checkpoint hits are put under the
+One index per file (``search.FileSearch``), built by a process of its own
+(:mod:`~lovia_tui.core.search.indexer`); every search opens the indexes in
+a worker thread, so a search never waits for a build's write transaction and
+nothing of either runs on the UI loop. In-flight checkpoint hits are put under the
 session their run is linked to (``Workspace.links``), never guessed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +17,10 @@ from lovia_tui.core.models import SessionKey
 from lovia_tui.core.search.build import BuildProgress
 from lovia_tui.core.search.file_search import POSTING_CAP, FileSearch, SearchResult
 from lovia_tui.core.search.index import ENTRY_CAP
+from lovia_tui.core.search.indexer import Indexer
 from lovia_tui.core.search.query import Query, parse_query
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
-
-SEARCH_WAIT = 0.02
 
 
 @dataclass(frozen=True)
@@ -60,57 +57,18 @@ class WorkspaceSearch:
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
-        self._builders: dict[Path, FileSearch] = {}
-        self._versions: dict[Path, int] = {}
-        self._searching = threading.Event()
-        """Set while a search runs: the build waits, leaving it the CPU (two
-        cores, one GIL) and its scan of the unindexed rest."""
+        self.indexer: Indexer | None = None
+        """The process building the indexes, once started."""
 
     @property
     def files(self) -> list[Database]:
         """Files with sessions or checkpoints."""
         return [db for db in self.workspace.databases if db.stores.any]
 
-    # ----- building (one thread) -----
-
-    def build_step(self, seconds: float) -> BuildProgress:
-        """Index for about ``seconds`` across the files; the combined progress
-        (after any search under way has finished)."""
-        while self._searching.is_set():
-            time.sleep(SEARCH_WAIT)  # bounded: by the search's own duration
-        until = time.monotonic() + seconds
-        indexed = total = 0
-        listing = False
-        for db in self.files:
-            builder = self._builders.get(db.path)
-            if builder is None:
-                builder = self._builders[db.path] = FileSearch(
-                    db.path, immutable=db.immutable
-                )
-            done = (
-                builder.build(until) if time.monotonic() < until else builder.progress()
-            )
-            self._versions[db.path] = self._data_version(builder)
-            indexed, total = indexed + done.indexed, total + done.total
-            listing = listing or done.listing
-        return BuildProgress(indexed, total, listing)
-
-    def committed(self) -> bool:
-        """Whether another connection committed to any file since the last step."""
-        return any(
-            self._data_version(builder) != self._versions.get(path)
-            for path, builder in self._builders.items()
-        )
-
-    @staticmethod
-    def _data_version(search: FileSearch) -> int:
-        return search.reader.execute("PRAGMA data_version").fetchone()[0]
-
-    def close(self) -> None:
-        """Close the builder's indexes (from the thread that used them)."""
-        for builder in self._builders.values():
-            builder.close()
-        self._builders.clear()
+    def start_indexing(self) -> Indexer:
+        """Start the process that builds the indexes and keeps them current."""
+        self.indexer = Indexer([(db.path, db.immutable) for db in self.files])
+        return self.indexer
 
     # ----- searching (worker threads) -----
 
@@ -118,11 +76,14 @@ class WorkspaceSearch:
         """Sessions matching ``text`` (raises ``QueryError``), with a note saying
         what was scanned instead of looked up, and what was not counted."""
         query = parse_query(text)
-        self._searching.set()
+        indexer = self.indexer
+        if indexer is not None:
+            indexer.pause(True)  # two cores: the search's scan gets one to itself
         try:
             return await self._search(query, limit)
         finally:
-            self._searching.clear()
+            if indexer is not None:
+                indexer.pause(False)
 
     async def _search(self, query: Query, limit: int) -> Found:
         hits: dict[SessionKey, int] = {}

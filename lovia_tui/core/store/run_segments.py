@@ -94,16 +94,17 @@ class RunSegments:
 
     async def _current(self) -> int:
         """Walk lovia's index the first time; later, map the segments
-        appended since once they are many. The highest id mapped."""
+        appended since once they are many. The highest id mapped. A walk
+        cut short (its worker cancelled) maps nothing: the next call walks."""
         top = (await self.db.fetchrow("SELECT COALESCE(MAX(id), 0) FROM session_runs"))[
             0
         ]
         if self._upto is None:
-            self._upto = top
             await self._map(self._walk(top))
+            self._upto = top
         elif top - self._upto > FOLD_AFTER:
-            upto, self._upto = self._upto, top
-            await self._map(self._appended(upto, top))
+            await self._map(self._appended(self._upto, top))
+            self._upto = top
         return self._upto
 
     async def _walk(self, upto: int):
@@ -137,8 +138,9 @@ class RunSegments:
             yield rows
 
     async def _map(self, batches) -> None:
-        """Merge the batches' keys into the sorted array (never a list of all)."""
-        runs = [self._keys]
+        """Merge the batches' keys into the sorted array (never a list of all),
+        in one step once every batch is read."""
+        runs, wide = [self._keys], {r: list(ids) for r, ids in self._wide.items()}
         async for batch in batches:
             keys = []
             for run_id, row_id in batch:
@@ -147,6 +149,6 @@ class RunSegments:
                 if 0 < row_id <= LOW:
                     keys.append(_top(run_id) << ID_BITS | row_id)
                 else:
-                    self._wide.setdefault(run_id, []).append(row_id)
+                    wide.setdefault(run_id, []).append(row_id)
             runs.append(array("Q", sorted(keys)))
-        self._keys = array("Q", heapq.merge(*runs))
+        self._keys, self._wide = array("Q", heapq.merge(*runs)), wide
