@@ -87,11 +87,25 @@ def log(text: str) -> None:
     )
 
 
-def rss_mb() -> dict[str, float]:
+def rss_mb(app=None) -> dict[str, float]:
+    """This process's peak and current RSS; with ``app``, the peak of its
+    search indexer process too (a child of its own, not in ours)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     with open("/proc/self/statm") as handle:
         current = int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    return {"peak_mb": round(peak, 1), "current_mb": round(current, 1)}
+    found = {"peak_mb": round(peak, 1), "current_mb": round(current, 1)}
+    indexer = _indexer(app) if app is not None else None
+    if indexer is not None:
+        for line in Path(f"/proc/{indexer.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                found["indexer_peak_mb"] = round(int(line.split()[1]) / 1024, 1)
+    return found
+
+
+def _indexer(app):
+    search = app.screen.sessions._content_search
+    indexer = search.indexer if search is not None else None
+    return indexer if indexer is not None and not indexer.ended else None
 
 
 def post_key(app, key: str) -> None:
@@ -394,7 +408,7 @@ def browse(info: dict, keys: int) -> None:
             log(f"cancel: {result['cancel']}")
             # 5. what browsing cost in memory
             result["transcript_rows"] = len(screen.transcript.rows)
-            result["rss"] = rss_mb()
+            result["rss"] = rss_mb(app)
             log(f"rss: {result['rss']}")
             # 3c. on to the start of the giant session: back to it first (the
             # search put its first match under the list's cursor, and the
@@ -408,7 +422,7 @@ def browse(info: dict, keys: int) -> None:
             }
             log(f"older_to_start: {result['older_to_start']}")
             result["rss_full"] = {
-                **rss_mb(),
+                **rss_mb(app),
                 "transcript_rows": len(screen.transcript.rows),
             }
             log(f"rss_full: {result['rss_full']}")
