@@ -44,6 +44,14 @@ class GotoProvider(Provider):
             )
             for run in screen.runs.runs
         ]
+        targets += [
+            (
+                printable(f"Go to run {run_id} · {status}"),
+                partial(screen.go_to_run, run_id),
+                "run",
+            )
+            for run_id, status in screen.runs.unfinished_unread()
+        ]
         return targets
 
     async def search(self, query: str) -> Hits:

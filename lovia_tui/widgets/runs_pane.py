@@ -119,6 +119,16 @@ class RunsPane(WorkerErrors, Vertical):
         """The runs read so far (unfinished and web-linked ones, and recent pages)."""
         return self.source.known()
 
+    def unfinished_unread(self) -> list[tuple[str, str]]:
+        """(run id, status) of unfinished runs not read yet: a goto can name them."""
+        known = {run.run_id for run in self.runs}
+        now = time.time()
+        return [
+            (mark.run_id, mark.label(now, self.stale_after))
+            for mark in self.source.unfinished
+            if mark.run_id not in known
+        ]
+
     @property
     def shown(self) -> list[RunInfo | None]:
         """Every row's run under the filter, None where not read yet (small files, tests)."""

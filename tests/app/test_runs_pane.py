@@ -37,9 +37,14 @@ async def test_unfinished_first_then_every_completed_run_reachable(fleet):
         title = str(pane.query_one("#runs-title").content)
         assert f"{len(completed)} completed" in title and "counting" not in title
         assert len(pane.source) == len(written)
-        head = [pane.source.at(i) for i in range(len(unfinished))]
-        assert [run.run_id for run in head] == unfinished
+        marks = [pane.source.mark(i) for i in range(len(unfinished))]
+        assert [mark.run_id for mark in marks] == unfinished
         assert pane.selected.run_id == unfinished[0]
+        # Unlinked unfinished runs are read as their rows show, not all at once.
+        held = [i for i in range(len(unfinished)) if pane.source.at(i) is not None]
+        assert 0 in held and len(held) <= 3 * pane.row_list.size.height < len(
+            unfinished
+        )
         pane.row_list.focus()
         await pilot.press("end")
         await settle(pilot)
@@ -123,3 +128,23 @@ async def test_a_reload_asked_for_while_walking_is_walked_after(fleet):
         assert screen.runs.source.counts()["failed"] == 1 + sum(
             w[1] == "failed" for w in fleet[1]
         )
+
+
+async def test_an_unfinished_run_off_screen_is_named_by_the_palette(fleet):
+    """Unfinished runs are no longer all read whole: one off screen is still
+    offered by the palette's goto, and going there reads its row."""
+    from lovia_tui.screens.goto import GotoProvider
+
+    path, written = fleet
+    unfinished = [w[0] for w in reversed(written) if w[1] != "completed"]
+    app = make_app([path], readonly=True)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        far = unfinished[-1]
+        assert screen.runs.find(far) is None  # not read: its row is off screen
+        titles = [title for title, _, _ in GotoProvider(screen)._targets()]
+        assert any(f"Go to run {far} · " in title for title in titles)
+        screen.go_to_run(far)
+        await settle(pilot)
+        assert screen.runs.selected.run_id == far

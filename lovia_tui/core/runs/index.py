@@ -75,6 +75,7 @@ class Mark:
     """An unfinished (or unreadable) checkpoint found by the walk."""
 
     rowid: int
+    run_id: str
     status: str
     updated_at: float
     web_settled: bool = False
@@ -149,7 +150,8 @@ class RunOrder:
         async for low, high in head_ranges(self.db):
             rows = await status_rows(
                 self.db,
-                "SELECT rowid, s, updated_at, w FROM (SELECT rowid, {status} AS s, "
+                "SELECT rowid, run_id, s, updated_at, w FROM (SELECT rowid, run_id, "
+                "{status} AS s, "
                 f"updated_at, {web_settled_sql(self.db)} AS w FROM snapshot_heads "
                 "WHERE rowid >= ? AND rowid < ?) "
                 "WHERE s IS NOT 'completed' ORDER BY rowid DESC",
@@ -162,11 +164,12 @@ class RunOrder:
             marks = [
                 Mark(
                     rowid,
+                    run_id,
                     status if isinstance(status, str) else UNREADABLE,
                     when,
                     bool(settled),
                 )
-                for rowid, status, when, settled in rows
+                for rowid, run_id, status, when, settled in rows
             ]
             self.unfinished.extend(marks)
             self._count(marks)

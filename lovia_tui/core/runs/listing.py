@@ -3,9 +3,9 @@
 Unfinished runs (running, stale, interrupted, failed, and unreadable heads)
 come first, most recently saved first across the files; then the completed
 ones, most recently saved first, file by file. What is held in full is the
-unfinished runs and the web UI's linked ones (a few thousand at most, with
-their session links: the badges and seams need them); a completed run is
-read when its row is on screen, and let go of when the cache fills.
+unfinished runs linked to a session and the web UI's linked ones (the badges
+and seams need them); any other run is read when its row is on screen, and
+let go of when the cache fills.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class RunList:
         as unlinked): a first frame does not wait for the lookup, a walk of
         lovia's whole (session_id, run_id) index (0.47 s at 1M segments)."""
         self.pinned: dict[tuple[Path, int], RunInfo] = {}
-        """Unfinished and web-linked runs, read in full once walked."""
+        """Unfinished runs linked to a session and web-linked ones, read in
+        full once walked (see :meth:`_read_pinned`)."""
         self._pages: dict[tuple[Path, int], RunInfo] = {}
         self._rowid_at: dict[tuple[int, int], int] = {}
         """(order, completed position) → rowid, for positions read so far."""
@@ -87,14 +88,27 @@ class RunList:
         await self.read(0, count, link=False)
 
     async def _read_pinned(self) -> None:
+        """Read whole the runs the other panes need without their rows on
+        screen: unfinished ones linked to a session (badges, seams) and the
+        completed ones lovia web still points at. The others are read as
+        their rows show: a file can hold 40,000 unfinished heads (read whole,
+        they held 90 MB)."""
         pinned: dict[tuple[Path, int], RunInfo] = {}
+        links: dict[str, SessionLink] = {}
         for order in self.orders:
-            rowids = [m.rowid for m in order.unfinished]
+            rowid_of = {mark.run_id: mark.rowid for mark in order.unfinished}
+            found = dict(await self._links_of(rowid_of))
+            links.update(found)
+            rowids = [rowid_of[run_id] for run_id in found]
             rowids += await _web_linked(order.db)
-            rowids = list(dict.fromkeys(rowids))
-            for rowid, run in (await runs_at(order.db, rowids)).items():
+            for rowid, run in (
+                await runs_at(order.db, list(dict.fromkeys(rowids)))
+            ).items():
                 pinned[(run.file, rowid)] = run
-        self.links = dict(await self._links_of(run.run_id for run in pinned.values()))
+        links.update(await self._links_of(
+            run.run_id for run in pinned.values() if run.run_id not in links
+        ))  # fmt: skip
+        self.links = links
         self.pinned = pinned
 
     # ----- rows -----
@@ -156,6 +170,11 @@ class RunList:
         """Runs (or row positions) held read: emptied past ``PAGE_CACHE``, so bounded."""
         return max(len(self._pages), len(self._rowid_at))
 
+    @property
+    def unfinished(self) -> list[Mark]:
+        """Every unfinished run found so far, newest first, whatever the filter."""
+        return [mark for mark, _ in self._marks]
+
     def mark(self, index: int) -> Mark | None:
         """What the walk knows of an unfinished row (its status) before it is read."""
         return self._rows[index][0] if index < len(self._rows) else None
@@ -214,10 +233,9 @@ class RunList:
         return next((run for run in self.known() if run.run_id == run_id), None)
 
     def index_of(self, run_id: str) -> int | None:
-        """The row of a run read so far (pinned or on a read page), if shown."""
-        for index, (mark, order) in enumerate(self._rows):
-            run = self.pinned.get((order.db.path, mark.rowid))
-            if run is not None and run.run_id == run_id:
+        """The row of an unfinished run, or of a completed one read so far, if shown."""
+        for index, (mark, _) in enumerate(self._rows):
+            if mark.run_id == run_id:
                 return index
         for (number, position), rowid in self._rowid_at.items():
             order = self.orders[number]
