@@ -155,9 +155,10 @@ class SessionsPane(WorkerErrors, Vertical):
             self.post_message(messages.SessionsLoaded(keys))
         index: dict[SessionKey, int] = {}
         for db in self.workspace.session_dbs:
+            file = str(db.path)  # one string for every key of the file (166,000 at 1M)
             async for chunk, _ in session_reads.session_index(db):
                 for session_id, (_, last_id) in chunk.items():
-                    key = (str(db.path), session_id)
+                    key = (file, session_id)
                     index[key] = max(index.get(key, 0), last_id)
         listed = set(keys)
         rest = sorted(

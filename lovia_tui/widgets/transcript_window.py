@@ -28,7 +28,7 @@ from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
 
 SUMMARIES = 4096
 """Summary lines remembered (a few screens of rows in every state)."""
-WINDOW = 3_000
+WINDOW = 2_000
 """Most rows the view keeps loaded, in whole segments (one at least): scrolling
 a session of thousands of runs end to end holds this many at a time, not all
 of them. Rows, not segments: a window of 600 segments held 4,539 rows of one

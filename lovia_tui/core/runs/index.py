@@ -70,7 +70,7 @@ def web_settled_sql(db: Database) -> str:
     return WEB_SETTLED_SQL if db.stores.chat else "0"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mark:
     """An unfinished (or unreadable) checkpoint found by the walk."""
 

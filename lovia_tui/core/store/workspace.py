@@ -95,8 +95,9 @@ class Workspace:
         web chats first, then newest first (lovia web's order)."""
         rank: dict[tuple[str, str], tuple[bool, float]] = {}
         for db in self.session_dbs:
+            file = str(db.path)
             for sid, when, pinned in await session_reads.ranked_sessions(db, limit):
-                rank[(str(db.path), sid)] = (pinned, when or 0)
+                rank[(file, sid)] = (pinned, when or 0)
         return sorted(rank, key=rank.__getitem__, reverse=True)
 
     async def summaries(
