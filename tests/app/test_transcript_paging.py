@@ -164,3 +164,44 @@ async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkey
             for row in rows[14:-1]
             if row.entry.data["type"] == "tool_call"
         )
+
+
+async def test_a_huge_output_is_held_by_its_start(tmp_path, monkeypatch):
+    """One huge tool output (a 200 MB one took the app to 1.5 GB parsed whole)
+    is held by its first characters and a line saying how many more there
+    are; the entries around it are whole (show and export print all of it:
+    tests/cli/test_giant_segments.py)."""
+    from lovia import SQLiteSession
+    from lovia.transcript import (
+        InputEntry,
+        ToolCallEntry,
+        ToolResultEntry,
+        entry_to_dict,
+    )
+
+    from lovia_tui.app import make_app
+    from lovia_tui.core import huge_text
+    from lovia_tui.core.store import entry_stream, segment_reads
+
+    path = tmp_path / "sessions.db"
+    output = "log line ✓ " * 2_000  # 22,000 characters
+    entries = [
+        InputEntry("user", "dump the logs"),
+        ToolCallEntry("c1", "logs", "{}"),
+        ToolResultEntry("c1", output),
+    ]
+    await SQLiteSession(path).append("s", entries, run_id="r1")
+    monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
+    monkeypatch.setattr(huge_text, "HUGE_ABOVE", 2_000)
+    monkeypatch.setattr(segment_reads, "HELD_CHARS", 100)
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.screen.go_to_session((str(path), "s"))
+        await settle(pilot)
+        rows = app.screen.transcript.rows
+        held = rows[-1].entry.data["output"]
+        assert held.startswith(output[:100])
+        assert "21,900 more characters not held here" in held
+        assert rows[-2].entry.data == entry_to_dict(entries[1])
+        assert rows[-1].partner is not None  # paired with its call as ever

@@ -348,12 +348,15 @@ class SegmentPart:
     last: list[Entry]
 
 
+def read_by_blob(segment: SegmentInfo) -> bool:
+    """Whether a segment is read from the file by blob I/O, a piece at a time,
+    never by a SELECT of its value (which holds it two or three times)."""
+    return segment.stored_bytes > STREAM_ABOVE
+
+
 def held_in_part(segment: SegmentInfo) -> bool:
     """Whether the app holds only a part of this segment's entries."""
-    return (
-        segment.stored_bytes > STREAM_ABOVE
-        and (segment.entry_count or 0) > HELD_ENTRIES
-    )
+    return read_by_blob(segment) and (segment.entry_count or 0) > HELD_ENTRIES
 
 
 async def segment_part(db: Database, segment: SegmentInfo) -> SegmentPart:

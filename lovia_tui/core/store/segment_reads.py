@@ -5,6 +5,7 @@ Bounded like every read: keyset pages of ``SEGMENT_CHUNK`` rows, never a whole s
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import Any
 
@@ -12,8 +13,11 @@ from lovia_tui.core.entries import (
     UnreadableError,
     parse_entries,
     parse_object,
+    parse_stored,
     stored_number,
 )
+from lovia_tui.core.formatting import size
+from lovia_tui.core.huge_text import HugeText, spare_entries
 from lovia_tui.core.models import (
     Entry,
     SegmentInfo,
@@ -25,8 +29,10 @@ from lovia_tui.core.store.entry_stream import (
     SegmentPart,
     count_stored,
     held_in_part,
+    read_by_blob,
     segment_part,
     stored_sizes,
+    stored_value,
 )
 
 SEGMENT_CHUNK = 200
@@ -238,7 +244,16 @@ async def batch_entries(
     large segment of many entries held in part (:func:`segment_part`); an
     unreadable or vanished segment maps to the error saying so."""
     in_part = {segment.row_id for segment in segments if held_in_part(segment)}
-    ids = [segment.row_id for segment in segments if segment.row_id not in in_part]
+    large = {
+        segment.row_id
+        for segment in segments
+        if segment.row_id not in in_part and read_by_blob(segment)
+    }
+    ids = [
+        segment.row_id
+        for segment in segments
+        if segment.row_id not in in_part and segment.row_id not in large
+    ]
     stored = (
         dict(
             await db.fetchall(
@@ -252,14 +267,60 @@ async def batch_entries(
     found: dict[int, list[Entry] | SegmentPart | UnreadableError] = {}
     for segment in segments:
         try:
-            found[segment.row_id] = (
-                await segment_part(db, segment)
-                if segment.row_id in in_part
-                else _entries(segment, stored.get(segment.row_id))
-            )
+            if segment.row_id in in_part:
+                found[segment.row_id] = await segment_part(db, segment)
+            elif segment.row_id in large:
+                found[segment.row_id] = await asyncio.to_thread(
+                    _held_whole, db, segment
+                )
+            else:
+                found[segment.row_id] = _entries(segment, stored.get(segment.row_id))
         except UnreadableError as exc:
             found[segment.row_id] = exc
     return found
+
+
+HELD_CHARS = 65_536
+"""Characters of a huge string (a 200 MB tool output) that the app holds: its
+start, and a line saying how many more there are (show and export print all)."""
+WHOLE_ABOVE = 64 << 20
+"""Stored bytes above which a segment with no huge string to leave stored is
+not parsed whole by the app (every entry under 4 MB, yet 64 MB of them)."""
+
+
+def _held_whole(db: Database, segment: SegmentInfo) -> list[Entry]:
+    """A large segment of few entries, read by blob I/O (a SELECT held it
+    three times) with its huge strings left stored and cut to their start:
+    a 200 MB output took the app to 1.5 GB parsed whole. Blocking."""
+    value = stored_value(db, segment.row_id)
+    if value is None:
+        raise UnreadableError("segment no longer exists")
+    raw = value.whole()
+    spared = spare_entries(raw)
+    if spared is None and len(raw) > WHOLE_ABOVE:
+        raise UnreadableError(
+            f"{size(len(raw))} in one run and no huge string in it to leave stored: "
+            "too large to hold here (show or export prints it)"
+        )
+    data = parse_stored(parse_entries, raw) if spared is None else spared
+    del raw, value
+    first = segment.first_index
+    return [
+        Entry(None if first is None else first + offset, _held(entry))
+        for offset, entry in enumerate(data)
+    ]
+
+
+def _held(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with each huge string cut to its first ``HELD_CHARS``."""
+    for key, value in entry.items():
+        if isinstance(value, HugeText):
+            more = len(value) - HELD_CHARS
+            entry[key] = (
+                f"{value[:HELD_CHARS]}\n⋯ {more:,} more characters not held here "
+                "(show or export prints them all)"
+            )
+    return entry
 
 
 def _entries(segment: SegmentInfo, stored: str | None) -> list[Entry]:
