@@ -52,6 +52,7 @@ from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.core.store import database
 from lovia_tui.core.store.entry_stream import HELD_ENTRIES
+from lovia_tui.core.store.segment_reads import HELD_CHARS
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.widgets.run_detail import RunDetail
@@ -248,12 +249,14 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
         assert _rows(screen, "entry")[0].entry.data["content"] == "\ufffd latte"
         await visit_transcript(pilot)
 
-        # A 10 MB tool output (many lines, and one line): folded, unfolded, raw.
+        # A 10 MB tool output (many lines, and one line): held by its start
+        # with a line saying how many characters more; folded, unfolded, raw.
         screen = await _open(pilot, HUGE_SESSION)
         big = [
             r
             for r in _rows(screen, "entry")
-            if len(str(r.entry.data.get("output", ""))) >= HUGE_CHARS
+            if f"{HUGE_CHARS - HELD_CHARS:,} more characters not held here"
+            in str(r.entry.data.get("output", ""))
         ]
         assert len(big) == 2
         started = time.monotonic()
