@@ -14,9 +14,11 @@ from pathlib import Path
 
 from probe import Statements
 
+from lovia_tui.core.runs.index import RunOrder
 from lovia_tui.core.search import substring
-from lovia_tui.core.store import checkpoint_reads, segment_reads, session_reads
+from lovia_tui.core.store import segment_reads, session_reads
 from lovia_tui.core.store.database import open_database
+from lovia_tui.core.store.head_reads import stream_runs
 from lovia_tui.view.transcript_loader import BATCH
 
 SEARCH_CHUNKS = 5
@@ -33,7 +35,10 @@ async def _exercise(info: dict) -> None:
         segments = await segment_reads.segments(db, info["giant_session"])
         for segment in segments[-BATCH:]:
             await segment_reads.segment_entries(db, segment)
-        await checkpoint_reads.runs(db)
+        async for _ in RunOrder(db).walk():  # the runs pane's walk
+            pass
+        async for _ in stream_runs(db, limit=2_000):  # `runs --json`
+            pass
         chunks = 0
         async for _ in substring.search_segments(db, info["needle"]):
             chunks += 1

@@ -32,11 +32,11 @@ from lovia_tui.core.run_status import (
     STATUS_FILTERS,
     stale_reason,
 )
-from lovia_tui.core.runs.index import RunFilter, dangling_by_run, stream_runs
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import segment_reads, session_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
+from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_runs
 from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,

@@ -17,7 +17,7 @@ from lovia_tui.core.live.changes import RunEntries
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionKey, Unreadable
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.entry_stream import SegmentPart
+from lovia_tui.core.store.segment_parts import SegmentPart
 from lovia_tui.core.store.spliced import InFlight, read_flight, splice
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind, seam_key, segment_key

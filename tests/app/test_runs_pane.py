@@ -10,15 +10,15 @@ import pytest
 from support.lovia_factory import write_heads
 
 from lovia_tui.app import make_app
-from lovia_tui.core.runs import index as run_index
 from lovia_tui.core.runs import listing as run_list
+from lovia_tui.core.store import head_reads
 from lovia_tui.pilot import settle
 
 
 @pytest.fixture
 def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """120 heads written by lovia, walked 16 a range, pages cached 40 at most."""
-    monkeypatch.setattr(run_index, "RANGE", 16)
+    monkeypatch.setattr(head_reads, "RANGE", 16)
     monkeypatch.setattr(run_list, "PAGE_CACHE", 40)
     now = time.time()
     path = tmp_path / "runs.db"

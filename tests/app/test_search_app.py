@@ -118,11 +118,11 @@ async def test_a_hit_among_the_entries_a_huge_run_holds_back_lands_on_its_row(
     cursor on the row standing for the entries not held, not nowhere."""
     from lovia.transcript import ToolCallEntry, ToolResultEntry
 
-    from lovia_tui.core.store import entry_stream
+    from lovia_tui.core.store import entry_stream, segment_parts
 
     monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
     monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
-    monkeypatch.setattr(entry_stream, "HELD_ENTRIES", 20)
+    monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
     path = scratch / "huge.db"
     entries = [InputEntry(role="user", content="check every ticket")]
     for n in range(200):

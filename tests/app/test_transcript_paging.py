@@ -118,7 +118,7 @@ async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkey
 
     from lovia_tui.app import make_app
     from lovia_tui.core.run_status import DANGLING_CALL
-    from lovia_tui.core.store import entry_stream
+    from lovia_tui.core.store import entry_stream, segment_parts
     from lovia_tui.widgets.transcript_rows import summary_line
 
     path = tmp_path / "sessions.db"
@@ -134,7 +134,7 @@ async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkey
     await session.append("s", entries, run_id="r1")
     monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
     monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
-    monkeypatch.setattr(entry_stream, "HELD_ENTRIES", 20)
+    monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
     app = make_app([path])
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)

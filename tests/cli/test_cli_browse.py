@@ -469,7 +469,7 @@ async def test_dot_lovia_is_the_default(
     ws = await Workspace.open([], readonly=True)
     try:
         assert [db.path for db in ws.databases] == [Path(".lovia") / "assistant.db"]
-        assert {run.run_id for run in await ws.all_runs()} >= {demo_dir.crashed_run}
+        assert await ws.find_run(demo_dir.crashed_run)
     finally:
         await ws.close()
 

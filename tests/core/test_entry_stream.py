@@ -21,7 +21,7 @@ from support.lovia_factory import raw as read_raw
 from lovia_tui.cli import main
 from lovia_tui.core.entries import UnreadableError, parse_entries
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.store import entry_stream
+from lovia_tui.core.store import entry_stream, segment_parts
 from lovia_tui.core.store.database import Database, open_database
 
 
@@ -102,6 +102,8 @@ def test_a_large_segment_is_read_a_chunk_at_a_time(long_segment, capsys, monkeyp
     try:
         value = entry_stream.stored_value(db, row_id)
         assert value is not None and len(value) == len(raw)
+        assert 5 < entry_stream.entries_hint(value) < 402  # enough to choose: many
+        monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 1_000)
         assert entry_stream.entries_hint(value) == entry_stream.entries_hint(raw) == 402
     finally:
         asyncio.run(db.close())
@@ -168,15 +170,19 @@ def test_json_bytes_are_escaped_as_json_text_is():
         assert printable_json_bytes(dumped.encode()) == printable_json(dumped).encode()
 
 
+@pytest.mark.parametrize("counted_by", ["sqlite", "stream"])
 async def test_a_segment_held_in_part_is_refused_whole_for_a_bad_entry(
-    long_segment, streamed_small, monkeypatch
+    long_segment, streamed_small, monkeypatch, counted_by
 ):
     """The app's part of a large segment (its first and last entries) is read
     with the checks of the whole parse: a bad entry in the part not held
-    still makes the segment unreadable, as lovia would find it."""
+    still makes the segment unreadable, as lovia would find it (read on its
+    own, or kept by the pass that counted it)."""
     from lovia_tui.core.store import segment_reads
 
-    monkeypatch.setattr(entry_stream, "HELD_ENTRIES", 20)
+    monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
+    if counted_by == "stream":
+        monkeypatch.setattr(segment_reads, "COUNT_IN_SQL_UP_TO", 0)
     with contextlib.closing(sqlite3.connect(long_segment)) as conn, conn:
         conn.execute(  # a hostile row, as no lovia writes it
             "UPDATE session_runs SET entries_json = json_set(entries_json, "
@@ -185,9 +191,48 @@ async def test_a_segment_held_in_part_is_refused_whole_for_a_bad_entry(
     db = await open_database(long_segment, readonly=True)
     try:
         segments = await segment_reads.segments(db, "s")
-        assert entry_stream.held_in_part(segments[1])
+        assert segment_parts.held_in_part(segments[1])
         found = await segment_reads.batch_entries(db, segments)
     finally:
         await db.close()
     assert isinstance(found[segments[1].row_id], UnreadableError)
     assert "unknown type 'mystery'" in str(found[segments[1].row_id])
+
+
+async def test_a_large_segment_counted_is_not_read_again_for_its_part(
+    long_segment, streamed_small, monkeypatch
+):
+    """The pass that counts a large segment as its session is listed keeps
+    the part the app holds: opening a million entries is one pass, not two,
+    and the part is the one a read of its own would give."""
+    from lovia_tui.core.store import segment_reads
+
+    monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
+    monkeypatch.setattr(segment_reads, "COUNT_IN_SQL_UP_TO", 0)
+    passes = 0
+    chunks = Database.blob_chunks
+
+    def counted(self, *args):
+        nonlocal passes
+        passes += 1
+        yield from chunks(self, *args)
+
+    db = await open_database(long_segment, readonly=True)
+    try:
+        segments = await segment_reads.segments(db, "s")
+        assert segments[1].entry_count == 402 and segment_parts.held_in_part(
+            segments[1]
+        )
+        monkeypatch.setattr(Database, "blob_chunks", counted)
+        kept = (await segment_reads.batch_entries(db, segments))[segments[1].row_id]
+        assert passes == 0  # the listing's pass kept it
+        again = (await segment_reads.batch_entries(db, segments))[segments[1].row_id]
+        assert passes > 0  # taken once: read afresh
+    finally:
+        await db.close()
+    assert kept == again
+    assert isinstance(kept, segment_parts.SegmentPart) and kept.skipped == 382
+    assert [e.index for e in kept.first + kept.last] == [
+        *range(1, 11),
+        *range(393, 403),
+    ]

@@ -34,6 +34,7 @@ from lovia_tui.core.store import (
     session_reads,
 )
 from lovia_tui.core.store.database import Database, Stores, open_database, sqlite_uri
+from lovia_tui.core.store.head_reads import stream_runs
 from lovia_tui.core.store.workspace import Workspace, resolve_paths, runs_for_session
 
 # ---------------------------------------------------------------- helpers
@@ -53,6 +54,11 @@ async def opened(path: Path, *, readonly: bool = True) -> AsyncIterator[Database
         yield db
     finally:
         await db.close()
+
+
+async def every_run(db: Database) -> list:
+    """Every checkpoint in the file, as ``runs --json`` lists them."""
+    return [run async for chunk in stream_runs(db) for run in chunk]
 
 
 def one_line(message: str, path: Path) -> None:
@@ -99,8 +105,8 @@ async def test_store_detection_on_each_demo_file(demo: Any, readonly: bool) -> N
 
 async def test_tables_not_created_yet_read_as_empty(demo: Any) -> None:
     async with opened(demo.sessions_db) as db:
-        assert await checkpoint_reads.runs(db) == []
-        assert await checkpoint_reads.runs(db, demo.cli_crashed_run) == []
+        assert await every_run(db) == []
+        assert await checkpoint_reads.runs(db, [demo.cli_crashed_run]) == []
         assert await checkpoint_reads.snapshot_entries(db, demo.cli_crashed_run) == (
             [],
             [],
@@ -302,7 +308,7 @@ async def test_runs_report_every_head_field(
     ):
         batches.setdefault(run_id, []).append((seq, json.loads(text)))
     async with opened(demo.web_db) as db:
-        found = await checkpoint_reads.runs(db)
+        found = await every_run(db)
         assert {run.run_id for run in found} == set(heads) == {
             demo.crashed_run, demo.interrupted_run, demo.failed_run,
             demo.batch_run, demo.crash_window_run, demo.orphan_run,
@@ -331,7 +337,7 @@ async def test_runs_report_every_head_field(
                 len(entries) for _, entries in batches[run.run_id]
             )
             assert run.last_seq == max(seq for seq, _ in batches[run.run_id])
-            assert await checkpoint_reads.runs(db, run.run_id) == [run]
+            assert await checkpoint_reads.runs(db, [run.run_id]) == [run]
         by_id = {run.run_id: run for run in found}
         assert by_id[demo.crashed_run].status == "running"
         assert by_id[demo.interrupted_run].status == "interrupted"
@@ -340,11 +346,14 @@ async def test_runs_report_every_head_field(
         assert failed.error and failed.error["type"]
         window = by_id[demo.crash_window_run]
         assert window.status == "completed" and "Weekly summary" in window.output
-        assert await checkpoint_reads.runs(db, "no-such-run") == []
+        assert await checkpoint_reads.runs(db, ["no-such-run"]) == []
         monkeypatch.setattr(
             checkpoint_reads, "RUNS_CHUNK", 2
-        )  # listed a few at a time: the same
-        assert await checkpoint_reads.runs(db) == found
+        )  # read a few at a time: the same
+        by_ids = await checkpoint_reads.runs(db, [run.run_id for run in found])
+        assert sorted(by_ids, key=lambda run: run.run_id) == sorted(
+            found, key=lambda run: run.run_id
+        )
 
 
 def test_staleness_only_for_running_runs() -> None:
@@ -613,7 +622,7 @@ async def _exercise_everything(ws: Workspace) -> dict[str, int]:
         for needle in ("金閣寺", '"topic"', "nightly"):
             hits, _ = await _search(db, needle)
             seen["hits"] += len(hits)
-    all_runs = await ws.all_runs()
+    all_runs = [run for db in ws.checkpoint_dbs for run in await every_run(db)]
     links = await ws.links(run.run_id for run in all_runs)
     for run in all_runs:
         seen["runs"] += 1
@@ -677,7 +686,7 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
             == len(_chat_ids(path))
             == 10
         )
-        assert len(await checkpoint_reads.runs(db)) == 6
+        assert len(await every_run(db)) == 6
     assert_untouched(tmp_path, before)
     # The default mode has no such fallback: it must be able to write.
     with pytest.raises(OpenError) as info:
@@ -824,7 +833,7 @@ async def test_hostile_file_is_one_line_and_the_rest_still_opens(
         await Workspace.open([demo.web_db, bad], readonly=readonly)
     ws = await Workspace.open([demo.directory], readonly=readonly)
     try:
-        assert len(await ws.all_runs()) == 8
+        assert sum([len(await every_run(db)) for db in ws.checkpoint_dbs]) == 8
         assert (
             len(await session_reads.list_sessions(ws.database(demo.web_db), 100)) == 10
         )
@@ -987,7 +996,7 @@ async def test_invalid_utf8_does_not_crash(hostile: Any) -> None:
 
 async def test_corrupt_heads_are_unreadable_and_other_runs_fine(hostile: Any) -> None:
     async with opened(hostile.web_db) as db:
-        by_id = {run.run_id: run for run in await checkpoint_reads.runs(db)}
+        by_id = {run.run_id: run for run in await every_run(db)}
         broken = ("run-bad-json", "run-bad-types", "run-no-status", "run-not-object")
         for run_id in broken:
             run = by_id[run_id]

@@ -14,16 +14,18 @@ from support.lovia_factory import write_heads, write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.runs import index as run_index
-from lovia_tui.core.runs.index import RunFilter, RunOrder
+from lovia_tui.core.runs.index import RunOrder
 from lovia_tui.core.runs.listing import RunList
+from lovia_tui.core.store import head_reads
 from lovia_tui.core.store.database import open_database
+from lovia_tui.core.store.head_reads import RunFilter
 from lovia_tui.core.store.workspace import Workspace
 
 
 @pytest.fixture
 def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """40 heads written by lovia; walks of 7 heads a range, so ranges matter."""
-    monkeypatch.setattr(run_index, "RANGE", 7)
+    monkeypatch.setattr(head_reads, "RANGE", 7)
     now = time.time()
     path = tmp_path / "runs.db"
     written = asyncio.run(write_heads(path, 40, now))
@@ -52,7 +54,7 @@ async def test_unfinished_first_newest_first_then_each_completed_position(fleet)
         for start in range(len(completed)):
             for count in (1, 3, 10):
                 rowids = await order.completed_rowids(start, count)
-                runs = await run_index.runs_at(order.db, rowids)
+                runs = await head_reads.runs_at(order.db, rowids)
                 assert [r.run_id for r in runs.values()] == completed[
                     start : start + count
                 ]
@@ -113,7 +115,7 @@ async def test_stream_filters_in_sql(fleet, status, since, limit):
     try:
         got = [
             run.run_id
-            async for batch in run_index.stream_runs(db, wanted, limit)
+            async for batch in head_reads.stream_runs(db, wanted, limit)
             for run in batch
         ]
     finally:

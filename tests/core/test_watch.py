@@ -227,7 +227,7 @@ async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opene
         await wait_until(lambda: len(seen.entries("run-k")) == 2)
         await writer.close()
 
-    [run] = await checkpoint_reads.runs(db, "run-k")
+    [run] = await checkpoint_reads.runs(db, ["run-k"])
     assert run.status == "running" and set(seen.statuses("run-k")) == {"running"}
     assert [
         c.name for c in dangling_calls([e.data for e in seen.entries("run-k")])

@@ -51,7 +51,7 @@ from textual.worker import WorkerState
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.core.store import database
-from lovia_tui.core.store.entry_stream import HELD_ENTRIES
+from lovia_tui.core.store.segment_parts import HELD_ENTRIES
 from lovia_tui.core.store.segment_reads import HELD_CHARS
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen

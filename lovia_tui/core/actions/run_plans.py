@@ -13,7 +13,6 @@ from lovia_tui.core.actions.plans import (
     refuse_live,
     refuse_readonly,
     require_current_chat,
-    runs_and_links,
 )
 from lovia_tui.core.actions.previews import (
     DeleteRunsPreview,
@@ -26,6 +25,7 @@ from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS, RunStatus
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.head_reads import RunFilter, stream_runs
 from lovia_tui.core.store.rows import RowGroup
 from lovia_tui.core.store.workspace import Workspace
 
@@ -53,6 +53,27 @@ def _selected(
     if older_than_days is not None:
         runs = [run for run in runs if now - run.updated_at >= older_than_days * 86400]
     return runs
+
+
+async def _chosen(
+    ws: Workspace,
+    run_ids: Sequence[str],
+    status: str | None,
+    older_than_days: float | None,
+    stale_after: float,
+) -> list[RunInfo]:
+    """The checkpoints a delete chooses, most recently saved first: the named
+    ones read by id, or those of a status found in SQL a head range at a time
+    (only the chosen are held: a fleet's file holds a million heads)."""
+    if run_ids:
+        named = await ws.runs_named(run_ids)
+        return _selected(named, run_ids, status, older_than_days, stale_after)
+    wanted = RunFilter(status=status, now=time.time(), stale_after=stale_after)
+    chosen: list[RunInfo] = []
+    for db in ws.checkpoint_dbs:
+        async for chunk in stream_runs(db, wanted):
+            chosen += _selected(chunk, (), status, older_than_days, stale_after)
+    return sorted(chosen, key=lambda run: run.updated_at, reverse=True)
 
 
 def _why(link: SessionLink | None) -> str:
@@ -85,8 +106,8 @@ async def preview_delete_runs(
         raise ActionError(
             f"unknown status {status!r} (one of {', '.join(STATUS_FILTERS)})"
         )
-    runs, links = await runs_and_links(ws)
-    chosen = _selected(runs, run_ids, status, older_than_days, stale_after)
+    chosen = await _chosen(ws, run_ids, status, older_than_days, stale_after)
+    links = await ws.links(run.run_id for run in chosen)
     refuse_live(chosen, force, stale_after, "deleting its checkpoint")
     checkpoints = [
         await deletion(

@@ -21,8 +21,8 @@ from lovia_tui.core.actions.plans import (
     parse_segments,
     refuse_live,
     refuse_readonly,
-    runs_and_links,
     session_database,
+    session_runs_and_links,
     stored_values,
     unreadable,
 )
@@ -62,7 +62,7 @@ async def _linked_deletions(
     otherwise bring the removed tail back on a later resume or replay.
     Refuses while a run linked to the session is live, unless forced.
     """
-    runs, links = await runs_and_links(ws)
+    runs, links = await session_runs_and_links(ws, session_id)
     linked = [
         r
         for r in runs

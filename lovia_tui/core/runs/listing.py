@@ -17,15 +17,9 @@ from typing import Any
 
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus
-from lovia_tui.core.runs.index import (
-    SAFE_STATUS,
-    UNFINISHED,
-    Mark,
-    RunOrder,
-    runs_at,
-    status_rows,
-)
+from lovia_tui.core.runs.index import UNFINISHED, Mark, RunOrder
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.head_reads import SAFE_STATUS, runs_at, status_rows
 
 PAGE_CACHE = 5_000
 """Completed runs (and their positions) kept read, a few hundred screens;

@@ -266,7 +266,7 @@ async def _head_after(pf: Preflight) -> RunInfo | None:
     """The run's head as lovia left it: the status a failed run ended with."""
     db = await open_database(pf.checkpoint_file, readonly=True)
     try:
-        found = await checkpoint_reads.runs(db, pf.run.run_id)
+        found = await checkpoint_reads.runs(db, [pf.run.run_id])
     finally:
         await db.close()
     return found[0] if found else None

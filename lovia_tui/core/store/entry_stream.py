@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
-from collections import deque
 from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import ijson
@@ -160,9 +157,11 @@ TYPE_KEY = b'"type"'
 
 
 def entries_hint(value: Value) -> int:
-    """About how many entries stored JSON holds, at the speed of a byte search:
-    each entry has a ``"type"`` key, and a string cannot hold those six bytes
-    (its quotes are escaped). Chooses how to parse, never what is read."""
+    """About how many entries stored JSON holds, at the speed of a byte search,
+    counted until there are more than ``MANY_ENTRIES`` (all :func:`streamed`
+    asks; a 128 MB value's whole count took 0.6 s): each entry has a
+    ``"type"`` key, and a string cannot hold those six bytes (its quotes are
+    escaped). Chooses how to parse, never what is read."""
     if isinstance(value, bytes):
         return value.count(TYPE_KEY)
     count, tail = 0, b""
@@ -170,6 +169,8 @@ def entries_hint(value: Value) -> int:
         joined = tail + chunk
         count += joined.count(TYPE_KEY)
         tail = joined[-(len(TYPE_KEY) - 1) :]
+        if count > MANY_ENTRIES:
+            break
     return count
 
 
@@ -282,29 +283,6 @@ def stored_value(db: Database, row_id: int) -> Stored | None:
     return None if size is None else Stored(db, row_id, size)
 
 
-async def count_stored(db: Database, row_id: int) -> int | None:
-    """How many items a large stored value's list holds (None: none, or not a
-    list), read once, off SQLite and off the event loop."""
-    return await asyncio.to_thread(_count_stored, db, row_id)
-
-
-def _count_stored(db: Database, row_id: int) -> int | None:
-    value = stored_value(db, row_id)
-    if value is None:
-        return None
-    spared = None
-    if not streamed(value, entries_hint(value)):
-        # An entry lovia does not know is still an item: counted below.
-        with contextlib.suppress(UnreadableError):
-            spared = spare_entries(value.whole())
-    if spared is not None:
-        return len(spared)
-    try:
-        return sum(1 for _ in iter_entries(value, check=False))
-    except UnreadableError:
-        return None
-
-
 async def segment_entries_stream(
     db: Database, segment: SegmentInfo, *, spare: bool = False
 ) -> Iterator[Entry]:
@@ -333,49 +311,7 @@ async def segment_entries_stream(
     )
 
 
-HELD_ENTRIES = 2_000
-"""Entries of a large segment the app holds: its first and its last half of
-them (a million entries parsed took 1.3 GB); ``show`` and ``export`` print all."""
-
-
-@dataclass(frozen=True)
-class SegmentPart:
-    """A large segment's entries as the app holds them: its first and last
-    ones, and how many between them are not held."""
-
-    first: list[Entry]
-    skipped: int
-    last: list[Entry]
-
-
 def read_by_blob(segment: SegmentInfo) -> bool:
     """Whether a segment is read from the file by blob I/O, a piece at a time,
     never by a SELECT of its value (which holds it two or three times)."""
     return segment.stored_bytes > STREAM_ABOVE
-
-
-def held_in_part(segment: SegmentInfo) -> bool:
-    """Whether the app holds only a part of this segment's entries."""
-    return read_by_blob(segment) and (segment.entry_count or 0) > HELD_ENTRIES
-
-
-async def segment_part(db: Database, segment: SegmentInfo) -> SegmentPart:
-    """The first and last ``HELD_ENTRIES`` entries of a large segment, with
-    their flat indices: one stream pass off the event loop, never more held
-    (raises UnreadableError at a bad entry, as the whole parse would)."""
-    return await asyncio.to_thread(_segment_part, db, segment, HELD_ENTRIES)
-
-
-def _segment_part(db: Database, segment: SegmentInfo, held: int) -> SegmentPart:
-    value = stored_value(db, segment.row_id)
-    if value is None:
-        raise UnreadableError("segment no longer exists")
-    start, half = segment.first_index, held // 2
-    first: list[Entry] = []
-    last: deque[Entry] = deque(maxlen=held - half)
-    count = 0
-    for offset, data in enumerate(iter_entries(value, segment.entry_count)):
-        entry = Entry(None if start is None else start + offset, data)
-        (first if offset < half else last).append(entry)
-        count = offset + 1
-    return SegmentPart(first, count - len(first) - len(last), list(last))

@@ -26,13 +26,15 @@ from lovia_tui.core.models import (
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
 from lovia_tui.core.store.entry_stream import (
     COUNT_IN_SQL_UP_TO,
+    read_by_blob,
+    stored_sizes,
+    stored_value,
+)
+from lovia_tui.core.store.segment_parts import (
     SegmentPart,
     count_stored,
     held_in_part,
-    read_by_blob,
     segment_part,
-    stored_sizes,
-    stored_value,
 )
 
 SEGMENT_CHUNK = 200

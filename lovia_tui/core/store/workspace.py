@@ -18,6 +18,8 @@ from lovia_tui.core.store.database import Database, open_database
 from lovia_tui.core.store.run_segments import RunSegments
 
 DEFAULT_DIR = Path(".lovia")
+RUN_IDS_CHUNK = 5_000
+"""A session's run ids per statement (a hostile session may hold a million)."""
 
 
 def resolve_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -125,16 +127,46 @@ class Workspace:
 
     async def find_run(self, run_id: str) -> RunInfo | None:
         for db in self.checkpoint_dbs:
-            found = await runs(db, run_id)
+            found = await runs(db, [run_id])
             if found:
                 return found[0]
         return None
 
-    async def all_runs(self) -> list[RunInfo]:
+    async def runs_named(self, run_ids: Iterable[str]) -> list[RunInfo]:
+        """These runs' checkpoints in every open file, most recently saved first."""
+        wanted = list(dict.fromkeys(run_ids))
         result: list[RunInfo] = []
         for db in self.checkpoint_dbs:
-            result.extend(await runs(db))
+            result.extend(await runs(db, wanted))
         return sorted(result, key=lambda run: run.updated_at, reverse=True)
+
+    async def session_run_ids(self, session_id: str) -> set[str]:
+        """The runs that may belong to a session: those with a segment in it
+        (lovia's ``(session_id, run_id)`` index, ``RUN_IDS_CHUNK`` a statement)
+        and those lovia web records for it (its active run, its runs).
+        :meth:`links` says which of them it is."""
+        found: set[str] = set()
+        for db in self.session_dbs:
+            after = ""
+            while db.stores.session and (
+                rows := await db.fetchall(
+                    "SELECT DISTINCT run_id FROM session_runs WHERE session_id = ? "
+                    "AND run_id > ? ORDER BY run_id LIMIT ?",
+                    (session_id, after, RUN_IDS_CHUNK),
+                )
+            ):
+                found.update(row[0] for row in rows)
+                after = rows[-1][0]
+        for db in self.databases:
+            if db.stores.chat:
+                rows = await db.fetchall(
+                    "SELECT active_run_id FROM chat_sessions WHERE id = ? "
+                    "AND active_run_id IS NOT NULL "
+                    "UNION SELECT id FROM chat_runs WHERE session_id = ?",
+                    (session_id, session_id),
+                )
+                found.update(row[0] for row in rows)
+        return found
 
     async def links(self, run_ids: Iterable[str]) -> dict[str, SessionLink]:
         """The session each run belongs to, strongest evidence first; never guessed.
@@ -180,11 +212,12 @@ def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
 async def runs_for_session(
     ws: Workspace, session_id: str
 ) -> list[tuple[RunInfo, SessionLink]]:
-    """Checkpoints linked to ``session_id`` (in-flight or already appended)."""
-    all_runs = await ws.all_runs()
-    links = await ws.links(run.run_id for run in all_runs)
+    """Checkpoints linked to ``session_id`` (in-flight or already appended),
+    most recently saved first."""
+    found = await ws.runs_named(await ws.session_run_ids(session_id))
+    links = await ws.links(run.run_id for run in found)
     return [
         (run, links[run.run_id])
-        for run in all_runs
+        for run in found
         if run.run_id in links and links[run.run_id].session_id == session_id
     ]
