@@ -89,7 +89,10 @@ def giant_open(info: dict) -> None:
             key = next(k for k in screen.sessions.keys if k[1] == info["session_id"])
             pressed = perf_counter()
             screen.go_to_session(key)
-            while not (screen.session_key == key and screen.transcript.rows):
+            while not any(
+                row.segment is not None and row.segment.session_id == key[1]
+                for row in screen.transcript.rows
+            ):  # its rows, not the rows of the session shown before
                 await asyncio.sleep(0.002)
             shown = await frames.wait_after(perf_counter(), timeout=600)
             await settle(app)

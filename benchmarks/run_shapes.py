@@ -241,10 +241,12 @@ def segment_measures(
             capture_output=True, text=True, check=True, timeout=1800,
         ).stdout.splitlines()[-1]
     )  # fmt: skip
-    found.append(
+    found += [
         Measure("4b", f"app peak RSS, {label} open", "MB", opened["peak_mb"], None,
-                "≤400 MB", opened["peak_mb"] <= 400, opened)
-    )  # fmt: skip
+                "≤400 MB", opened["peak_mb"] <= 400, opened),
+        Measure("4c", f"app: jump → its first rows, {label}", "s", opened["open_s"],
+                None, "≤1 s", opened["open_s"] <= 1.0, opened),
+    ]  # fmt: skip
     return found
 
 

@@ -32,23 +32,27 @@ from lovia_tui.core.store.entry_stream import (
 )
 
 
-async def count_stored(db: Database, row_id: int) -> int | None:
+async def count_stored(
+    db: Database, row_id: int, *, keep_part: bool = False
+) -> int | None:
     """How many items a large stored value's list holds (None: none, or not a
-    list), read once, off SQLite and off the event loop."""
-    return await asyncio.to_thread(_count_stored, db, row_id)
+    list), read once, off SQLite and off the event loop; with ``keep_part``
+    (the app reads its entries next) that pass keeps what the app holds."""
+    return await asyncio.to_thread(_count_stored, db, row_id, keep_part)
 
 
-def _count_stored(db: Database, row_id: int) -> int | None:
+def _count_stored(db: Database, row_id: int, keep_part: bool) -> int | None:
     value = stored_value(db, row_id)
     if value is None:
         return None
-    if streamed(value, entries_hint(value)):
+    many = streamed(value, entries_hint(value))
+    if many and keep_part:
         return _count_and_keep_part(db, value)
-    # An entry lovia does not know is still an item: counted below.
-    with contextlib.suppress(UnreadableError):
-        spared = spare_entries(value.whole())
-        if spared is not None:
-            return len(spared)
+    if not many:  # an entry lovia does not know is still an item: counted below
+        with contextlib.suppress(UnreadableError):
+            spared = spare_entries(value.whole())
+            if spared is not None:
+                return len(spared)
     try:
         return sum(1 for _ in iter_entries(value, check=False))
     except UnreadableError:

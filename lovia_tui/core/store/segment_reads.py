@@ -120,7 +120,9 @@ async def newest_segments(
     if not db.stores.session:
         return [], 0
     upper = NO_ID_ABOVE if before_id is None else before_id
-    rows = await _segment_rows(db, "id < ?2", "id DESC", (session_id, upper, limit))
+    rows = await _segment_rows(
+        db, "id < ?2", "id DESC", (session_id, upper, limit), keep_parts=True
+    )
     rows.reverse()
     older = rows[0][7] - len(rows) if rows else 0
     return [_segment(db, row, row[6], None) for row in rows], older
@@ -133,7 +135,9 @@ async def oldest_segments(
     order, and how many newer ones remain (as :func:`newest_segments`)."""
     if not db.stores.session:
         return [], 0
-    rows = await _segment_rows(db, "id > ?2", "id", (session_id, after_id, limit))
+    rows = await _segment_rows(
+        db, "id > ?2", "id", (session_id, after_id, limit), keep_parts=True
+    )
     newer = rows[0][7] - len(rows) if rows else 0
     return [_segment(db, row, row[6], None) for row in rows], newer
 
@@ -163,7 +167,12 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
 
 
 async def _segment_rows(
-    db: Database, where: str, order: str, params: tuple[str, int, int]
+    db: Database,
+    where: str,
+    order: str,
+    params: tuple[str, int, int],
+    *,
+    keep_parts: bool = False,
 ) -> list[Any]:
     """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
     each row ends with how many of the session's segments match ``where``
@@ -173,7 +182,7 @@ async def _segment_rows(
         f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
-    return await _with_counts(db, base, params, 6, 4)
+    return await _with_counts(db, base, params, 6, 4, keep_parts=keep_parts)
 
 
 async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
@@ -187,6 +196,8 @@ async def _with_counts(
     params: tuple[Any, ...],
     count_at: int,
     size_at: int | None = None,
+    *,
+    keep_parts: bool = False,
 ) -> list[Any]:
     """Run ``base`` (the row id first) with each row's entry count in column
     ``count_at`` and, where given, its stored size in bytes in column
@@ -195,7 +206,8 @@ async def _with_counts(
     time its session is listed), so the sizes come from the values' headers
     (:meth:`Database.blob_sizes`), and SQLite counts only rows up to
     ``COUNT_IN_SQL_UP_TO`` (its count holds the value twice); a larger one is
-    counted by :func:`count_stored`, reading it once."""
+    counted by :func:`count_stored`, reading it once (``keep_parts``: where
+    the app reads their entries next, that pass keeps the part it holds)."""
     rows = await db.fetchall(base, params)
     ids = [row[0] for row in rows]
     sizes = await stored_sizes(db, ids)
@@ -205,7 +217,11 @@ async def _with_counts(
     found = []
     for row in rows:
         row_id = row[0]
-        count = counts[row_id] if row_id in counts else await count_stored(db, row_id)
+        count = (
+            counts[row_id]
+            if row_id in counts
+            else await count_stored(db, row_id, keep_part=keep_parts)
+        )
         row = (*row[:count_at], count, *row[count_at + 1 :])
         if size_at is not None:
             row = (*row[:size_at], sizes.get(row_id, 0), *row[size_at + 1 :])
