@@ -103,6 +103,14 @@ async def test_a_reload_keeps_the_cursor_on_its_row(snap_dir, monkeypatch):
         assert screen.transcript.current_row.key == before
 
 
+async def opened_rows(pilot, path) -> list:
+    """The transcript's rows once session "s" of ``path`` is open."""
+    await settle(pilot)
+    pilot.app.screen.go_to_session((str(path), "s"))
+    await settle(pilot)
+    return pilot.app.screen.transcript.rows
+
+
 async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkeypatch):
     """A segment of very many entries is not held whole (a million took
     1.3 GB): its first and last entries show with their flat indices, one row
@@ -137,10 +145,7 @@ async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkey
     monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
     app = make_app([path])
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        app.screen.go_to_session((str(path), "s"))
-        await settle(pilot)
-        rows = app.screen.transcript.rows
+        rows = await opened_rows(pilot, path)
         kinds = [row.kind for row in rows]
         assert (
             kinds
@@ -196,10 +201,7 @@ async def test_a_huge_output_is_held_by_its_start(tmp_path, monkeypatch):
     monkeypatch.setattr(segment_reads, "HELD_CHARS", 100)
     app = make_app([path])
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        app.screen.go_to_session((str(path), "s"))
-        await settle(pilot)
-        rows = app.screen.transcript.rows
+        rows = await opened_rows(pilot, path)
         held = rows[-1].entry.data["output"]
         assert held.startswith(output[:100])
         assert "21,900 more characters not held here" in held
