@@ -66,7 +66,7 @@ from pathlib import Path
 from lovia_tui.core.search.indexer import Indexer
 indexer = Indexer([(Path(sys.argv[1]), False)])
 print(indexer.pid, flush=True)
-time.sleep(600)
+time.sleep(600)  # bounded: the test SIGKILLs this process
 """
 
 
