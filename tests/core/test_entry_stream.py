@@ -226,7 +226,9 @@ async def test_a_large_segment_counted_is_not_read_again_for_its_part(
         assert segment_parts.held_in_part(segments[1])
         monkeypatch.setattr(Database, "blob_chunks", counted)
         kept = (await segment_reads.batch_entries(db, segments))[segments[1].row_id]
+        starts = await segment_reads.flat_starts(db, "s")  # counted once, remembered
         assert passes == 0  # the listing's pass kept it
+        assert starts == {segments[0].row_id: 0, segments[1].row_id: 1}
         again = (await segment_reads.batch_entries(db, segments))[segments[1].row_id]
         assert passes > 0  # taken once: read afresh
     finally:

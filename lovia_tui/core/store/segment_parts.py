@@ -41,10 +41,33 @@ async def count_stored(
     return await asyncio.to_thread(_count_stored, db, row_id, keep_part)
 
 
+_COUNTED: dict[tuple[Path, int, int], int | None] = {}
+"""Counts of large values, by file, row id and stored size (a row lovia
+rewrites, by trim, changes size): a segment of a million entries took a
+3.5 s pass to count, and the app counts it for its listing, then for the
+flat indices of its session, then each time the session is listed again."""
+COUNTED = 64
+
+
 def _count_stored(db: Database, row_id: int, keep_part: bool) -> int | None:
     value = stored_value(db, row_id)
     if value is None:
         return None
+    key = (db.path, row_id, value.size)
+    if keep_part or key not in _COUNTED:  # a part is kept by a pass of its own
+        _remember(_COUNTED, key, _count(db, value, keep_part), COUNTED)
+    return _COUNTED[key]
+
+
+def _remember(found: dict[Any, Any], key: Any, value: Any, most: int) -> None:
+    """``found[key] = value``, the oldest let go beyond ``most``."""
+    found.pop(key, None)
+    if len(found) >= most:
+        del found[next(iter(found))]
+    found[key] = value
+
+
+def _count(db: Database, value: Stored, keep_part: bool) -> int | None:
     many = streamed(value, entries_hint(value))
     if many and keep_part:
         return _count_and_keep_part(db, value)
@@ -126,9 +149,7 @@ def _count_and_keep_part(db: Database, value: Stored) -> int | None:
     them); its part kept for :func:`segment_part`."""
     part = _read_part(value)
     if part.count > HELD_ENTRIES:  # the app holds it in part
-        if len(_KEPT_PARTS) >= KEPT_PARTS:
-            del _KEPT_PARTS[next(iter(_KEPT_PARTS))]
-        _KEPT_PARTS[(db.path, value.row_id, value.size)] = part
+        _remember(_KEPT_PARTS, (db.path, value.row_id, value.size), part, KEPT_PARTS)
     return None if part.count < 0 else part.count
 
 
