@@ -22,6 +22,7 @@ from urllib.parse import quote
 import pytest
 from support.lovia_factory import copy_files, raw
 
+from lovia_tui.core.actions.plans import session_runs_and_links
 from lovia_tui.core.entries import UnreadableError, dangling_calls, drop_dangling
 from lovia_tui.core.errors import LoviaTuiError, OpenError
 from lovia_tui.core.export import export_session
@@ -35,7 +36,7 @@ from lovia_tui.core.store import (
 )
 from lovia_tui.core.store.database import Database, Stores, open_database, sqlite_uri
 from lovia_tui.core.store.head_reads import stream_runs
-from lovia_tui.core.store.workspace import Workspace, resolve_paths, runs_for_session
+from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 # ---------------------------------------------------------------- helpers
 
@@ -59,6 +60,16 @@ async def opened(path: Path, *, readonly: bool = True) -> AsyncIterator[Database
 async def every_run(db: Database) -> list:
     """Every checkpoint in the file, as ``runs --json`` lists them."""
     return [run async for chunk in stream_runs(db) for run in chunk]
+
+
+async def runs_for_session(ws: Workspace, session_id: str) -> list:
+    """The checkpoints linked to a session, as the session actions find them."""
+    runs, links = await session_runs_and_links(ws, session_id)
+    return [
+        (run, links[run.run_id])
+        for run in runs
+        if run.run_id in links and links[run.run_id].session_id == session_id
+    ]
 
 
 def one_line(message: str, path: Path) -> None:

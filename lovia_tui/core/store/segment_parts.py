@@ -37,7 +37,8 @@ async def count_stored(
 ) -> int | None:
     """How many items a large stored value's list holds (None: none, or not a
     list), read once, off SQLite and off the event loop; with ``keep_part``
-    (the app reads its entries next) that pass keeps what the app holds."""
+    (the app reads its entries next) the pass that counts it keeps what the
+    app holds, else :func:`segment_part` makes a pass of its own."""
     return await asyncio.to_thread(_count_stored, db, row_id, keep_part)
 
 
@@ -54,7 +55,7 @@ def _count_stored(db: Database, row_id: int, keep_part: bool) -> int | None:
     if value is None:
         return None
     key = (db.path, row_id, value.size)
-    if keep_part or key not in _COUNTED:  # a part is kept by a pass of its own
+    if key not in _COUNTED:
         _remember(_COUNTED, key, _count(db, value, keep_part), COUNTED)
     return _COUNTED[key]
 

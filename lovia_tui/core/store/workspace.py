@@ -207,17 +207,3 @@ class Workspace:
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-async def runs_for_session(
-    ws: Workspace, session_id: str
-) -> list[tuple[RunInfo, SessionLink]]:
-    """Checkpoints linked to ``session_id`` (in-flight or already appended),
-    most recently saved first."""
-    found = await ws.runs_named(await ws.session_run_ids(session_id))
-    links = await ws.links(run.run_id for run in found)
-    return [
-        (run, links[run.run_id])
-        for run in found
-        if run.run_id in links and links[run.run_id].session_id == session_id
-    ]
