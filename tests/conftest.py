@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from support import open_guard
 
 pytest_plugins = [
     "support.lovia_factory"
@@ -81,3 +85,40 @@ def isolated_cache(
     path = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(path))
     return path
+
+
+OPEN_GUARD_SITE = Path(__file__).parent / "support" / "open_guard_site"
+open_guard.install()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def open_guard_everywhere(tmp_path_factory: pytest.TempPathFactory):
+    """Every Python process a test starts carries the open guard too, and
+    reports to one log (support/open_guard.py)."""
+    log = tmp_path_factory.mktemp("open-guard") / "violations.log"
+    log.touch()
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", open_guard.LOG_ENV)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(OPEN_GUARD_SITE), saved["PYTHONPATH"]])
+    )
+    os.environ[open_guard.LOG_ENV] = str(log)
+    yield log
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
+def no_database_opened_outside_sqlite(open_guard_everywhere: Path):
+    """Fails the test if lovia-tui, in this process or one it started, opened a
+    SQLite file with Python I/O (which drops SQLite's locks on it)."""
+    open_guard.violations.clear()
+    seen = open_guard_everywhere.stat().st_size
+    yield
+    found = list(open_guard.violations)
+    with open_guard_everywhere.open(encoding="utf-8") as log:
+        log.seek(seen)
+        found.extend(filter(None, log.read().split("\n\n")))
+    assert not found, "\n".join(found)

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 from urllib.parse import quote
 
@@ -26,7 +27,6 @@ from lovia_tui.core.store.schema import (
     check_versions,
 )
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5_000
 
 
@@ -236,20 +236,28 @@ def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _check_header(path: Path) -> None:
-    if not path.exists():
-        raise OpenError(f"{path}: no such file")
-    if not path.is_file():
-        raise OpenError(f"{path}: not a regular file")
+def _check_file(path: Path) -> None:
+    """What can be told of ``path`` without a descriptor on it: a database's
+    bytes are read by SQLite alone. Closing any other descriptor of the file
+    would drop the POSIX locks this process's SQLite connections hold on it
+    (a resume opens a file the app already has open), and another process
+    could then delete the ``-wal`` under them (SQLite's "How To Corrupt", 2.2).
+    A file that is not SQLite is told by SQLite's own header check."""
     try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_MAGIC))
+        stat = path.stat()
+    except FileNotFoundError as exc:
+        raise OpenError(f"{path}: no such file") from exc
     except OSError as exc:
         raise OpenError(f"{path}: cannot read ({exc.strerror})") from exc
-    if not header:
+    if not S_ISREG(stat.st_mode):
+        raise OpenError(f"{path}: not a regular file")
+    if stat.st_size == 0 and not wal_path(path).exists():
         raise OpenError(f"{path}: empty file, not a lovia database")
-    if header != SQLITE_MAGIC:
-        raise OpenError(f"{path}: not a SQLite database")
+
+
+def wal_path(path: Path) -> Path:
+    """The ``-wal`` companion SQLite keeps beside ``path``."""
+    return path.with_name(path.name + "-wal")
 
 
 def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
@@ -317,7 +325,7 @@ async def _pragma(conn: aiosqlite.Connection, sql: str) -> str:
 
 async def open_database(path: Path, *, readonly: bool = False) -> Database:
     """Open ``path`` as a lovia database or raise :class:`OpenError`."""
-    _check_header(path)
+    _check_file(path)
     conn, immutable = await _connect(path, readonly)
     try:
         rows = await _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")

@@ -46,9 +46,12 @@ def resolve_paths(paths: Iterable[str | Path]) -> list[Path]:
             raise OpenError(f"{path}: no such file or directory")
         else:
             files.append(path)
-    unique: dict[Path, Path] = {}
+    # One file reached by two names (a symbolic or hard link) is opened once:
+    # SQLite finds a hot journal by the name it was opened with.
+    unique: dict[tuple[int, int], Path] = {}
     for path in files:
-        unique.setdefault(path.resolve(), path)
+        stat = path.stat()
+        unique.setdefault((stat.st_dev, stat.st_ino), path)
     return list(unique.values())
 
 
