@@ -156,3 +156,11 @@ class SearchHits(Message):
     key: tuple[str, str]
     needle: str
     rows: list[str]
+
+
+@dataclass
+class FileDamaged(Message):
+    """A read found a file SQLite calls damaged: its banner replaces the
+    notification each failing read would otherwise raise."""
+
+    path: Path

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-
 from support import open_guard
 
 pytest_plugins = [

@@ -103,8 +103,21 @@ def split_paths_and_ids(
     return positionals[:count], positionals[count:]
 
 
-async def open_workspace(args: argparse.Namespace) -> Workspace:
-    return await Workspace.open(args.paths, readonly=getattr(args, "readonly", False))
+async def open_workspace(
+    args: argparse.Namespace, *, readonly: bool | None = None
+) -> Workspace:
+    """The command's files opened; what a file's opening had to say (read as
+    immutable, WAL refused) goes to stderr, so no output hides it."""
+    if readonly is None:
+        readonly = getattr(args, "readonly", False)
+    ws = await Workspace.open(args.paths, readonly=readonly)
+    for db in ws.databases:
+        if db.notice:
+            print(
+                f"lovia-tui: note: {printable(f'{db.path}: {db.notice}')}",
+                file=sys.stderr,
+            )
+    return ws
 
 
 @asynccontextmanager

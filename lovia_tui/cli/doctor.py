@@ -22,12 +22,13 @@ from lovia_tui.cli.command import (
     add_paths,
     add_stale_after,
     console,
+    open_workspace,
     print_json,
 )
+from lovia_tui.cli.integrity import integrity
 from lovia_tui.core.doctor.audit import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
 from lovia_tui.core.doctor.findings import SEVERITY_STYLES, summary
 from lovia_tui.core.formatting import printable, size
-from lovia_tui.core.store.workspace import Workspace
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -41,10 +42,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         metavar="DAYS",
         help=f"report interrupted and failed runs not saved for DAYS days (default {DEFAULT_OLDER_THAN_DAYS:g})",
     )
+    parser.add_argument(
+        "--integrity",
+        action="store_true",
+        help="run SQLite's quick_check over every table and say which store is damaged "
+        "(reads every page: long on a large file)",
+    )
 
 
 async def _diagnose(args: argparse.Namespace) -> Report:
-    ws = await Workspace.open(args.paths, readonly=True)
+    ws = await open_workspace(args, readonly=True)
     try:
         if not sys.stderr.isatty():
             return await diagnose(
@@ -71,6 +78,8 @@ async def _diagnose(args: argparse.Namespace) -> Report:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
+    if args.integrity:
+        return await integrity(args)
     report = await _diagnose(args)
     status = EXIT_FINDINGS if report.needs_attention else EXIT_OK
     if args.json:

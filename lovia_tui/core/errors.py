@@ -9,6 +9,20 @@ class OpenError(LoviaTuiError):
     """A path could not be opened as a lovia database."""
 
 
+class DamagedError(OpenError):
+    """SQLite calls the file damaged (a page that does not read, a header that
+    is not SQLite's, a quick check that fails): never shown as if it were
+    empty, never changed by an action."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(
+            f"{path}: damaged ({reason}); `lovia-tui doctor --integrity {path}` "
+            "says which store"
+        )
+        self.path = path
+        self.reason = reason
+
+
 class ActionError(LoviaTuiError):
     """An action was refused or failed; the message says why."""
 

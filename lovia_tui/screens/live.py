@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual.screen import Screen
 
 from lovia_tui import messages
-from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.errors import DamagedError, LoviaTuiError
 from lovia_tui.core.live.changes import ChangeFeed, Changes
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.store.database import Database
@@ -39,6 +39,12 @@ async def _until_readable(db: Database) -> None:
             return
         except LoviaTuiError:
             continue
+
+
+async def _until_rechecked(db: Database) -> None:
+    """Return once ``db`` is no longer called damaged (Ctrl+R read it again)."""
+    while db.damage is not None:
+        await asyncio.sleep(LOCK_RETRY)
 
 
 class LiveTail:
@@ -83,6 +89,12 @@ class LiveTail:
                     if feed.put(changes):
                         self.host.post_message(messages.LiveChanged(db.path, feed))
                 return
+            except DamagedError as exc:
+                # The file's banner says it; watching resumes once Ctrl+R
+                # finds it readable again (a toast per commit would not stop).
+                db.damage = db.damage or exc.reason
+                self.host.post_message(messages.FileDamaged(db.path))
+                await _until_rechecked(db)
             except LoviaTuiError as exc:
                 # A writer held its lock past the busy timeout: keep watching
                 # once it lets go, and reload what changed meanwhile.

@@ -67,6 +67,8 @@ class Group(StrEnum):
     SEARCH_INDEX = "live:search-index"
     """The content index's build and commit follower: lives as the screen does."""
     HITS = "hits"
+    RECHECK = "recheck"
+    """Ctrl+R's new look at a file called damaged, before the panes reload."""
 
     def of(self, path: Path | str) -> str:
         """A per-file group (the live tail runs one worker per database)."""

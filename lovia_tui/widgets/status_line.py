@@ -12,14 +12,15 @@ from lovia_tui.core.store.workspace import Workspace
 
 class StatusLine(Static):
     """What is open and how; a file's notice (why it opened read-only…) is
-    said once, as a notification."""
+    said once, as a notification; a damaged file turns it into a banner."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(markup=False, **kwargs)
         self._noticed = False
 
     def describe(self, workspace: Workspace, watch_modes: dict[Path, str]) -> None:
-        parts = []
+        parts: list[str] = []
+        damaged: list[str] = []
         for db in workspace.databases:
             stores = "+".join(
                 name
@@ -31,9 +32,21 @@ class StatusLine(Static):
                 if has
             )
             mode = "read-only" if db.readonly else db.journal_mode.upper()
+            if db.immutable:
+                mode += ", immutable: later commits unseen"
             live = watch_modes.get(db.path, "watching")
+            if db.damage:
+                damaged.append(f"{db.name} is DAMAGED ({db.damage})")
             parts.append(f"{db.name} [{stores}, {mode}, {live}]")
             if db.notice and not self._noticed:
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
+        # A damaged file is the banner: said first, in the error colour, until
+        # Ctrl+R finds the file readable again.
+        self.set_class(bool(damaged), "-damaged")
+        if damaged:
+            parts = [
+                *damaged,
+                "no action changes it; `lovia-tui doctor --integrity` says which store",
+            ]
         self.update(printable(" · ".join(parts)))
         self._noticed = True

@@ -3,18 +3,21 @@ not a crash.
 
 Reads fail for reasons outside the app: another process holds a lock past
 the busy timeout, a page of the file is damaged. Those reach the user as one
-notification and every view stays usable (Ctrl+R tries again). Any other
+notification (a damaged file: one banner, the status line) and every view
+stays usable (Ctrl+R tries again). Any other
 exception is a bug and still ends the app with its traceback, as before.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker, WorkerState
 
-from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.errors import DamagedError, LoviaTuiError
+from lovia_tui.messages import FileDamaged
 from lovia_tui.view.kinds import Group
 
 EXPECTED = (LoviaTuiError, sqlite3.Error)
@@ -43,6 +46,10 @@ class WorkerErrors(_Node):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         error = event.worker.error
         if event.state != WorkerState.ERROR or error is None:
+            return
+        if isinstance(error, DamagedError):
+            # One banner for the file (the status line), not a toast a read.
+            self.post_message(FileDamaged(Path(str(error.path))))
             return
         if isinstance(error, EXPECTED):
             text = (

@@ -21,7 +21,8 @@ from support import open_guard
 from support.app import confirm, snapshot_app, user_rows
 from support.writer_process import wait_for, writer
 
-from lovia_tui.core.store.database import open_database, wal_path
+from lovia_tui.core.store.connect import wal_path
+from lovia_tui.core.store.database import open_database
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.widgets.run_console import RunConsole
@@ -50,7 +51,9 @@ def test_the_guard_sees_a_python_open_of_a_database_by_the_tool(tmp_path):
     sqlite3.connect(db).close()
     # Code compiled under the package's directory stands for the tool's own.
     probe = compile(
-        "open(path, 'rb').read(16)", os.path.join(open_guard.PACKAGE_DIR, "probe.py"), "exec"
+        "open(path, 'rb').read(16)",
+        os.path.join(open_guard.PACKAGE_DIR, "probe.py"),
+        "exec",
     )
     exec(probe, {"path": str(db)})
     try:
@@ -119,7 +122,9 @@ async def test_resume_then_rewind_fork_and_trim_in_the_app_beside_a_writer(
                 await settle(pilot)
                 seen = committed.commits_so_far()
                 wait_for(lambda: committed.commits_so_far() > seen + 1)
-                assert wal_path(db).exists(), f"{name}: the -wal was deleted under the app"
+                assert wal_path(db).exists(), (
+                    f"{name}: the -wal was deleted under the app"
+                )
                 assert integrity(db) == "ok", name
 
             await step("resume")

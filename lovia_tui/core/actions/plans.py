@@ -59,8 +59,17 @@ def meta_of(raw: Any) -> dict[str, Any]:
 
 
 def refuse_readonly(ws: Workspace) -> None:
+    """No action on files open read-only, or beside a file SQLite called
+    damaged: lovia's change could spread the damage (a doctor's "delete"
+    included), and undo could not restore it exactly."""
     if ws.readonly:
         raise ActionError("the files are open read-only: no action can change them")
+    for db in ws.databases:
+        if db.damage:
+            raise ActionError(
+                f"{db.path} is damaged ({db.damage}): no action changes it; "
+                "`lovia-tui doctor --integrity` says which store"
+            )
 
 
 async def session_database(ws: Workspace, session_id: str) -> Database:

@@ -13,21 +13,29 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISREG
 from typing import Any
-from urllib.parse import quote
 
 import aiosqlite
 
-from lovia_tui.core.errors import LoviaTuiError, OpenError
+from lovia_tui.core.errors import DamagedError, LoviaTuiError, OpenError
+from lovia_tui.core.store.connect import (
+    BUSY_TIMEOUT_MS,
+    IMMUTABLE_NOTICE,
+    check_file,
+    connect,
+    decode_text,
+    quick_check_at_open,
+    rows,
+    set_wal,
+    sqlite_uri,
+)
+from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
 from lovia_tui.core.store.schema import (
     CHAT_TABLES,
     STORE_TABLES,
     check_columns,
     check_versions,
 )
-
-BUSY_TIMEOUT_MS = 5_000
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,9 @@ class Database:
         self.notice = notice
         # Opened with immutable=1: SQLite will not see anyone else's commits.
         self.immutable = immutable
+        # Why SQLite calls the file damaged, once a fresh connection said so
+        # too: the app's banner, and every action's refusal.
+        self.damage: str | None = None
 
     @property
     def name(self) -> str:
@@ -75,10 +86,38 @@ class Database:
 
         Every view reads through this one connection at the same time; a
         statement left open while another starts would pin both to its older
-        WAL snapshot and hide other processes' commits (see :func:`_rows`).
+        WAL snapshot and hide other processes' commits (see :func:`~lovia_tui.core.store.connect.rows`).
+        A read SQLite calls damaged is tried once more on a new connection
+        (a long-lived one can hold a stale view of a file others rewrote)
+        before the file is called damaged.
         """
-        with self._read_errors():
-            return await _rows(self.conn, sql, params)
+        try:
+            with read_errors(self.path):
+                return await rows(self.conn, sql, params)
+        except DamagedError:
+            if self.damage is not None:
+                raise
+            await self.reconnect()
+            with self._read_errors():
+                return await rows(self.conn, sql, params)
+
+    async def reconnect(self) -> None:
+        """A new connection in place of the current one (the same URI)."""
+        conn, _ = await connect(self.path, self.readonly, immutable=self.immutable)
+        old, self.conn = self.conn, conn
+        await old.close()
+
+    async def recheck(self) -> None:
+        """Read a file called damaged again, on a new connection (Ctrl+R): if
+        it reads, :attr:`damage` is forgotten; if not, it stays."""
+        if self.damage is None:
+            return
+        seen, self.damage = self.damage, None
+        try:
+            await self.reconnect()
+            await self.fetchall("SELECT name FROM sqlite_master")
+        except DamagedError as exc:
+            self.damage = exc.reason or seen
 
     def fetchall_in_thread(
         self, conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
@@ -94,7 +133,7 @@ class Database:
                     raise
             # Text that is not UTF-8 among these rows: decoded as the read layer
             # decodes it (C decoding, the default, is kept for the usual case).
-            conn.text_factory = _decode_text
+            conn.text_factory = decode_text
             try:
                 return conn.execute(sql, params).fetchall()
             finally:
@@ -102,15 +141,16 @@ class Database:
 
     @contextlib.contextmanager
     def _read_errors(self) -> Iterator[None]:
-        """A writer's lock past the busy timeout, or a page that does not read:
-        one line naming the file."""
+        """A writer's lock past the busy timeout, or a damaged file: one line
+        naming the file; a damage seen on a fresh connection is remembered
+        (:attr:`damage`)."""
         try:
-            yield
-        except sqlite3.OperationalError as exc:
-            _raise_if_locked(self.path, exc)
+            with read_errors(self.path):
+                yield
+        except DamagedError as exc:
+            if self.damage is None and exc.reason:
+                self.damage = exc.reason
             raise
-        except sqlite3.DatabaseError as exc:
-            raise _damaged(self.path, exc) from exc
 
     async def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> Any | None:
         """The first row of a statement that yields at most a few (its own
@@ -183,8 +223,8 @@ class Database:
             if "no such rowid" in str(exc) or "of type null" in str(exc):
                 yield None
                 return
-            _raise_if_locked(self.path, exc)
-            raise
+            with self._read_errors():
+                raise
         with blob:
             yield blob
 
@@ -220,116 +260,19 @@ class Database:
         await self.conn.close()
 
 
-def _raise_if_locked(path: Path, exc: sqlite3.OperationalError) -> None:
-    """A writer held its lock past the busy timeout: one line, not a traceback."""
-    if "locked" in str(exc):
-        raise LoviaTuiError(f"{path}: {exc} by another process; try again") from exc
-
-
-def _damaged(path: Path, exc: sqlite3.DatabaseError) -> LoviaTuiError:
-    """A page that does not read (a damaged file): one line naming the file."""
-    return LoviaTuiError(f"{path}: cannot read ({_sqlite_reason(exc)})")
-
-
-def _decode_text(raw: bytes) -> str:
-    # A row with invalid UTF-8 must not make the whole query fail.
-    return raw.decode("utf-8", errors="replace")
-
-
-def _check_file(path: Path) -> None:
-    """What can be told of ``path`` without a descriptor on it: a database's
-    bytes are read by SQLite alone. Closing any other descriptor of the file
-    would drop the POSIX locks this process's SQLite connections hold on it
-    (a resume opens a file the app already has open), and another process
-    could then delete the ``-wal`` under them (SQLite's "How To Corrupt", 2.2).
-    A file that is not SQLite is told by SQLite's own header check."""
+async def open_database(
+    path: Path, *, readonly: bool = False, check_integrity: bool = True
+) -> Database:
+    """Open ``path`` as a lovia database or raise :class:`OpenError`
+    (:class:`DamagedError` for a file SQLite calls damaged; ``doctor
+    --integrity`` opens it without that check, to say where)."""
+    check_file(path)
+    conn, immutable = await connect(path, readonly)
     try:
-        stat = path.stat()
-    except FileNotFoundError as exc:
-        raise OpenError(f"{path}: no such file") from exc
-    except OSError as exc:
-        raise OpenError(f"{path}: cannot read ({exc.strerror})") from exc
-    if not S_ISREG(stat.st_mode):
-        raise OpenError(f"{path}: not a regular file")
-    if stat.st_size == 0 and not wal_path(path).exists():
-        raise OpenError(f"{path}: empty file, not a lovia database")
-
-
-def wal_path(path: Path) -> Path:
-    """The ``-wal`` companion SQLite keeps beside ``path``."""
-    return path.with_name(path.name + "-wal")
-
-
-def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
-    """A URI that opens ``path`` in ``mode`` (ro/rw) and never creates a file."""
-    uri = f"file:{quote(str(path.resolve()))}?mode={mode}"
-    return uri + "&immutable=1" if immutable else uri
-
-
-async def _connect(path: Path, readonly: bool) -> tuple[aiosqlite.Connection, bool]:
-    """Connect without ever creating a file; returns (connection, immutable)."""
-    attempts = (
-        [(sqlite_uri(path, "ro"), False)]
-        if readonly
-        else [(sqlite_uri(path, "rw"), False)]
-    )
-    if readonly:
-        # A WAL database in a read-only directory without its -shm can only
-        # be read as immutable.
-        attempts.append((sqlite_uri(path, "ro", immutable=True), True))
-    last: Exception | None = None
-    for uri, immutable in attempts:
-        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
-        try:
-            conn.text_factory = _decode_text
-            await _rows(conn, f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            await _rows(conn, "SELECT name FROM sqlite_master LIMIT 1")
-            return conn, immutable
-        except sqlite3.Error as exc:
-            await conn.close()
-            last = exc
-            if "locked" in str(exc):
-                # Busy, not unreadable: immutable would read past a writer's lock.
-                break
-    raise OpenError(f"{path}: cannot open ({_sqlite_reason(last)})")
-
-
-def _sqlite_reason(exc: Exception | None) -> str:
-    text = str(exc) if exc else "unknown error"
-    if "not a database" in text:
-        return "not a SQLite database or corrupt"
-    return text
-
-
-async def _set_wal(conn: aiosqlite.Connection) -> tuple[str, str | None]:
-    """Switch the file to WAL so our reads never block lovia's writers.
-
-    The switch is sticky and needs a moment with no other lock held; when it
-    cannot happen we carry on in the current mode and say so.
-    """
-    try:
-        mode = await _pragma(conn, "PRAGMA journal_mode=WAL")
-    except sqlite3.Error as exc:
-        mode = await _pragma(conn, "PRAGMA journal_mode")
-        return mode, f"could not switch to WAL ({exc}); reads may delay writers"
-    if mode != "wal":
-        return mode, f"journal mode is {mode}: WAL was refused; reads may delay writers"
-    return mode, None
-
-
-async def _pragma(conn: aiosqlite.Connection, sql: str) -> str:
-    """A PRAGMA's one value, lower-cased (``journal_mode`` returns one row)."""
-    rows = await _rows(conn, sql)
-    return str(rows[0][0]).lower() if rows else ""
-
-
-async def open_database(path: Path, *, readonly: bool = False) -> Database:
-    """Open ``path`` as a lovia database or raise :class:`OpenError`."""
-    _check_file(path)
-    conn, immutable = await _connect(path, readonly)
-    try:
-        rows = await _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
-        tables = {row[0] for row in rows}
+        if check_integrity:
+            await quick_check_at_open(conn, path)
+        found = await rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        tables = {row[0] for row in found}
         stores = Stores(
             session=STORE_TABLES["session"] <= tables,
             checkpoint=STORE_TABLES["checkpoint"] <= tables,
@@ -341,29 +284,25 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
             )
         for table in set().union(*STORE_TABLES.values()) & tables:
             columns = {
-                row[1] for row in await _rows(conn, f"PRAGMA table_info({table})")
+                row[1] for row in await rows(conn, f"PRAGMA table_info({table})")
             }
             check_columns(path, table, columns)
         if "lovia_schema" in tables:
-            versions = dict(
-                await _rows(conn, "SELECT store, version FROM lovia_schema")
-            )
+            versions = dict(await rows(conn, "SELECT store, version FROM lovia_schema"))
             check_versions(path, versions)
         if readonly:
-            mode = str((await _rows(conn, "PRAGMA journal_mode"))[0][0]).lower()
-            notice = (
-                "opened immutable: changes by others are not seen"
-                if immutable
-                else None
-            )
+            mode = str((await rows(conn, "PRAGMA journal_mode"))[0][0]).lower()
+            notice = IMMUTABLE_NOTICE if immutable else None
         else:
-            mode, notice = await _set_wal(conn)
+            mode, notice = await set_wal(conn)
     except OpenError:
         await conn.close()
         raise
     except sqlite3.Error as exc:
         await conn.close()
-        raise OpenError(f"{path}: cannot read ({_sqlite_reason(exc)})") from exc
+        if is_damage(exc):
+            raise DamagedError(path, sqlite_reason(exc)) from exc
+        raise OpenError(f"{path}: cannot read ({sqlite_reason(exc)})") from exc
     return Database(
         path,
         conn,
@@ -373,16 +312,6 @@ async def open_database(path: Path, *, readonly: bool = False) -> Database:
         notice=notice,
         immutable=immutable,
     )
-
-
-async def _rows(
-    conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
-) -> list[Any]:
-    """All of a statement's rows in one call on the connection's thread: the
-    statement runs to its end before any other read of the app starts, so no
-    read shares an older snapshot with one still open (aiosqlite's
-    ``execute`` + ``fetch`` + ``close`` are three calls that others interleave)."""
-    return list(await conn.execute_fetchall(sql, params))
 
 
 NO_ID_ABOVE = 1 << 62

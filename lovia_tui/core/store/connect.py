@@ -1,0 +1,175 @@
+"""Connecting to a lovia file: never creating it, never reading it but through
+SQLite, and never showing under ``--readonly`` what was not committed.
+
+``--readonly`` opens with ``mode=ro``. Only a WAL database whose ``-shm``
+cannot be made (a read-only directory) needs ``immutable=1``, which reads the
+main file alone, takes no lock and sees no one else's commits: it is used
+only where that still shows every commit (no ``-wal`` holding any), and it
+is named. A hot journal (a rollback-journal writer interrupted mid-
+transaction) can only be rolled back by a connection that may write: under
+``--readonly`` that file is refused, never read past its journal.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from stat import S_ISREG
+from typing import Any
+from urllib.parse import quote
+
+import aiosqlite
+
+from lovia_tui.core.errors import DamagedError, OpenError
+from lovia_tui.core.store.read_errors import is_damage, sqlite_reason
+
+BUSY_TIMEOUT_MS = 5_000
+SQLITE_READONLY_ROLLBACK = 776
+QUICK_CHECK_AT_OPEN_BYTES = 16 << 20
+"""Files up to this size are checked by ``PRAGMA quick_check`` as they open
+(about 1 ms a MB here): a damaged small file is refused at once, not shown
+with rows missing. Larger ones are checked by ``doctor --integrity``."""
+
+IMMUTABLE_NOTICE = "opened immutable (its -shm cannot be made here): commits made after this are not seen"
+
+
+def wal_path(path: Path) -> Path:
+    """The ``-wal`` companion SQLite keeps beside ``path``."""
+    return path.with_name(path.name + "-wal")
+
+
+def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
+    """A URI that opens ``path`` in ``mode`` (ro/rw) and never creates a file."""
+    uri = f"file:{quote(str(path.resolve()))}?mode={mode}"
+    return uri + "&immutable=1" if immutable else uri
+
+
+def check_file(path: Path) -> None:
+    """What can be told of ``path`` without a descriptor on it: a database's
+    bytes are read by SQLite alone. Closing any other descriptor of the file
+    would drop the POSIX locks this process's SQLite connections hold on it
+    (a resume opens a file the app already has open), and another process
+    could then delete the ``-wal`` under them (SQLite's "How To Corrupt", 2.2).
+    A file that is not SQLite is told by SQLite's own header check."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError as exc:
+        raise OpenError(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise OpenError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not S_ISREG(stat.st_mode):
+        raise OpenError(f"{path}: not a regular file")
+    if stat.st_size == 0 and not wal_path(path).exists():
+        raise OpenError(f"{path}: empty file, not a lovia database")
+
+
+def decode_text(raw: bytes) -> str:
+    # A row with invalid UTF-8 must not make the whole query fail.
+    return raw.decode("utf-8", errors="replace")
+
+
+async def rows(
+    conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
+) -> list[Any]:
+    """All of a statement's rows in one call on the connection's thread: the
+    statement runs to its end before any other read of the app starts, so no
+    read shares an older snapshot with one still open (aiosqlite's
+    ``execute`` + ``fetch`` + ``close`` are three calls that others interleave)."""
+    return list(await conn.execute_fetchall(sql, params))
+
+
+async def _attempt(uri: str) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+    try:
+        conn.text_factory = decode_text
+        await rows(conn, f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        await rows(conn, "SELECT name FROM sqlite_master LIMIT 1")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+def _refusal(path: Path, exc: sqlite3.Error) -> OpenError:
+    if is_damage(exc):
+        return DamagedError(path, sqlite_reason(exc))
+    return OpenError(f"{path}: cannot open ({sqlite_reason(exc)})")
+
+
+async def connect(
+    path: Path, readonly: bool, *, immutable: bool = False
+) -> tuple[aiosqlite.Connection, bool]:
+    """Connect without ever creating a file; returns (connection, immutable).
+
+    ``immutable`` asks for that mode at once (a reconnect of a file first
+    opened so)."""
+    if not readonly:
+        try:
+            return await _attempt(sqlite_uri(path, "rw")), False
+        except sqlite3.Error as exc:
+            raise _refusal(path, exc) from exc
+    if not immutable:
+        try:
+            return await _attempt(sqlite_uri(path, "ro")), False
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) == SQLITE_READONLY_ROLLBACK:
+                raise OpenError(
+                    f"{path}: a writer was interrupted mid-transaction (a hot "
+                    "-journal): its last commit can only be shown once SQLite "
+                    "rolls that back, which --readonly cannot do; open it "
+                    "without --readonly, or copy it with the sqlite3 shell"
+                ) from exc
+            if "locked" in str(exc) or is_damage(exc):
+                # Busy or damaged, not unreadable: immutable would read past
+                # a writer's lock or a damaged page.
+                raise _refusal(path, exc) from exc
+            wal = wal_path(path)
+            if wal.is_file() and wal.stat().st_size > 0:
+                raise OpenError(
+                    f"{path}: its -wal holds commits that a read-only open "
+                    "cannot see without a -shm, which cannot be made here "
+                    f"({sqlite_reason(exc)}); open it where its directory is "
+                    "writable"
+                ) from exc
+    try:
+        return await _attempt(sqlite_uri(path, "ro", immutable=True)), True
+    except sqlite3.Error as exc:
+        raise _refusal(path, exc) from exc
+
+
+async def quick_check_at_open(conn: aiosqlite.Connection, path: Path) -> None:
+    """Refuse a small file SQLite finds damaged (see :data:`QUICK_CHECK_AT_OPEN_BYTES`)."""
+    pages = (await rows(conn, "PRAGMA page_count"))[0][0]
+    size = (await rows(conn, "PRAGMA page_size"))[0][0]
+    if int(pages) * int(size) > QUICK_CHECK_AT_OPEN_BYTES:
+        return
+    problems = [
+        line
+        for row in await rows(conn, "PRAGMA quick_check(3)")
+        for line in str(row[0]).splitlines()
+        if line.strip() and not line.startswith("*** in database")
+    ]
+    if problems != ["ok"]:
+        raise DamagedError(path, "; ".join(problems[:2])[:300])
+
+
+async def set_wal(conn: aiosqlite.Connection) -> tuple[str, str | None]:
+    """Switch the file to WAL so our reads never block lovia's writers.
+
+    The switch is sticky and needs a moment with no other lock held; when it
+    cannot happen we carry on in the current mode and say so.
+    """
+    try:
+        mode = await pragma(conn, "PRAGMA journal_mode=WAL")
+    except sqlite3.Error as exc:
+        mode = await pragma(conn, "PRAGMA journal_mode")
+        return mode, f"could not switch to WAL ({exc}); reads may delay writers"
+    if mode != "wal":
+        return mode, f"journal mode is {mode}: WAL was refused; reads may delay writers"
+    return mode, None
+
+
+async def pragma(conn: aiosqlite.Connection, sql: str) -> str:
+    """A PRAGMA's one value, lower-cased (``journal_mode`` returns one row)."""
+    found = await rows(conn, sql)
+    return str(found[0][0]).lower() if found else ""

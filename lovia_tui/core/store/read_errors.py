@@ -1,0 +1,55 @@
+"""What a failed read means, said in one line naming the file: busy, or damaged.
+
+SQLite reports a damaged page or header as ``SQLITE_CORRUPT`` or
+``SQLITE_NOTADB``; a writer's lock held past the busy timeout as "locked".
+Anything else keeps its own text, prefixed by the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from lovia_tui.core.errors import DamagedError, LoviaTuiError
+
+SQLITE_CORRUPT = 11
+SQLITE_NOTADB = 26
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite says the file itself is damaged (not busy, not missing)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
+    return "malformed" in str(exc) or "not a database" in str(exc)
+
+
+def sqlite_reason(exc: BaseException | None) -> str:
+    text = str(exc) if exc else "unknown error"
+    if "not a database" in text:
+        return "not a SQLite database or corrupt"
+    return text
+
+
+@contextlib.contextmanager
+def read_errors(path: Path) -> Iterator[None]:
+    """A read's failure as one line naming ``path``: :class:`DamagedError`
+    for a damaged file, "locked … try again" for a writer's lock past the
+    busy timeout, "cannot read" for any other SQLite error but a plain
+    operational one (a missing table is the caller's to handle)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if is_damage(exc):
+            raise DamagedError(path, sqlite_reason(exc)) from exc
+        if isinstance(exc, sqlite3.OperationalError):
+            if "locked" in str(exc):
+                raise LoviaTuiError(
+                    f"{path}: {exc} by another process; try again"
+                ) from exc
+            raise
+        raise LoviaTuiError(f"{path}: cannot read ({sqlite_reason(exc)})") from exc

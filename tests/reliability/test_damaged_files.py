@@ -1,0 +1,164 @@
+"""A damaged file is said to be damaged — never shown as empty, never changed.
+
+Small files are checked by SQLite's ``quick_check`` as they open; any read
+that meets ``SQLITE_CORRUPT``/``SQLITE_NOTADB`` later is tried once more on a
+fresh connection (a long-lived one can hold a stale view), then the file is
+called damaged: every command exits 2 with one line naming it, the app shows
+one banner for it, no action changes it, and ``doctor --integrity`` says
+which store is damaged.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from support.app import snapshot_app
+from support.damage import clobbered_page, swapped_pages
+from support.reliability import digests
+
+from lovia_tui.cli import main
+from lovia_tui.core.actions.session_plans import preview_rewind
+from lovia_tui.core.errors import ActionError, DamagedError
+from lovia_tui.core.store import connect
+from lovia_tui.core.store.database import Database, open_database
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.pilot import settle
+from lovia_tui.widgets.status_line import StatusLine
+
+COMMANDS = [
+    ["sessions"],
+    ["sessions", "--search", "kyoto"],
+    ["show", "{db}", "chat-kyoto"],
+    ["show", "{db}", "chat-kyoto", "--json"],
+    ["runs"],
+    ["search", "{db}", "kyoto"],
+    ["export", "{db}", "chat-kyoto", "--format", "json"],
+    ["doctor"],
+    ["undo"],
+    ["rewind", "{db}", "chat-kyoto", "--keep", "1"],
+]
+
+
+def _argv(command: list[str], db: Path) -> list[str]:
+    argv = [part.replace("{db}", str(db)) for part in command]
+    return argv if "{db}" in command else [argv[0], str(db), *argv[1:]]
+
+
+@pytest.fixture(params=["swapped", "clobbered"])
+def damaged(request, demo_dir, tmp_path) -> Path:
+    make = swapped_pages if request.param == "swapped" else clobbered_page
+    return make(demo_dir.web_db, tmp_path / "assistant.db")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c))
+def test_every_command_stops_on_a_damaged_file(damaged, command, capsys):
+    code = main(_argv(command, damaged))
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert out == "" and err.count("\n") == 1, err
+    assert str(damaged) in err and "damaged" in err, err
+
+
+def test_a_large_damaged_file_stops_at_the_read_that_meets_the_damage(
+    demo_dir, tmp_path, monkeypatch, capsys
+):
+    """Too large for the check at open: the first read of the damaged page."""
+    monkeypatch.setattr(connect, "QUICK_CHECK_AT_OPEN_BYTES", 0)
+    db = clobbered_page(demo_dir.web_db, tmp_path / "assistant.db")
+    for command in (["show", str(db), "chat-kyoto"], ["sessions", str(db)]):
+        code = main(command)
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "", (out, err)
+        assert f"{db}: damaged (" in err and err.count("\n") == 1, err
+
+
+def test_doctor_integrity_names_the_damaged_store(damaged, capsys):
+    code = main(["doctor", "--integrity", str(damaged), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    [report] = json.loads(out)["files"]
+    bad = {check["store"] for check in report["checks"] if not check["ok"]}
+    assert "session" in bad and "checkpoint" not in bad and "web" not in bad
+    assert not report["ok"]
+
+
+def test_doctor_integrity_on_a_sound_file(demo_dir, capsys):
+    code = main(["doctor", "--integrity", str(demo_dir.web_db)])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "sound" in out
+
+
+async def test_a_stale_connection_is_reopened_before_the_file_is_called_damaged(
+    demo_dir, tmp_path, monkeypatch
+):
+    path = tmp_path / "assistant.db"
+    path.write_bytes(demo_dir.web_db.read_bytes())
+    db = await open_database(path, readonly=True)
+    failures = iter([sqlite3.DatabaseError("database disk image is malformed")])
+    real = connect.rows
+
+    async def stale_once(conn, sql, params=()):
+        if (failure := next(failures, None)) is not None:
+            raise failure
+        return await real(conn, sql, params)
+
+    monkeypatch.setattr("lovia_tui.core.store.database.rows", stale_once)
+    try:
+        first = db.conn
+        assert await db.fetchall("SELECT COUNT(*) FROM chat_sessions")
+        assert db.conn is not first and db.damage is None
+    finally:
+        await db.close()
+
+
+async def test_no_action_changes_a_file_called_damaged(demo_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(connect, "QUICK_CHECK_AT_OPEN_BYTES", 0)
+    db_path = clobbered_page(demo_dir.web_db, tmp_path / "assistant.db")
+    ws = await Workspace.open([db_path])  # switches the file to WAL, as any open
+    before = digests(tmp_path)
+    try:
+        with pytest.raises(DamagedError):
+            await ws.databases[0].fetchall("SELECT * FROM session_runs")
+        assert ws.databases[0].damage
+        with pytest.raises(ActionError, match="damaged"):
+            await preview_rewind(ws, "chat-kyoto", 0)
+    finally:
+        await ws.close()
+    assert digests(tmp_path) == before
+
+
+async def test_the_app_shows_one_banner_for_a_damaged_file(snap_dir, monkeypatch):
+    app = snapshot_app(snap_dir, monkeypatch)
+    notes: list[str] = []
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        real = Database.fetchall
+
+        async def damaged(self, sql, params=()):
+            raise DamagedError(self.path, "database disk image is malformed")
+
+        original_notify = app.notify
+
+        def noting(message, *args, **kwargs):
+            notes.append(str(message))
+            return original_notify(message, *args, **kwargs)
+
+        monkeypatch.setattr(app, "notify", noting)
+        db = app.workspace.databases[0]
+        db.damage = "database disk image is malformed"
+        monkeypatch.setattr(Database, "fetchall", damaged)
+        for _ in range(3):
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+        status = app.screen.query_one(StatusLine)
+        assert status.has_class("-damaged")
+        assert "snap.db is DAMAGED" in str(status.render())
+        assert not [note for note in notes if "damaged" in note], notes
+        # Readable again: Ctrl+R reads it on a new connection, the banner goes.
+        monkeypatch.setattr(Database, "fetchall", real)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert not status.has_class("-damaged") and db.damage is None
