@@ -14,16 +14,17 @@ from pathlib import Path
 
 def _copy(source: Path, target: Path) -> tuple[int, dict[str, int]]:
     """A journal-mode copy of ``source``: its page size and tables' root pages."""
-    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as src:
-        with contextlib.closing(sqlite3.connect(target)) as dst:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode=DELETE")
-            page_size = dst.execute("PRAGMA page_size").fetchone()[0]
-            roots = dict(
-                dst.execute(
-                    "SELECT name, rootpage FROM sqlite_master WHERE rootpage > 0"
-                )
-            )
+    source_uri = f"file:{source}?mode=ro"
+    with (
+        contextlib.closing(sqlite3.connect(source_uri, uri=True)) as src,
+        contextlib.closing(sqlite3.connect(target)) as dst,
+    ):
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")
+        page_size = dst.execute("PRAGMA page_size").fetchone()[0]
+        roots = dict(
+            dst.execute("SELECT name, rootpage FROM sqlite_master WHERE rootpage > 0")
+        )
     return page_size, roots
 
 
