@@ -17,10 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import open_guard
 from support.app import confirm, snapshot_app, user_rows
+from support.lovia_factory import copy_db
 from support.writer_process import wait_for, writer
 
+from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.store.connect import wal_path
 from lovia_tui.core.store.database import open_database
 from lovia_tui.pilot import settle
@@ -164,3 +167,48 @@ async def test_resume_then_rewind_fork_and_trim_in_the_app_beside_a_writer(
         conn.close()
     assert {run_id for run_id, _, _ in committed.segments} <= stored
     assert kyoto == ["run-kyoto-1", "run-kyoto-2"], "every action was undone"
+
+
+DEMO_REPRO_RUNS = int(os.environ.get("DEMO_REPRO_RUNS", "1"))
+
+
+@pytest.mark.parametrize("attempt", range(DEMO_REPRO_RUNS))
+async def test_the_reported_sequence_on_a_fresh_demo(attempt, demo_dir, tmp_path):
+    """As reported: on the demo, resume run-crashed in the app, another process
+    connects and commits, then rewind chat-kyoto before a user turn with the
+    session filter open (``DEMO_REPRO_RUNS=50`` repeats it on 50 fresh copies)."""
+    from lovia_tui.app import make_app
+
+    for name in ("assistant.db", "sessions.db", "runs.db"):
+        copy_db(demo_dir.directory / name, tmp_path / name)
+    db = tmp_path / "assistant.db"
+    app = make_app([tmp_path], stale_after=2, agent_spec="lovia_tui.demo:agent")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        app.screen.go_to_run("run-crashed")
+        await settle(pilot)
+        await pilot.press("R", "enter", "enter")
+        await settle(pilot)
+        _commit_elsewhere(db)
+        assert wal_path(db).exists(), "another process deleted the -wal under the app"
+        await pilot.press("c", "1", "slash", *"kyoto", "enter", "enter")
+        await settle(pilot)
+        await pilot.press("W")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionScreen)
+        await confirm(pilot)
+        await settle(pilot)
+        _commit_elsewhere(db)
+        assert app.return_code in (None, 0)
+    [entry] = await Journal().entries(None, 5)
+    assert (entry.action, entry.status) == ("rewind", "done"), entry
+    for name in ("assistant.db", "sessions.db", "runs.db"):
+        assert integrity(tmp_path / name) == "ok", name
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        status = conn.execute(
+            "SELECT count(*) FROM snapshot_heads WHERE run_id = 'run-crashed'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert status == (0,), "the resume finished the crashed run (lovia web deletes it)"
