@@ -30,7 +30,7 @@ from lovia_tui.core.models import DanglingCall, SessionLink
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import (
     checkpoint_reads,
-    database,
+    connect,
     segment_reads,
     session_reads,
 )
@@ -1035,7 +1035,7 @@ async def test_corrupt_heads_are_unreadable_and_other_runs_fine(hostile: Any) ->
 async def test_exclusive_lock_on_a_rollback_file(
     demo: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(connect, "BUSY_TIMEOUT_MS", 100)
     path = demo.sessions_db
     reader = await open_database(path, readonly=True)
     holder = sqlite3.connect(path, isolation_level=None)
@@ -1061,7 +1061,7 @@ async def test_exclusive_lock_on_a_rollback_file(
 async def test_exclusive_lock_on_a_wal_file_does_not_block_readers(
     demo: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(connect, "BUSY_TIMEOUT_MS", 100)
     holder = sqlite3.connect(demo.web_db, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
@@ -1077,7 +1077,7 @@ async def test_exclusive_lock_on_a_wal_file_does_not_block_readers(
 async def test_wal_switch_refused_while_a_writer_holds_a_lock(
     demo: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(connect, "BUSY_TIMEOUT_MS", 100)
     holder = sqlite3.connect(demo.sessions_db, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")

@@ -50,7 +50,7 @@ from textual.worker import WorkerState
 
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
-from lovia_tui.core.store import database
+from lovia_tui.core.store import connect
 from lovia_tui.core.store.segment_parts import HELD_ENTRIES
 from lovia_tui.core.store.segment_reads import HELD_CHARS
 from lovia_tui.pilot import settle
@@ -474,7 +474,7 @@ async def test_a_locked_rollback_file_is_one_line_and_the_app_recovers(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(connect, "BUSY_TIMEOUT_MS", 200)
     with exclusive_lock(rollback_file):
         for argv in (
             ["sessions", rollback_file],
