@@ -34,7 +34,7 @@ import orjson
 from lovia_tui.core.actions.row_undo import after_state
 from lovia_tui.core.actions.undo import UndoResult, read_journaled, undo_rows
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.private_files import private_database
+from lovia_tui.core.private_files import connect_private, state_dir
 from lovia_tui.core.store.database import BUSY_TIMEOUT_MS
 from lovia_tui.core.store.rows import Captured
 
@@ -96,8 +96,7 @@ def journal_path() -> Path:
     """Where the journal lives (see the module docstring)."""
     if explicit := os.environ.get("LOVIA_TUI_JOURNAL"):
         return Path(explicit)
-    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(state) / "lovia-tui" / "journal.db"
+    return state_dir() / "journal.db"
 
 
 @dataclass(frozen=True)
@@ -160,8 +159,9 @@ class Journal:
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        private_database(self.path, own_directory=self._own_directory)
-        conn = sqlite3.connect(self.path, isolation_level=None)
+        conn = connect_private(
+            self.path, own_directory=self._own_directory, isolation_level=None
+        )
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.executescript(_SCHEMA)

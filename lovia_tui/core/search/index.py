@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.private_files import private_database
+from lovia_tui.core.private_files import cache_dir, connect_private
 
 FORMAT_VERSION = 3
 """Bumped whenever what is indexed or how changes: an older file is rebuilt."""
@@ -61,12 +60,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
 
 SEGMENT, BATCH = 0, 1
 STATE_KEYS = ("seg_high", "seg_count", "turn_high", "turn_count", "next_key", "dead")
-
-
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/lovia-tui`` (default ``~/.cache/lovia-tui``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lovia-tui"
 
 
 def identity(db_path: Path) -> tuple[str, int, int]:
@@ -118,8 +111,10 @@ class IndexFile:
                 ":memory:", isolation_level=None, check_same_thread=False
             )
             index = cls(db_path, conn, Path(":memory:"))
+            # A refusal names its file; other errors may not.
+            where = "" if isinstance(exc, LoviaTuiError) else f"{cache_dir()}: "
             index.notice = (
-                f"search index not kept ({cache_dir()}: {exc}); searches scan the file"
+                f"search index not kept ({where}{exc}); searches scan the file"
             )
             index._init_schema()
             return index
@@ -128,8 +123,12 @@ class IndexFile:
     def _open_file(cls, db_path: Path) -> IndexFile:
         path = index_path(db_path)
         for _ in range(2):
-            private_database(path, own_directory=True)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = connect_private(
+                path,
+                own_directory=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

@@ -17,7 +17,12 @@ import json
 import os
 from pathlib import Path
 
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.private_files import cache_dir, open_private_file
+
 CACHE_NAME = "schema-versions.json"
+CACHE_BYTES = 1 << 16
+"""More than the cache ever holds: a planted large file is not read whole."""
 
 
 def store_source() -> Path | None:
@@ -47,11 +52,6 @@ def count_migrations(source: str) -> int | None:
     return None
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lovia-tui"
-
-
 def _key(source: Path) -> str:
     stat = source.stat()
     return f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
@@ -59,26 +59,32 @@ def _key(source: Path) -> str:
 
 def _read_cache(key: str) -> int | None:
     try:
-        cached = json.loads((cache_dir() / CACHE_NAME).read_text())
-    except (OSError, ValueError):
-        return None  # no cache yet, or an unreadable one: counted afresh
+        fd = open_private_file(cache_dir() / CACHE_NAME, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
+            cached = json.loads(handle.read(CACHE_BYTES))
+    except (OSError, ValueError, LoviaTuiError):
+        return None  # none yet, an unreadable or refused one: counted afresh
     value = cached.get(key) if isinstance(cached, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _write_cache(key: str, version: int) -> None:
-    """Remember the count for this copy of lovia: a 0600 file in a 0700 directory."""
+    """Remember the count for this copy of lovia: a 0600 file in a 0700
+    directory, written under a new unguessable name and renamed over the old
+    (a rename replaces a link at the name, never writes through it)."""
     directory = cache_dir()
+    partial = directory / f".{CACHE_NAME}.{os.urandom(8).hex()}"
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        partial = directory / f".{CACHE_NAME}.{os.getpid()}"
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = open_private_file(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except (OSError, LoviaTuiError):
+        # A read-only home, or a directory refused: counted again next time.
+        return
+    try:
         with os.fdopen(fd, "w") as handle:
             json.dump({key: version}, handle)
         os.replace(partial, directory / CACHE_NAME)
     except OSError:
-        # A read-only or missing home: the count is simply read again next time.
-        return
+        partial.unlink(missing_ok=True)
 
 
 def _imported_count() -> int:
