@@ -22,8 +22,8 @@ from lovia.testing import ScriptedProvider, call, text
 from support.lovia_factory import READY, abandoned_run, append_entries, write_session
 
 from lovia_tui.core.entries import entry_text, parse_entries
-from lovia_tui.core.search.file_search import FileSearch, drop_index
 from lovia_tui.core.private_files import cache_dir
+from lovia_tui.core.search.file_search import FileSearch, drop_index
 from lovia_tui.core.search.index import FORMAT_VERSION, index_path
 from lovia_tui.core.search.query import QueryError, parse_query
 
