@@ -5,11 +5,14 @@ sit in memory whole, and writes from a thread, so the app's event loop never
 waits on the disk. A file export keeps the text exactly as stored; an export
 to a terminal is neutralized like every other output (see ``printable``).
 
-A file is only ever created new (``O_EXCL``): an existing name is replaced
-only when the caller says so (after asking the user), by a new file moved
-over it, never by writing through it; a symbolic link at the name is never
-followed or replaced. Files get the user's umask like any document they
-save: an export is a file the user asked for, named by them, where they chose.
+A file is only ever created new (``O_EXCL``), 0600 like every file the tool
+writes (the transcript is the user's conversation): an existing name is
+replaced only when the caller says so (after asking the user), by a new file
+with the replaced one's mode moved over it, never by writing through it; a
+symbolic link at the name is never followed or replaced, and the files of
+the open databases (their ``-wal``, ``-shm``, ``-journal`` too) are never a
+target. Markdown keeps stored text from acting as markup or HTML
+(:mod:`lovia_tui.core.markdown_text`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -28,6 +31,8 @@ from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
 from lovia_tui.core.huge_text import expand, holds_huge, json_piece
+from lovia_tui.core.markdown_text import code_span, fenced, message, plain
+from lovia_tui.core.private_files import COMPANIONS, FILE_MODE, create_new_file
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
@@ -45,11 +50,11 @@ NAME_CHARS = 40
 """Characters of the session id kept in a default file name (a hash tells ids apart)."""
 WRITE_BYTES = 1 << 18
 """Characters gathered before one write (through a thread) to the target."""
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ExportError(LoviaTuiError):
-    """The export target is refused (it exists, or is a link or a directory)."""
+    """The export target is refused (it exists, or is a link, a directory or
+    a file of an open database)."""
 
 
 def export_name(session_id: str, fmt: str) -> str:
@@ -71,20 +76,51 @@ def free_path(directory: Path, session_id: str, fmt: str) -> Path:
     return path
 
 
-def target_state(path: Path) -> str:
+def target_state(path: Path, databases: Iterable[Path] = ()) -> str:
     """``"free"``, ``"file"`` (a regular file: replaceable once confirmed), or
-    ``"link"`` / ``"other"`` (never written to). Never follows a link."""
+    ``"database"`` (a file of one of ``databases``, existing or not), ``"link"``,
+    ``"other"`` (never written to). Never follows a link."""
     try:
-        mode = os.lstat(path).st_mode
+        status: os.stat_result | None = os.lstat(path)
     except FileNotFoundError:
+        status = None
+    if _of_a_database(path, status, databases):
+        return "database"
+    if status is None:
         return "free"
-    if stat.S_ISLNK(mode):
+    if stat.S_ISLNK(status.st_mode):
         return "link"
-    return "file" if stat.S_ISREG(mode) else "other"
+    return "file" if stat.S_ISREG(status.st_mode) else "other"
 
 
-def _refusal(path: Path) -> ExportError:
-    state = target_state(path)
+def _of_a_database(
+    path: Path, status: os.stat_result | None, databases: Iterable[Path]
+) -> bool:
+    """Whether ``path`` is a database's file or one of its SQLite companions:
+    by name (SQLite names companions after the resolved file), or, for an
+    existing file, by being the same file under another name. Stat only."""
+    name = os.path.join(os.path.realpath(path.parent), path.name)
+    for database in databases:
+        for suffix in ("", *COMPANIONS):
+            companion = os.path.realpath(database) + suffix
+            if name == companion:
+                return True
+            if status is not None and not stat.S_ISLNK(status.st_mode):
+                try:
+                    other = os.stat(companion)
+                except OSError:
+                    continue
+                if (other.st_dev, other.st_ino) == (status.st_dev, status.st_ino):
+                    return True
+    return False
+
+
+def _refusal(path: Path, state: str) -> ExportError:
+    if state == "database":
+        return ExportError(
+            f"{path} is a file of a database being read: writing it would destroy "
+            "its data; choose another name"
+        )
     if state == "link":
         return ExportError(f"{path} is a symbolic link: not followed, not replaced")
     if state == "file":
@@ -92,12 +128,12 @@ def _refusal(path: Path) -> ExportError:
     return ExportError(f"{path} exists and is not a regular file")
 
 
-def _create(path: Path) -> IO[str]:
-    """A new file at ``path`` (exclusive, never through a link)."""
+def _create(path: Path, mode: int) -> IO[str]:
+    """A new file at ``path`` with ``mode`` (exclusive, never through a link)."""
     try:
-        fd = os.open(path, _CREATE, 0o666)
+        fd = create_new_file(path, mode)
     except FileExistsError:
-        raise _refusal(path) from None
+        raise _refusal(path, target_state(path)) from None
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
@@ -112,16 +148,20 @@ async def export_to_file(
     stale_after: float = DEFAULT_STALE_AFTER,
 ) -> int:
     """Write the export to a new file at ``path``; with ``replace``, an existing
-    regular file there is replaced whole once the export is complete. A failed
-    export leaves no partial file. Returns entries written (``ws``: as
+    regular file there is replaced whole, keeping its mode, once the export is
+    complete. A failed export leaves no partial file. Never a file of ``db``
+    or of ``ws``'s databases. Returns entries written (``ws``: as
     :func:`export_session`)."""
+    databases = [d.path for d in ws.databases] if ws is not None else [db.path]
+    state = await asyncio.to_thread(target_state, path, databases)
+    if state not in ("free", "file") or (state == "file" and not replace):
+        raise _refusal(path, state)
     if not replace:
-        handle, written_to = await asyncio.to_thread(_create, path), path
+        handle, written_to = await asyncio.to_thread(_create, path, FILE_MODE), path
     else:
-        if await asyncio.to_thread(target_state, path) not in ("free", "file"):
-            raise _refusal(path)
+        kept = await asyncio.to_thread(_mode_of, path)
         written_to = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
-        handle = await asyncio.to_thread(_create, written_to)
+        handle = await asyncio.to_thread(_create, written_to, kept)
     try:
         with handle:
             count = await export_session(
@@ -133,6 +173,20 @@ async def export_to_file(
         await asyncio.to_thread(written_to.unlink, missing_ok=True)
         raise
     return count
+
+
+def _mode_of(path: Path) -> int:
+    """The permission bits of the regular file an export replaces (0600 when
+    there is none any more)."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return FILE_MODE
+    return (
+        stat.S_IMODE(status.st_mode) & 0o777
+        if stat.S_ISREG(status.st_mode)
+        else FILE_MODE
+    )
 
 
 async def export_session(
@@ -191,7 +245,8 @@ async def export_session(
     segments = await segment_reads.segments(db, session_id)
     if fmt == "md":
         await write(
-            f"# Session {session_id}\n\n_{len(segments)} runs, from {db.path}_\n"
+            f"# Session {code_span(session_id)}\n\n"
+            f"_{len(segments)} runs, from {code_span(db.path)}_\n"
         )
     else:
         await write(
@@ -253,9 +308,9 @@ async def export_session(
     if fmt == "md":
         for flight in flights:
             problem = "; ".join(map(str, flight.problems)) or None
-            await write(f"\n## {seam_title(flight)}\n\n", flush=False)
+            await write(f"\n## {plain(seam_title(flight))}\n\n", flush=False)
             if problem:
-                await write(f"> unreadable: {problem}\n\n", flush=False)
+                await write(f"> unreadable: {plain(problem)}\n\n", flush=False)
             for entry in flight.entries:
                 await write(
                     _markdown_entry({"index": entry.index, **entry.data}), flush=False
@@ -274,17 +329,21 @@ def _printable_lines(text: str) -> str:
 
 
 def _markdown_header(run_id: str, when: str, problem: str | None) -> str:
-    return f"\n## Run `{run_id}` · {when}\n\n" + (
-        f"> unreadable: {problem}\n\n" if problem else ""
+    return f"\n## Run {code_span(run_id)} · {when}\n\n" + (
+        f"> unreadable: {plain(problem)}\n\n" if problem else ""
     )
 
 
 def _markdown_entry(entry: dict) -> str:
-    kind = entry.get("type")
-    label = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
+    """One entry: a one-line label, then its text (stored text never acts as
+    markup outside a code block or span, see :mod:`~lovia_tui.core.markdown_text`)."""
+    kind, index = entry.get("type"), entry["index"]
     if kind == "tool_call":
-        return f"**#{entry['index']} tool call `{entry.get('name')}`**\n\n```json\n{entry.get('arguments')}\n```\n\n"
+        label = f"**#{index} tool call {code_span(entry.get('name'))}**\n\n"
+        return label + fenced(str(entry.get("arguments")), "json")
     if kind == "tool_result":
         error = " (error)" if entry.get("is_error") else ""
-        return f"**#{entry['index']} tool result{error}** `{entry.get('call_id')}`\n\n```\n{entry.get('output')}\n```\n\n"
-    return f"**#{entry['index']} {label}**\n\n{entry_text(entry)}\n\n"
+        label = f"**#{index} tool result{error}** {code_span(entry.get('call_id'))}\n\n"
+        return label + fenced(str(entry.get("output")))
+    role = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
+    return f"**#{index} {plain(role)}**\n\n" + message(entry_text(entry))

@@ -2,8 +2,8 @@
 
 The dialog is pre-filled with the session's export name in the current
 directory (see :func:`lovia_tui.core.export.export_name`). A name that is
-taken is refused until the user confirms (Replace); a symbolic link or a
-directory at the name is refused outright. The export itself runs in the
+taken is refused until the user confirms (Replace); a symbolic link, a
+directory or a file of an open database at the name is refused outright. The export itself runs in the
 flow's worker, its writes in a thread; a failure is one notification.
 """
 
@@ -105,6 +105,8 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
 
 
 def _problem(path: Path, state: str) -> str:
+    if state == "database":
+        return f"{path} is a file of an open database: choose another name"
     if state == "file":
         return f"{path} exists: Replace writes over it"
     if state == "link":
@@ -116,6 +118,7 @@ async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> 
     """Ask for the file (run as a worker of ``screen``), then export into it."""
     session_id = key[1]
     path = await asyncio.to_thread(free_path, Path.cwd(), session_id, fmt)
+    databases = [db.path for db in screen.workspace.databases]
     problem, state = "", "free"
     while True:
         answer = await screen.app.push_screen_wait(
@@ -124,7 +127,7 @@ async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> 
         if answer is None:
             return
         path = answer.path
-        state = await asyncio.to_thread(target_state, path)
+        state = await asyncio.to_thread(target_state, path, databases)
         if state == "free" or (state == "file" and answer.replace):
             break
         problem = _problem(path, state)

@@ -137,7 +137,7 @@ async def test_export_writes_the_transcript(snap_dir, monkeypatch):
         await pilot.press("enter")  # the name it proposes
         await settle(pilot)
     exported = (snap_dir / export_name(key[1], "md")).read_text(encoding="utf-8")
-    assert exported.startswith(f"# Session {key[1]}")
+    assert exported.startswith(f"# Session `{key[1]}`")
 
 
 async def test_entries_fold_unfold_and_show_raw_json(snap_dir, monkeypatch):

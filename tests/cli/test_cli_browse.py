@@ -322,7 +322,7 @@ def test_export_markdown_and_json(
 ) -> None:
     code, markdown, err = cli(capsys, "export", demo.directory, demo.trip_session)
     assert (code, err) == (0, "")
-    assert markdown.startswith(f"# Session {demo.trip_session}\n")
+    assert markdown.startswith(f"# Session `{demo.trip_session}`\n")
     assert "**#0 user**\n\nPlan two days in Kyoto for me." in markdown
     assert "**#14 assistant**" in markdown and "金閣寺" in markdown
     assert markdown.count("## Run `") == 3

@@ -42,6 +42,7 @@ from textual.notifications import Notification, Notify
 from lovia_tui.app import make_app
 from lovia_tui.core.export import export_name, free_path
 from lovia_tui.core.formatting import printable
+from lovia_tui.core.markdown_text import code_span
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.screens.export_dialog import ExportScreen
@@ -296,6 +297,11 @@ def test_a_terminal_receives_no_escape_sequence_from_the_data(
 # ------------------------------------------------------------ export from the app
 
 
+def _identity(path: Path) -> tuple[int, ...]:
+    status = path.stat()
+    return status.st_ino, status.st_size, status.st_mtime_ns, status.st_mode
+
+
 async def _export_dialog(pilot, keys: str = "x") -> ExportScreen:
     await pilot.press("1", keys)
     await until(pilot, lambda: isinstance(pilot.app.screen, ExportScreen))
@@ -337,21 +343,33 @@ async def test_the_app_asks_where_and_never_overwrites_or_follows(
         dialog = await _export_dialog(pilot)
         assert dialog.path == first  # a safe, unique name in the current directory
         await _submit(pilot)
-        assert f"# Session {SESSION}\n".encode() in first.read_bytes()  # exact
+        header = first.read_bytes().split(b"\n")[0]
+        assert header == f"# Session {code_span(SESSION)}".encode()  # one line
+        assert first.stat().st_mode & 0o777 == 0o600  # a new export is private
         dialog = await _export_dialog(pilot)
         assert dialog.path == free_path(scratch, SESSION, "md") != first
         first.write_text("mine")
+        first.chmod(0o640)
         await _submit(pilot, first)  # taken: asked again, Replace offered
         dialog = app.screen
         assert isinstance(dialog, ExportScreen) and dialog.taken
         assert first.read_text() == "mine"
         await _submit(pilot)  # Replace
         assert first.read_bytes().startswith(b"# Session ")
+        assert first.stat().st_mode & 0o777 == 0o640  # the replaced file's mode
         dialog = await _export_dialog(pilot)
         await _submit(pilot, link)  # a planted link: refused, no Replace
         dialog = app.screen
         assert isinstance(dialog, ExportScreen) and not dialog.taken
         assert "symbolic link" in str(dialog.query_one("#export-problem").content)
+        # stat only: the app holds the file, and closing a descriptor of ours
+        # on it would drop its SQLite locks.
+        database = _identity(hostile_text)
+        await _submit(pilot, hostile_text)  # the open database: refused, no Replace
+        dialog = app.screen
+        assert isinstance(dialog, ExportScreen) and not dialog.taken
+        assert "open database" in str(dialog.query_one("#export-problem").content)
+        assert _identity(hostile_text) == database
         watch.notes.clear()
         await _submit(pilot, scratch / "missing" / "x.md")  # fails: one notification
         await until(pilot, lambda: watch.errors() != [])

@@ -1,0 +1,212 @@
+"""An export stays what it is: Markdown that cannot break out into HTML, and
+a target that never loosens permissions or replaces a database's file.
+
+The Markdown is rendered by markdown-it-py (a CommonMark implementation; it
+ships with rich) with raw HTML enabled, as a permissive viewer renders it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lovia import SQLiteSession
+from lovia.testing import call, text
+from lovia.transcript import InputEntry
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from support.lovia_factory import write_session
+
+from lovia_tui.cli import main
+from lovia_tui.core.formatting import printable
+from lovia_tui.core.markdown_text import code_span, fenced, message, plain
+
+
+def img(where: str) -> str:
+    """A tag CommonMark passes through as raw HTML, live in a browser."""
+    return f"<img src=x onerror=\"alert('{where}')\">"
+
+
+SESSION = f"s\n# Injected heading\n{img('session')}`x`"
+RUN_ID = f"r``1`\n\n{img('run')}"
+OUTPUT = (
+    f"before\n```\n</pre>{img('output')}\n"
+    "````\n``````````\n~~~\n<script>alert('output')</script>\nafter"
+)
+TOOL = f"na`me``\n\n{img('tool')}"
+CALL_ID = "`c1\n<b>"
+PROMPT = f"{img('user')} hello"
+UNCLOSED = "Here:\n```python\nprint('x')\n\n<script>alert('answer')</script>"
+MARKDOWN = "**bold** and `code`\n\n```python\nprint(1)\n```\n\n<https://example.org>"
+ROLE = f"user{img('role')}"
+HTML_TYPES = ("html_block", "html_inline")
+
+
+async def _build(path: Path) -> None:
+    """Every hostile value, written by lovia: tool outputs and arguments with
+    backtick runs, a tool name and call id with backticks and line breaks, a
+    session id and run id that try to add lines and HTML, raw HTML in
+    messages and a message whose code fence is never closed."""
+    await write_session(
+        path,
+        SESSION,
+        [
+            [
+                call("echo", {"message": OUTPUT}, call_id=CALL_ID),
+                call(TOOL, {"x": "```"}, call_id="c2"),
+                text(UNCLOSED),
+            ],
+            [text(MARKDOWN)],
+        ],
+        prompts=[PROMPT, "Format it."],
+    )
+    await SQLiteSession(path, wal=True).append(
+        SESSION,
+        [InputEntry(role=ROLE, content="hi")],  # type: ignore[arg-type]
+        run_id=RUN_ID,
+    )
+
+
+@pytest.fixture(scope="module")
+def hostile_markdown(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("markdown") / "hostile.db"
+    asyncio.run(_build(path))
+    return path
+
+
+def _walk(tokens: list[Token]) -> Iterator[Token]:
+    for token in tokens:
+        yield token
+        yield from _walk(token.children or [])
+
+
+def _exported(path: Path, target: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["export", str(path), SESSION, "-o", str(target)]) == 0
+    capsys.readouterr()
+    return target.read_text(encoding="utf-8")
+
+
+def test_stored_text_never_renders_as_html(
+    hostile_markdown: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = _exported(hostile_markdown, tmp_path / "out.md", capsys)
+    renderer = MarkdownIt("commonmark")  # raw HTML on, as CommonMark has it
+    tokens = renderer.parse(exported)
+    assert [t.content for t in _walk(tokens) if t.type in HTML_TYPES] == []
+    rendered = renderer.render(exported)
+    assert "<img" not in rendered and "<script" not in rendered
+    assert "onerror=&quot;alert" in rendered  # shown as text, escaped
+    # Every stored text whole in its code block; headers are one line each.
+    fences = [t.content for t in tokens if t.type == "fence"]
+    assert f"{OUTPUT}\n" in fences and f"{UNCLOSED}\n" in fences
+    assert f"{PROMPT}\n" in fences
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.tag == "h1"]
+    assert headings[::2] == [f"Session {code_span(SESSION)}"]
+    inline_code = {t.content for t in _walk(tokens) if t.type == "code_inline"}
+    assert {printable(SESSION), printable(RUN_ID), printable(TOOL)} <= inline_code
+    assert printable(CALL_ID) in inline_code
+    assert _escaped(ROLE) in rendered
+    # A message whose own Markdown is inert stays Markdown.
+    assert "<strong>bold</strong>" in rendered
+    assert '<pre><code class="language-python">print(1)\n</code></pre>' in rendered
+
+
+def test_fences_inline_code_and_plain_text_hold_any_backticks() -> None:
+    """Each helper, checked on its own by the same renderer."""
+    renderer = MarkdownIt("commonmark")
+    for body in ("`", "``", "a ``` b", "`" * 12, "x`", "`x", "", " ", "<b>`"):
+        block = renderer.parse(fenced(body))
+        assert [(t.type, t.content) for t in block] == [("fence", f"{body}\n")]
+        [paragraph] = [t for t in renderer.parse(code_span(body)) if t.children]
+        [span] = paragraph.children or []
+        assert (span.type, span.content) == ("code_inline", body or " ")
+        rendered = renderer.render(plain(f"# {body}<i>*x*</i> [a](b)\n==="))
+        assert (
+            rendered == f"<p># {_escaped(body)}&lt;i&gt;*x*&lt;/i&gt; [a](b)␊===</p>\n"
+        )
+    assert message("```\nopen") == fenced("```\nopen")
+    assert message("<!-- open") == fenced("<!-- open")
+    assert message("a < b, **b**") == "a < b, **b**\n\n"
+
+
+def _escaped(text: str) -> str:
+    """``text`` as markdown-it writes text into HTML."""
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+    )
+
+
+# --------------------------------------------------------------- the target
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_force_keeps_the_replaced_files_mode_and_new_files_are_private(
+    web_file: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = os.umask(0o022)
+    try:
+        target = scratch / "out.md"
+        assert main(["export", str(web_file), "chat", "-o", str(target)]) == 0
+        assert _mode(target) == 0o600
+        for kept in (0o600, 0o640, 0o604):
+            os.chmod(target, kept)
+            argv = ["export", str(web_file), "chat", "-o", str(target), "--force"]
+            assert main(argv) == 0
+            assert _mode(target) == kept
+    finally:
+        os.umask(saved)
+    capsys.readouterr()
+
+
+def test_a_databases_files_are_never_an_export_target(
+    web_file: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file being read, its -wal/-shm/-journal (there or not), the same
+    file by another name (hard link) or through a linked directory."""
+    linked_dir = scratch / "linked"
+    linked_dir.symlink_to(scratch)
+    hard = scratch / "hard.md"
+    os.link(web_file, hard)
+    targets = [web_file, hard, linked_dir / web_file.name]
+    targets += [Path(f"{web_file}{suffix}") for suffix in ("-wal", "-shm", "-journal")]
+    before = {p: (p.read_bytes(), _mode(p)) for p in (web_file, hard)}
+    companions = sorted(p.name for p in scratch.iterdir())
+    for target in targets:
+        for force in ([], ["--force"]):
+            argv = ["export", str(web_file), "chat", "-o", str(target), *force]
+            assert main(argv) == 2, target
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "a file of a database being read" in err
+    assert {p: (p.read_bytes(), _mode(p)) for p in (web_file, hard)} == before
+    assert sorted(p.name for p in scratch.iterdir()) == companions
+    conn = sqlite3.connect(f"file:{web_file}?mode=ro", uri=True)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+def test_a_link_to_a_database_is_never_written_through(
+    web_file: Path, hostile_markdown: Path, scratch: Path, capsys
+) -> None:
+    """Another lovia file behind a planted link: refused with or without --force."""
+    link = scratch / "planted.md"
+    link.symlink_to(hostile_markdown)
+    before = (hostile_markdown.read_bytes(), _mode(hostile_markdown))
+    for force in ([], ["--force"]):
+        argv = ["export", str(web_file), "chat", "-o", str(link), *force]
+        assert main(argv) == 2
+        assert "symbolic link" in capsys.readouterr().err
+    assert (hostile_markdown.read_bytes(), _mode(hostile_markdown)) == before
+    assert link.is_symlink()
