@@ -134,6 +134,21 @@ def test_a_chosen_directory_is_left_alone_but_the_file_is_private(
 # ------------------------------------------------------------ planted links
 
 
+def plant(planted: str, file: Path, victim: Path, elsewhere: Path) -> Path:
+    """A link where lovia-tui will look for ``file``: ``dangling`` (to a name in
+    the missing ``elsewhere``), to the ``lovia file`` ``victim``, at its
+    ``-wal``, or at its ``directory`` (to the empty ``elsewhere``). Returns
+    the name planted."""
+    if planted == "directory":
+        elsewhere.mkdir(mode=0o700)
+        file.parent.symlink_to(elsewhere)
+        return file.parent
+    file.parent.mkdir(mode=0o700)
+    named = file.with_name(f"{file.name}-wal") if planted == "-wal" else file
+    named.symlink_to(elsewhere / file.name if planted == "dangling" else victim)
+    return named
+
+
 @pytest.mark.parametrize("planted", ["dangling", "lovia file", "directory", "-wal"])
 def test_a_link_planted_for_the_journal_is_refused(
     planted: str,
@@ -145,24 +160,9 @@ def test_a_link_planted_for_the_journal_is_refused(
 ) -> None:
     """A dangling journal.db link once created the journal at its target; one to
     the user's lovia file added the journal's tables to it and chmodded it."""
-    state = default_location.parent
-    state.parent.mkdir(mode=0o700)
+    default_location.parent.parent.mkdir(mode=0o700)
     elsewhere = tmp_path / "elsewhere"
-    if planted == "directory":
-        elsewhere.mkdir(mode=0o700)
-        state.symlink_to(elsewhere)
-        named = state
-    else:
-        state.mkdir(mode=0o700)
-        if planted == "dangling":
-            default_location.symlink_to(elsewhere / "journal.db")
-            named = default_location
-        elif planted == "lovia file":
-            default_location.symlink_to(victim)
-            named = default_location
-        else:
-            named = default_location.with_name("journal.db-wal")
-            named.symlink_to(victim)
+    named = plant(planted, default_location, victim, elsewhere)
     before = fingerprint(victim)
     err = _refused_action(web_file, capsys)
     assert f"{named} is a symbolic link" in err
@@ -188,25 +188,12 @@ def test_a_journal_with_another_name_is_refused(
 
 @pytest.mark.parametrize("planted", ["dangling", "lovia file", "-wal", "directory"])
 def test_a_link_planted_for_the_search_index_is_refused(
-    planted: str, isolated_cache: Path, victim: Path, web_file: Path, tmp_path: Path
+    planted: str, victim: Path, web_file: Path, tmp_path: Path
 ) -> None:
     """An index link once switched another SQLite file to WAL and chmodded it;
     a dangling one created the index (the conversations' words) at 0644."""
-    cache = isolated_cache / "lovia-tui"
     elsewhere = tmp_path / "elsewhere"
-    if planted == "directory":
-        elsewhere.mkdir(mode=0o700)
-        cache.symlink_to(elsewhere)
-        named = cache
-    else:
-        cache.mkdir(mode=0o700)
-        path = index_path(web_file)
-        named = {
-            "dangling": path,
-            "lovia file": path,
-            "-wal": Path(f"{path}-wal"),
-        }[planted]
-        named.symlink_to(elsewhere / "index.db" if planted == "dangling" else victim)
+    named = plant(planted, index_path(web_file), victim, elsewhere)
     before = fingerprint(victim)
     index = IndexFile.open(web_file)
     try:
