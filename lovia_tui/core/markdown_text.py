@@ -27,8 +27,12 @@ _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 """ASCII punctuation: CommonMark lets a backslash make any of it literal."""
 _MAYBE_ACTIVE = re.compile(r"<|```|~~~")
 """Without these, Markdown text can hold neither raw HTML nor a fence."""
+_HTML_START = re.compile(r"<[A-Za-z/!?]")
+"""Where CommonMark's raw HTML (a tag, comment, declaration) can begin."""
+_FENCE = re.compile(r"([ \t>*+\-0-9.)]*)(`{3,}|~{3,})(.*)")
+"""A line that may be a code fence, with what may put it in a container."""
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _END = "lovia-tui-end-of-text"
-_HTML = frozenset({"html_block", "html_inline"})
 MARKDOWN_CHECK_CHARS = 1 << 20
 """A message longer than this is fenced rather than parsed to be checked."""
 
@@ -80,10 +84,12 @@ def message(text: str) -> str:
 
 
 @functools.cache
-def _parser() -> MarkdownIt:
+def _parser(inline: bool) -> MarkdownIt:
+    """CommonMark (raw HTML on); ``inline`` False: block structure only."""
     from markdown_it import MarkdownIt  # ships with rich; loaded only to export
 
-    return MarkdownIt("commonmark")
+    parser = MarkdownIt("commonmark")
+    return parser if inline else parser.disable("inline")
 
 
 def _is_inert(text: str) -> bool:
@@ -92,16 +98,49 @@ def _is_inert(text: str) -> bool:
     rest of the document, fences included)."""
     if holds_huge(text) or len(text) > MARKDOWN_CHECK_CHARS:
         return False
-    if not _MAYBE_ACTIVE.search(text):
+    if not _MAYBE_ACTIVE.search(text) or _plainly_inert(text):
         return True
-    tokens = _parser().parse(f"{text}\n\n{_END}\n")
-    for token in tokens:
-        if token.type in _HTML or any(c.type in _HTML for c in token.children or ()):
-            return False
-    tail = tokens[-3:]
-    return (
+    blocks = _parser(inline=False).parse(f"{text}\n\n{_END}\n")
+    tail = blocks[-3:]
+    if not (
         [token.type for token in tail]
         == ["paragraph_open", "inline", "paragraph_close"]
         and tail[0].level == 0
         and tail[1].content == _END
-    )
+    ):
+        return False
+    for token in blocks:
+        if token.type == "html_block":
+            return False
+        # Inline HTML only where a tag can start: most text is never parsed inline.
+        if token.type == "inline" and _HTML_START.search(token.content):
+            [line] = _parser(inline=True).parseInline(token.content)
+            if any(child.type == "html_inline" for child in line.children or ()):
+                return False
+    return True
+
+
+def _plainly_inert(text: str) -> bool:
+    """True when a line scan proves ``text`` inert, saving the parse (a
+    millisecond a message): no raw HTML can start, and every code fence
+    opens and closes at the very start of a line (a fence inside a list or
+    quote ends with it, which only the parser can tell; a fence line at the
+    start of a line always starts or ends a fence, in a paragraph too).
+    False means "ask the parser"."""
+    if _HTML_START.search(text):
+        return False
+    fence = ""
+    for line in _LINE_BREAK.split(text):
+        match = _FENCE.match(line)
+        if match is None:
+            continue
+        prefix, run, rest = match.groups()
+        if prefix:
+            return False
+        if fence:
+            closes = run[0] == fence[0] and len(run) >= len(fence)
+            if closes and not rest.strip(" \t"):
+                fence = ""
+        elif not (run[0] == "`" and "`" in rest):  # else not a fence: inline code
+            fence = run
+    return not fence

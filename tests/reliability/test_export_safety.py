@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lovia import SQLiteSession
 from lovia.testing import call, text
 from lovia.transcript import InputEntry
@@ -132,6 +134,29 @@ def test_fences_inline_code_and_plain_text_hold_any_backticks() -> None:
     assert message("```\nopen") == fenced("```\nopen")
     assert message("<!-- open") == fenced("<!-- open")
     assert message("a < b, **b**") == "a < b, **b**\n\n"
+
+
+LINE = st.tuples(
+    st.sampled_from(["", "", "", "  ", "- ", "> ", "    "]),
+    st.sampled_from(["```", "```", "~~~", "x", "<div>", img("line"), "`", "<!--"]),
+    st.sampled_from(["", "", "`", "a`b", "python"]),
+).map("".join)
+"""A line of a message: a container or indent, a fence or HTML, an info string."""
+
+
+@settings(max_examples=250, deadline=None, print_blob=True)
+@given(st.lists(LINE, max_size=6).map("\n".join))
+def test_any_message_then_a_tool_output_renders_no_html(body: str) -> None:
+    """Whatever a message holds, it neither renders raw HTML nor leaves a block
+    open that would turn the next code block's content into Markdown.
+    (Hypothesis prints the failing example and a blob to reproduce it.)"""
+    hostile = f"x\n```\n{img('next')}\n"
+    document = (
+        f"**#0 user**\n\n{message(body)}**#1 tool result** `c`\n\n{fenced(hostile)}"
+    )
+    tokens = MarkdownIt("commonmark").parse(document)
+    assert [t.content for t in _walk(tokens) if t.type in HTML_TYPES] == []
+    assert tokens[-1].type == "fence" and tokens[-1].content == f"{hostile}\n"
 
 
 def _escaped(text: str) -> str:
