@@ -101,6 +101,12 @@ def _tighten(path: Path, current: int, mode: int) -> None:
     """Drop group and other permissions from ``path``."""
     try:
         os.chmod(path, current & mode, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # a companion SQLite (in another process) removed meanwhile
+    except NotImplementedError:  # Linux changes no link's mode: one was put there
+        raise PrivateFileError(
+            f"{path} became a symbolic link: not followed, not used"
+        ) from None
     except OSError as exc:
         raise PrivateFileError(
             f"{path} is open to other users (mode {current:o}) and cannot be made "
