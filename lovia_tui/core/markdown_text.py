@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.huge_text import expand, holds_huge
+from lovia_tui.core.huge_text import HUGE_ABOVE, expand, holds_huge
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -33,8 +33,11 @@ _FENCE = re.compile(r"([ \t>*+\-0-9.)]*)(`{3,}|~{3,})(.*)")
 """A line that may be a code fence, with what may put it in a container."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _END = "lovia-tui-end-of-text"
-MARKDOWN_CHECK_CHARS = 1 << 20
-"""A message longer than this is fenced rather than parsed to be checked."""
+MARKDOWN_CHECK_CHARS = HUGE_ABOVE // 12
+"""A message longer than this is fenced rather than parsed to be checked. A
+huge string (fenced unread) is longer: 12 stored bytes at most make one
+character (an escaped surrogate pair), so an export is the same whether a
+long text was read whole or in pieces."""
 
 
 def longest_backtick_run(text: str) -> int:

@@ -26,7 +26,13 @@ from support.lovia_factory import write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.markdown_text import code_span, fenced, message, plain
+from lovia_tui.core.markdown_text import (
+    MARKDOWN_CHECK_CHARS,
+    code_span,
+    fenced,
+    message,
+    plain,
+)
 
 
 def img(where: str) -> str:
@@ -134,6 +140,8 @@ def test_fences_inline_code_and_plain_text_hold_any_backticks() -> None:
     assert message("```\nopen") == fenced("```\nopen")
     assert message("<!-- open") == fenced("<!-- open")
     assert message("a < b, **b**") == "a < b, **b**\n\n"
+    long = "*" * (MARKDOWN_CHECK_CHARS + 1)  # as a huge text read in pieces is
+    assert message(long) == fenced(long)
 
 
 LINE = st.tuples(
