@@ -22,12 +22,16 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
         "--format", choices=FORMATS, default="md", help="md (default) or json"
     )
     parser.add_argument(
-        "-o", "--output", type=Path, help="write a new file here instead of stdout"
+        "-o",
+        "--output",
+        type=Path,
+        help="write a new file (0600) here instead of stdout",
     )
     parser.add_argument(
         "--force",
         action="store_true",
-        help="replace an existing file (never a symbolic link)",
+        help="replace an existing file, keeping its permissions (never a "
+        "symbolic link, nor a file of the database being read)",
     )
     add_readonly(parser)
 
