@@ -2,8 +2,10 @@
 
 Streams segment by segment into the target, so a long session never has to
 sit in memory whole, and writes from a thread, so the app's event loop never
-waits on the disk. A file export keeps the text exactly as stored; an export
-to a terminal is neutralized like every other output (see ``printable``).
+waits on the disk. A file export keeps the text exactly as stored (JSON
+whole; Markdown in its code blocks and messages, with ids and names on one
+line); an export to a terminal is neutralized like every other output (see
+``printable``).
 
 A file is only ever created new (``O_EXCL``), 0600 like every file the tool
 writes (the transcript is the user's conversation): an existing name is
