@@ -98,9 +98,6 @@ class InspectorScreen(InspectorBase):
         self.set_class(self.size.width < NARROW_WIDTH, "narrow")
         self._show_focused_pane()
 
-    def describe_files(self) -> None:
-        self.query_one(StatusLine).describe(self.workspace, self.live.watch_modes)
-
     # ----- actions -----
 
     def action_focus_pane(self, pane: str) -> None:
@@ -268,32 +265,6 @@ class InspectorScreen(InspectorBase):
         """Filter the runs list, from any pane: the Runs pane shows the result."""
         self.runs.filter_by(status)
         self.action_focus_pane(Pane.RUNS)
-
-    def on_file_damaged(self) -> None:
-        self.describe_files()
-
-    def action_refresh(self) -> None:
-        """Re-read every pane: sessions (their counts and titles too), runs,
-        the transcript; a file called damaged is read again on a new
-        connection first (its banner stays if it still fails)."""
-        if any(db.damage for db in self.workspace.databases):
-            self.run_worker(
-                self._recheck_then_reload(), group=Group.RECHECK, exclusive=True
-            )
-            return
-        self._reload()
-
-    async def _recheck_then_reload(self) -> None:
-        for db in self.workspace.databases:
-            await db.recheck()
-        self.describe_files()
-        self._reload()
-
-    def _reload(self) -> None:
-        self.sessions.renew()
-        self.sessions.load()
-        self.runs.load()
-        self.transcript_pane.reload()
 
     async def action_filter_sessions(self) -> None:
         self.action_focus_pane("sessions")

@@ -8,8 +8,6 @@ properties, and ``check_action`` / ``on_key`` derived from the command list.
 
 from __future__ import annotations
 
-from abc import abstractmethod
-
 from textual import events
 from textual.screen import Screen
 
@@ -19,10 +17,11 @@ from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.action_flows import ActionFlows
 from lovia_tui.screens.live import LiveTail
 from lovia_tui.screens.run_flows import RunFlows
-from lovia_tui.view.kinds import Pane
+from lovia_tui.view.kinds import Group, Pane
 from lovia_tui.view.selection import Selection
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
+from lovia_tui.widgets.status_line import StatusLine
 from lovia_tui.widgets.transcript import Transcript
 from lovia_tui.widgets.transcript_pane import TranscriptPane
 from lovia_tui.widgets.worker_errors import WorkerErrors
@@ -58,9 +57,34 @@ class InspectorBase(WorkerErrors, Screen):
         self._runs: RunsPane | None = None
         self._transcript_pane: TranscriptPane | None = None
 
-    @abstractmethod
+    def describe_files(self) -> None:
+        self.query_one(StatusLine).describe(self.workspace, self.live.watch_modes)
+
+    def on_file_damaged(self) -> None:
+        self.describe_files()
+
     def action_refresh(self) -> None:
-        """Re-read every pane: what an action's flow calls once done."""
+        """Re-read every pane: sessions (their counts and titles too), runs,
+        the transcript; a file called damaged is read again on a new
+        connection first (its banner stays if it still fails)."""
+        if any(db.damage for db in self.workspace.databases):
+            self.run_worker(
+                self._recheck_then_reload(), group=Group.RECHECK, exclusive=True
+            )
+            return
+        self._reload()
+
+    async def _recheck_then_reload(self) -> None:
+        for db in self.workspace.databases:
+            await db.recheck()
+        self.describe_files()
+        self._reload()
+
+    def _reload(self) -> None:
+        self.sessions.renew()
+        self.sessions.load()
+        self.runs.load()
+        self.transcript_pane.reload()
 
     # ----- the panes -----
     # Found once: the selection is read for every binding of the key bar (a
