@@ -110,7 +110,8 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("replay", "P", "Replay", "Replay the selected completed run (heals a lost session append)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, REPLAYABLE)),
     CommandDef("delete_run", "d", "Delete", "Delete the selected run's checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
     CommandDef("delete_runs_by_filter", "D", "Delete…", "Delete checkpoints by status and age", group="Actions", panes=(RUNS,), needs=(WRITABLE,)),
-    CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
+    CommandDef("finalize", "F", "Finalize", "Settle an abandoned run: a web chat's as lovia web's Stop does (whole turns only), any other's appended to its session", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
+    CommandDef("keep_partial", "k", "Keep partial", "Append everything an abandoned run saved to its session, its unfinished turn included, and drop its checkpoint", show=False, group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
     CommandDef("copy_id", "y", "Copy id", "Copy the id under the cursor (session, run or tool call) to the clipboard", show=False, needs=(UNDER_CURSOR,)),

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "trim": "actions",
     "delete-run": "actions",
     "finalize": "actions",
+    "keep-partial": "actions",
     "clear": "actions",
     "journal": "actions",
     "undo": "actions",

@@ -1,5 +1,5 @@
 """Actions through lovia for scripts: ``rewind``, ``trim``, ``delete-run``,
-``finalize``, ``clear``, and the journal behind them: ``journal``, ``undo``.
+``finalize``, ``keep-partial``, ``clear``, and the journal behind them: ``journal``, ``undo``.
 
 Each prints what it would do and changes nothing unless ``--yes``; ``--json``
 prints ``{"preview": ..., "result": ... | null}``. Every change is journaled
@@ -192,14 +192,23 @@ def _configure_finalize(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _finalize(args: argparse.Namespace) -> int:
+async def _finalize(args: argparse.Namespace, keep_partial: bool = False) -> int:
     args.paths, run_id = split_paths_and_id(args.paths, "RUN_ID")
     return await _act(
         args,
         lambda ws: preview_finalize(
-            ws, run_id, args.session, force=args.force, stale_after=args.stale_after
+            ws,
+            run_id,
+            args.session,
+            keep_partial=keep_partial,
+            force=args.force,
+            stale_after=args.stale_after,
         ),
     )
+
+
+async def _keep_partial(args: argparse.Namespace) -> int:
+    return await _finalize(args, keep_partial=True)
 
 
 def _configure_clear(parser: argparse.ArgumentParser) -> None:
@@ -363,9 +372,17 @@ COMMANDS = [
     ),
     Command(
         "finalize",
-        "fold an abandoned run into its session, as the web UI's Stop does",
+        "settle an abandoned run: a web chat's as lovia web's Stop does, "
+        "any other's stored in its session",
         _configure_finalize,
         _finalize,
+    ),
+    Command(
+        "keep-partial",
+        "store everything an abandoned run saved in its session, its unfinished "
+        "turn included, and drop its checkpoint",
+        _configure_finalize,
+        _keep_partial,
     ),
     Command(
         "clear",

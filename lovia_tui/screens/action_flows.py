@@ -191,10 +191,15 @@ class ActionFlows:
         self.flow("Delete checkpoints by status and age", build, fields)
 
     def finalize(
-        self, selection: Selection, linked: bool, sessions: list[SessionKey]
+        self,
+        selection: Selection,
+        linked: bool,
+        sessions: list[SessionKey],
+        keep_partial: bool = False,
     ) -> None:
-        """Finalize the selected run; ``linked``: a record says which session
-        it belongs to, else the user picks one of ``sessions``."""
+        """Finalize the selected run (a web chat's as lovia web's Stop), or keep
+        all it saved (``keep_partial``); ``linked``: a record says which
+        session it belongs to, else the user picks one of ``sessions``."""
         from lovia_tui.core.actions.run_plans import preview_finalize
 
         run = selection.run
@@ -207,11 +212,17 @@ class ActionFlows:
                 self.workspace,
                 run.run_id,
                 values.get("session") or None,
+                keep_partial=keep_partial,
                 force=force,
                 stale_after=self.stale_after,
             )
 
-        self.flow(f"Finalize run {run.run_id} into its session", build, fields)
+        title = (
+            f"Keep all of run {run.run_id} in its session"
+            if keep_partial
+            else f"Finalize run {run.run_id}"
+        )
+        self.flow(title, build, fields)
 
     def flow(
         self,

@@ -323,10 +323,13 @@ class InspectorScreen(InspectorBase):
     def action_delete_runs_by_filter(self) -> None:
         self.actions.delete_runs_by_filter()
 
-    def action_finalize(self) -> None:
+    def action_finalize(self, keep_partial: bool = False) -> None:
         selection = self.selection
         linked = selection.run is not None and selection.run.run_id in self.runs.links
-        self.actions.finalize(selection, linked, self.sessions.keys)
+        self.actions.finalize(selection, linked, self.sessions.keys, keep_partial)
+
+    def action_keep_partial(self) -> None:
+        self.action_finalize(keep_partial=True)
 
     def action_undo(self) -> None:
         self.actions.undo()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from lovia import SQLiteSession
-from support.lovia_factory import copy_db, rows
+from support.lovia_factory import copy_db, raw, rows
 
 from lovia_tui.cli import main
 from lovia_tui.cli.command import split_paths_and_ids
@@ -78,7 +78,9 @@ def test_rewind_yes_json_matches_lovia(
         == data["result"]["counts"]["entries_removed"]
         == removed
     )
-    assert sorted(c["run_id"] for c in data["preview"]["checkpoints"]) == ["s-1", "s-2"]
+    # s-1's segment is only truncated: its completed checkpoint stays.
+    assert [c["run_id"] for c in data["preview"]["checkpoints"]] == ["s-2"]
+    assert data["preview"]["kept_checkpoints"] == ["s-1"]
     assert rows(sessions) == rows(copy)
 
 
@@ -209,3 +211,34 @@ def test_finalize_json(
     assert data["result"]["counts"] == {"entries_appended": 1, "checkpoints_deleted": 1}
     assert "'crashed'" in {r[2] for r in rows(sessions)["session_runs"]}
     assert "'crashed'" not in {r[0] for r in rows(runs)["snapshot_heads"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "mode", "appended", "record"),
+    [
+        ("finalize", "stop", 0, "'running'"),
+        ("keep-partial", "keep-partial", 1, "'cancelled'"),
+    ],
+)
+def test_a_web_chat_run_stops_or_keeps_its_partial_turn(
+    capsys: pytest.CaptureFixture[str],
+    web_file: Path,
+    command: str,
+    mode: str,
+    appended: int,
+    record: str,
+) -> None:
+    """On a web chat, finalize is lovia web's Stop of a stranded run (nothing
+    appended, the record left as it is); keep-partial stores what it saved."""
+    code, out, _ = run(
+        capsys, command, web_file, "inflight", "--stale-after", "0", "--yes", "--json"
+    )
+    data = json.loads(out)
+    assert code == 0
+    assert data["preview"]["mode"] == mode
+    assert data["result"]["counts"] == {
+        "entries_appended": appended,
+        "checkpoints_deleted": 1,
+    }
+    assert [r[4] for r in rows(web_file)["chat_runs"]] == [record]
+    assert raw(web_file, "PRAGMA integrity_check") == [("ok",)]

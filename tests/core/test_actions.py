@@ -34,6 +34,7 @@ from support.lovia_factory import (
     READY,
     append_entries,
     copy_db,
+    raw,
     rows,
     scratch_directory,
 )
@@ -61,21 +62,27 @@ ALL, LATER = {"s-0", "s-1", "s-2"}, {"s-1", "s-2"}
 
 
 @pytest.mark.parametrize(
-    ("keep", "deleted"),
+    ("keep", "deleted", "kept"),
     [
-        (0, ALL),
-        (2, ALL),
-        (4, LATER),
-        (6, LATER),
-        (8, LATER),
-        (10, {"s-2"}),
-        (12, set()),
+        (0, ALL, ()),
+        (2, LATER, ("s-0",)),
+        (4, LATER, ()),
+        (6, {"s-2"}, ("s-1",)),
+        (8, {"s-2"}, ("s-1",)),
+        (10, {"s-2"}, ()),
+        (12, set(), ()),
     ],
 )
 async def test_rewind_equals_lovia(
-    two_files: tuple[Path, Path], scratch: Path, keep: int, deleted: set[str]
+    two_files: tuple[Path, Path],
+    scratch: Path,
+    keep: int,
+    deleted: set[str],
+    kept: tuple[str, ...],
 ) -> None:
-    """Checkpoints of every removed or truncated run go too; the unlinked crash stays."""
+    """Checkpoints of every removed run go too; a completed one whose segment is
+    only truncated stays (a replay adds nothing to a segment that exists); the
+    unlinked crash stays."""
     sessions, runs = two_files
     copy_sessions, copy_runs = copies(scratch, sessions, runs)
     ws = await Workspace.open([sessions, runs])
@@ -94,6 +101,9 @@ async def test_rewind_equals_lovia(
     assert rows(sessions) == rows(copy_sessions)
     assert rows(runs) == rows(copy_runs)
     assert {c.run_id for c in preview.checkpoints} == deleted
+    assert preview.kept_checkpoints == kept
+    for path in (sessions, runs):
+        assert raw(path, "PRAGMA integrity_check") == [("ok",)]
 
 
 async def test_rewind_cut_details(two_files: tuple[Path, Path]) -> None:
@@ -239,14 +249,19 @@ async def test_delete_runs_by_filter(
     assert rows(runs)["snapshot_heads"] == []
 
 
-async def test_finalize_web_equals_lovia_stop(web_file: Path, scratch: Path) -> None:
-    """Finalize does what lovia's web UI does on Stop, through the same calls."""
+async def test_keep_partial_stores_all_a_web_run_saved(
+    web_file: Path, scratch: Path
+) -> None:
+    """Keep-partial persists every saved entry minus dangling calls, through the
+    calls lovia web's server settles a stopped run with."""
     (copy,) = copies(scratch, web_file)
     ws = await Workspace.open([web_file])
     try:
         with pytest.raises(ActionError, match="live"):
-            await preview_finalize(ws, "inflight")
-        preview = await preview_finalize(ws, "inflight", stale_after=0)
+            await preview_finalize(ws, "inflight", keep_partial=True)
+        preview = await preview_finalize(
+            ws, "inflight", keep_partial=True, stale_after=0
+        )
         result = await perform(ws, preview)
     finally:
         await ws.close()
@@ -280,6 +295,7 @@ async def test_finalize_web_equals_lovia_stop(web_file: Path, scratch: Path) -> 
         dump["chat_runs"] = [r[:7] + r[8:] for r in dump["chat_runs"]]
     assert ours == theirs
     assert theirs["chat_runs"][0][4] == "'cancelled'"
+    assert raw(web_file, "PRAGMA integrity_check") == [("ok",)]
 
 
 async def test_finalize_needs_a_session(

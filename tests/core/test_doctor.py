@@ -20,7 +20,7 @@ from lovia import (
 from lovia.testing import call, text
 from lovia.transcript import InputEntry, ToolCallEntry, ToolResultEntry
 from lovia.web.store import ChatStore
-from support.lovia_factory import SCRIPTS, agent, web_records, write_session
+from support.lovia_factory import SCRIPTS, agent, copy_db, web_records, write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.perform import perform, undo
@@ -199,7 +199,9 @@ async def test_a_rewind_after_a_checkpoint_is_caught(
     assert await SQLiteSession(sessions, wal=True).rewind("s", keep_entries=6) > 0
     report = await doctor(*two_files)
     rewound = the(report, "rewound-checkpoint", "s-1")  # its segment was cut short
-    assert rewound.severity == "error" and rewound.fix.action == "delete-run"
+    # Completed: a replay adds nothing to a segment that exists (INSERT OR IGNORE).
+    assert rewound.severity == "info" and rewound.fix.action == "delete-run"
+    assert "a replay adds nothing while that segment exists" in rewound.message
     # s-2's segment is gone altogether: its completed checkpoint is in no session now.
     assert the(report, "crash-window", "s-2").session_id is None
     await fix(two_files, rewound)
@@ -217,7 +219,21 @@ async def test_an_orphan_is_finalized_into_the_chosen_session(scratch: Path) -> 
             checkpoint=CheckpointOptions(SQLiteCheckpointer(path, wal=True), "stray"),
         )  # fmt: skip
     orphan = the(await doctor(path), "orphan", "stray")
-    assert orphan.severity == "warning" and orphan.fix.action == "finalize"
+    assert orphan.severity == "info" and orphan.fix.action == "finalize"
+    # Plain lovia resumes it under the same run_id: not garbage to delete.
+    assert "nothing will resume" not in orphan.message
+    assert (
+        "plain lovia resumes it when the same run_id is issued again" in orphan.message
+    )
+    assert "Deleting it loses the only copy" in orphan.fix.text
+    copy = copy_db(path, scratch / "copy.db")  # plain lovia, the same run_id again:
+    resumed = await Runner.run(
+        agent([text("Resumed.")]), [], max_turns=3,
+        checkpoint=CheckpointOptions(
+            SQLiteCheckpointer(copy, wal=True), "stray", if_run_exists="resume_only"
+        ),
+    )  # fmt: skip
+    assert resumed.output == "Resumed."
     await fix((path,), orphan, session_id="home")
     assert (await doctor(path)).findings == ()
     with contextlib.closing(sqlite3.connect(path)) as conn:
@@ -246,7 +262,10 @@ async def test_an_old_interrupted_run_is_finalized(scratch: Path) -> None:
     assert old.fix.action == "finalize" and old.session_id == "chat"
     await fix((path,), old)
     assert (await doctor(path, older_than_days=0)).findings == ()
-    assert chat_state(path, "chat", "paused") == (None, "cancelled", 1)
+    # lovia web's Stop of a stranded run: the checkpoint goes, nothing is
+    # stored and the record stays interrupted.
+    assert "stop it as lovia web's Stop does" in old.fix.text
+    assert chat_state(path, "chat", "paused") == (None, "interrupted", 0)
 
 
 async def test_unpaired_tool_calls_are_rewound_away(scratch: Path) -> None:

@@ -42,7 +42,17 @@ def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
         if c.live:
             line += " — LIVE, forced"
         lines.append(line)
+        if c.pending_handoff:
+            lines.append(_handoff_lost(c.run_id, c.pending_handoff))
     return lines
+
+
+def _handoff_lost(run_id: str, agent: str) -> str:
+    return (
+        f"WARNING: run {run_id} had handed off to {agent!r}, which has not started: "
+        "only resuming its checkpoint continues there; without it the next run "
+        "starts on the entry agent"
+    )
 
 
 def _calls(heading: str, calls: Iterable[ToolCallRef]) -> list[str]:
@@ -65,15 +75,22 @@ def _rewind(p: RewindPreview) -> list[str]:
             f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"
         ]
     kept = p.total_entries - p.entries_removed
-    lines = [
-        f"rewind {p.session_id}: keep {kept} of {p.total_entries} entries, "
-        f"remove {p.entries_removed}"
-        + (
-            f" (the first {p.keep_entries}, less the tool calls the cut leaves without a result)"
-            if kept != p.keep_entries
-            else ""
+    if p.entries_removed:
+        headline = (
+            f"rewind {p.session_id}: keep {kept} of {p.total_entries} entries, remove {p.entries_removed}"
+            + (
+                f" (the first {p.keep_entries}, less the tool calls the cut leaves without a result)"
+                if kept != p.keep_entries
+                else ""
+            )
         )
-    ]
+    else:
+        headline = (
+            f"rewind {p.session_id}: the cut (entry {p.keep_entries}) falls inside the "
+            f"chat's in-flight run: all {p.total_entries} stored entries stay, the run "
+            "is dropped, as lovia web's rewind does"
+        )
+    lines = [headline]
     lines += [f"delete run {run_id}" for run_id in p.runs_deleted]
     if t := p.truncated:
         lines.append(
@@ -84,8 +101,13 @@ def _rewind(p: RewindPreview) -> list[str]:
             "drop tool calls left without a result at the cut:", t.dropped_calls
         )
     lines += _checkpoints(p.checkpoints)
+    lines += [
+        f"keep checkpoint {run_id} (completed): its segment is only truncated, and a "
+        "replay adds nothing to a segment that exists"
+        for run_id in p.kept_checkpoints
+    ]
     lines += _calls(
-        "WARNING: these tool calls already ran; rewinding removes them, not their effects:",
+        "WARNING: these tool calls ran; rewinding removes them, not their effects:",
         p.side_effects,
     )
     return lines + _unknown_live(p.unknown_live_runs)
@@ -138,13 +160,30 @@ def _delete(p: DeleteRunsPreview) -> list[str]:
     return lines
 
 
+def _finalize_headline(p: FinalizePreview) -> str:
+    where = f"session {p.session_id} ({_SOURCES[p.session_source]})"
+    if p.mode == "keep-partial":
+        return (
+            f"keep the partial run {p.run_id} in {where}, its unfinished turn included"
+        )
+    if p.mode == "store":
+        return f"finalize run {p.run_id} into {where}"
+    if p.live:
+        return (
+            f"stop run {p.run_id} of web chat {p.session_id} as lovia web's Stop does "
+            "a live run: its whole turns are kept"
+        )
+    return (
+        f"stop run {p.run_id} of web chat {p.session_id} as lovia web's Stop does a "
+        "stranded run: its checkpoint goes, nothing is appended"
+    )
+
+
 def _finalize(p: FinalizePreview) -> list[str]:
-    lines = [
-        f"finalize run {p.run_id} into session {p.session_id} ({_SOURCES[p.session_source]})"
-    ]
+    lines = [_finalize_headline(p)]
     if p.already_appended:
         lines.append("already a segment of the session: nothing is appended")
-    else:
+    elif p.entries_appended:
         timing = (
             f", finished {timestamp(p.timing['finished_at'])} (its last save)"
             if p.timing
@@ -153,10 +192,31 @@ def _finalize(p: FinalizePreview) -> list[str]:
         lines.append(
             f"append {_plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}"
         )
-    lines += _calls("drop tool calls without a result (never re-run):", p.dropped_calls)
+    if p.mode == "stop" and p.entries_left_out:
+        lines.append(
+            f"left out: {_plural(p.entries_left_out, 'entry', 'entries')} the run saved "
+            + (
+                "of its unfinished turn"
+                if p.live
+                else "(lovia web keeps none of a stranded run)"
+            )
+            + "; keep-partial stores them instead"
+        )
+    heading = (
+        "tool calls left out (whatever ran stays done):"
+        if p.mode == "stop"
+        else "drop tool calls without a result (never re-run):"
+    )
+    lines += _calls(heading, p.dropped_calls)
     lines += _checkpoints([p.checkpoint])
-    if p.web_record:
-        lines.append(f"close the web UI's run record: {p.web_record} → cancelled")
+    if p.web_record_after:
+        lines.append(
+            f"close the web UI's run record: {p.web_record} → {p.web_record_after}"
+        )
+    elif p.web_record:
+        lines.append(
+            f"the web UI's run record stays {p.web_record}, as lovia web's Stop leaves it"
+        )
     if p.session_source == "given":
         lines.append(
             "WARNING: nothing links this run to the session: lovia cannot check your choice"
@@ -179,7 +239,7 @@ _UNDO = {
     "it cannot undo what tool calls did",
     TrimPreview: f"undo restores the full tool outputs {_JOURNAL}",
     DeleteRunsPreview: f"undo restores the deleted checkpoints {_JOURNAL}",
-    FinalizePreview: "undo removes the appended segment and restores the checkpoint and "
+    FinalizePreview: "undo removes what was appended and restores the checkpoint and "
     f"web records {_JOURNAL}",
     ClearPreview: f"undo restores the removed segments and deleted checkpoints {_JOURNAL}; "
     "it cannot undo what tool calls did",

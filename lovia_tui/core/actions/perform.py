@@ -232,10 +232,14 @@ async def _delete_checkpoints(
 
 
 async def _rewind(preview: RewindPreview, stores: Stores) -> dict[str, int]:
+    """lovia web's rewind: the chat's checkpoints first, then the cut (none when
+    it falls inside the in-flight run: every stored entry stays)."""
     deleted = await _delete_checkpoints(stores, preview.checkpoints)
-    removed = await stores.session(preview.file).rewind(
-        preview.session_id, keep_entries=preview.keep_entries
-    )
+    removed = 0
+    if preview.keep_entries < preview.total_entries:
+        removed = await stores.session(preview.file).rewind(
+            preview.session_id, keep_entries=preview.keep_entries
+        )
     return {"entries_removed": removed, "checkpoints_deleted": deleted}
 
 
@@ -253,15 +257,25 @@ async def _delete_runs(preview: DeleteRunsPreview, stores: Stores) -> dict[str, 
 
 
 async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
-    """lovia web's Stop: persist the partial run, drop its checkpoint, close its record."""
-    from lovia.transcript import drop_dangling_tool_calls
+    """lovia web's Stop, or storing the partial run: append what the preview
+    chose of the checkpoint, drop it, close the web record when it says so."""
+    from lovia.transcript import InputEntry, drop_dangling_tool_calls, entry_to_dict
     from lovia.web.sse import usage_dict
+
+    from lovia_tui.core.turns import whole_turns
 
     checkpoint = preview.checkpoint
     snapshot = await stores.checkpointer(checkpoint.file).load(preview.run_id)
     if snapshot is None:
         raise ActionError(f"checkpoint {preview.run_id} disappeared")
-    entries = drop_dangling_tool_calls(snapshot.entries)
+    chosen = list(snapshot.entries)
+    if preview.mode == "stop":  # whole turns of a live run; nothing of a stranded one
+        own = [
+            e for e in chosen if not (isinstance(e, InputEntry) and e.role == "system")
+        ]
+        whole = whole_turns([entry_to_dict(e) for e in chosen])
+        chosen = own[:whole] if preview.live else []
+    entries = drop_dangling_tool_calls(chosen)
     appended = 0
     if entries and not preview.already_appended:
         await stores.session(preview.file).append(
@@ -272,11 +286,11 @@ async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
         )
         appended = len(entries)
     deleted = await _delete_checkpoints(stores, [checkpoint])
-    if preview.web_record is not None:
+    if preview.web_record_after is not None:
         usage = snapshot.usage
         await stores.chat(checkpoint.file).finish_run(
             preview.run_id,
-            status="cancelled",
+            status=preview.web_record_after,
             error="cancelled",
             usage=usage_dict(usage, last_input_tokens=snapshot.last_input_tokens)
             if usage.total_tokens

@@ -210,7 +210,96 @@ async def deletion(
         web_pointer=pointer,
         stale_reason=stale_reason(run, now, stale_after),
         web_record=run.web_status,
+        pending_handoff=run.pending_handoff,
     )
+
+
+def _why_deleted(run: RunInfo, truncated: str | None) -> str | None:
+    """Why a checkpoint of a changed segment goes, or None when nothing calls for it."""
+    if run.run_id != truncated:
+        if run.status == RunStatus.COMPLETED:
+            return "its segment is removed: a replay would store it again"
+        return "its segment is removed: a resume would bring it back"
+    if run.status == RunStatus.COMPLETED:
+        return None  # replay's INSERT OR IGNORE adds nothing to a segment that exists
+    return (
+        "its segment is truncated: a resume would give the model the removed "
+        "entries again (its own append is ignored, the segment exists)"
+    )
+
+
+async def linked_deletions(
+    ws: Workspace,
+    session_id: str,
+    removed: set[str],
+    truncated: str | None,
+    force: bool,
+    stale_after: float,
+    *,
+    in_flight: bool = False,
+) -> tuple[list[CheckpointDeletion], tuple[str, ...], tuple[str, ...]]:
+    """Checkpoints to delete with a session's rows, those kept, and live runs
+    of unknown session.
+
+    A checkpoint of a removed run, or the session's in-flight run, would
+    otherwise bring the removed tail back on a later resume or replay; a
+    completed one of a segment only truncated is kept (``removed`` holds the
+    truncated run too). ``in_flight``: the cut falls inside the chat's
+    in-flight run, which lovia web's rewind drops. Refuses while a run linked
+    to the session is live, unless forced.
+    """
+    runs, links = await session_runs_and_links(ws, session_id)
+    linked = [
+        r
+        for r in runs
+        if r.run_id in links and links[r.run_id].session_id == session_id
+    ]
+    doomed, kept = [], []
+    for run in runs:
+        link = links.get(run.run_id)
+        if run.run_id in removed:
+            why = _why_deleted(run, truncated)
+            if why is None:
+                kept.append(run.run_id)
+            else:
+                doomed.append((run, why))
+        elif link and link.session_id == session_id and link.kind == "web":
+            doomed.append(
+                (
+                    run,
+                    "the chat's in-flight run: the cut falls inside it, and lovia "
+                    "web's rewind drops it with the chat's pointer"
+                    if in_flight
+                    else "the session's in-flight run: it continues a transcript that is gone",
+                )
+            )
+    what = f"changing session {session_id!r}"
+    refuse_live([*linked, *(run for run, _ in doomed)], force, stale_after, what)
+    now = time.time()
+    unknown = tuple(
+        r.run_id for r in runs if r.run_id not in links and r.is_live(now, stale_after)
+    )
+    deletions = [
+        await deletion(ws, run, links.get(run.run_id), why, stale_after)
+        for run, why in doomed
+    ]
+    return deletions, tuple(kept), unknown
+
+
+async def active_run(ws: Workspace, session_id: str) -> RunInfo | None:
+    """The checkpoint a lovia web chat points at (``active_run_id``), if any:
+    its entries follow the stored ones in the chat as lovia web shows it."""
+    for db in ws.databases:
+        if not db.stores.chat:
+            continue
+        row = await db.fetchone(
+            "SELECT active_run_id FROM chat_sessions WHERE id = ? "
+            "AND active_run_id IS NOT NULL",
+            (session_id,),
+        )
+        if row is not None:
+            return await ws.find_run(row[0])
+    return None
 
 
 def checkpoint_groups(deletions: Iterable[CheckpointDeletion]) -> list[RowGroup]:

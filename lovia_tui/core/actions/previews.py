@@ -16,6 +16,11 @@ from lovia_tui.core.store.rows import RowGroup
 
 # How a run's session is known: its segment, the web UI's records, or the user.
 SessionSource = Literal["segment", "web", "given"]
+# What a finalize keeps of an abandoned run. "stop": lovia web's Stop on a web
+# chat (a stranded run: nothing; a live one: its whole turns); "keep-partial":
+# everything it saved, a half-finished turn included, minus calls without a
+# result (also what finalizing a run outside lovia web does: "store").
+FinalizeMode = Literal["stop", "keep-partial", "store"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,9 @@ class CheckpointDeletion:
     stale_reason: str | None = None
     # lovia web's record of the run (``chat_runs.status``), when there is one.
     web_record: str | None = None
+    # The agent the run had handed off to and not yet started (head
+    # ``pending_handoff``): only a resume of this checkpoint continues there.
+    pending_handoff: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,15 +91,19 @@ class RewindPreview:
     entries_removed: int
     runs_deleted: tuple[str, ...]
     truncated: Truncation | None
+    # The removed calls that ran (answered by a result that is not a rejection).
     side_effects: tuple[ToolCallRef, ...]
     checkpoints: tuple[CheckpointDeletion, ...]
     # Live runs nothing links to a session: one may be writing to this one.
     unknown_live_runs: tuple[str, ...]
     plan: Plan
+    # Completed checkpoints of a segment only truncated: kept, since a replay
+    # adds nothing to a segment that exists.
+    kept_checkpoints: tuple[str, ...] = ()
 
     @property
     def noop(self) -> bool:
-        return self.entries_removed == 0
+        return self.entries_removed == 0 and not self.checkpoints
 
 
 @dataclass(frozen=True)
@@ -162,7 +174,7 @@ class DeleteRunsPreview:
 
 @dataclass(frozen=True)
 class FinalizePreview:
-    """An abandoned run folded into its session, as lovia's web UI does on Stop."""
+    """An abandoned run settled: on a web chat as lovia web's Stop, else stored."""
 
     action: ClassVar[str] = "finalize"
     file: Path
@@ -174,9 +186,16 @@ class FinalizePreview:
     entries_appended: int
     dropped_calls: tuple[ToolCallRef, ...]
     timing: dict[str, float] | None
-    # The web UI's run record (chat_runs) status that becomes "cancelled".
+    # The web UI's open run record (chat_runs) status, and what it becomes.
     web_record: str | None
     plan: Plan
+    mode: FinalizeMode = "store"
+    # Whether lovia-tui judged the run live (a Stop then keeps its whole turns).
+    live: bool = False
+    # Entries the run saved that are not appended (its partial turn, or all of
+    # a stranded run's), system inputs aside.
+    entries_left_out: int = 0
+    web_record_after: str | None = None
 
     @property
     def noop(self) -> bool:

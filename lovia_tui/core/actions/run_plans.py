@@ -16,6 +16,7 @@ from lovia_tui.core.actions.plans import (
 )
 from lovia_tui.core.actions.previews import (
     DeleteRunsPreview,
+    FinalizeMode,
     FinalizePreview,
     SessionSource,
 )
@@ -28,6 +29,7 @@ from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import RunFilter, stream_runs
 from lovia_tui.core.store.rows import RowGroup
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.turns import is_system_input, whole_turns
 
 # A web run record still open: the run never reached its wind-down.
 _OPEN_RECORDS = ("running", "interrupted")
@@ -163,16 +165,22 @@ async def preview_finalize(
     run_id: str,
     session_id: str | None = None,
     *,
+    keep_partial: bool = False,
     force: bool = False,
     stale_after: float = DEFAULT_STALE_AFTER,
 ) -> FinalizePreview:
-    """Fold an abandoned run into its session, as lovia's web UI does on Stop.
+    """Settle an abandoned run: on a lovia web chat as its Stop does, else store it.
 
-    Its checkpoint entries, minus calls left dangling, are appended as a
-    segment under the run's id (a no-op if already there), then the
-    checkpoint is deleted; in a web UI file the chat's active-run pointer is
-    cleared and an open run record closed as cancelled. The session is the
-    linked one, or ``session_id`` when nothing links the run.
+    On a web chat (lovia web's records link the run) this is lovia web's Stop
+    (``POST /api/chat/cancel``): a stranded run (not live) loses its
+    checkpoint and the chat's pointer, nothing is appended and its run record
+    is left as it is; a live one (forced) keeps its whole turns only, and its
+    record closes as cancelled. ``keep_partial`` (and any run outside lovia
+    web) stores everything the checkpoint saved, a half-finished turn
+    included, minus calls left dangling, as a segment under the run's id (a
+    no-op if already there), then deletes the checkpoint; an open web record
+    closes as cancelled. The session is the linked one, or ``session_id``
+    when nothing links the run.
     """
     refuse_readonly(ws)
     run = await ws.find_run(run_id)
@@ -187,8 +195,17 @@ async def preview_finalize(
     entries, problems = await checkpoint_reads.snapshot_entries(run_db, run_id)
     if problems:
         raise ActionError(f"{problems[0]}: lovia cannot load this run")
+    mode: FinalizeMode = (
+        "keep-partial" if keep_partial else "stop" if source == "web" else "store"
+    )
+    checkpoint = await deletion(ws, run, link, _FINALIZED[mode], stale_after)
     data = [e.data for e in entries]
-    kept = drop_dangling(data)
+    own = [e for e in data if not is_system_input(e)]
+    if mode != "stop":
+        chosen = data
+    else:
+        chosen = own[: whole_turns(data)] if checkpoint.live else []
+    kept = drop_dangling(chosen)
     kept_ids = {id(e) for e in kept}
     appended = bool(
         await db.fetchone(
@@ -202,16 +219,15 @@ async def preview_finalize(
             "SELECT status FROM chat_runs WHERE id = ?", (run_id,)
         )
         record = row[0] if row and row[0] in _OPEN_RECORDS else None
-        if record is not None:
-            await require_current_chat(run_db)
-    checkpoint = await deletion(
-        ws, run, link, "finalized: its entries now live in the session", stale_after
-    )
+    # lovia web's Stop of a stranded run leaves the record as it is.
+    closes = record is not None and (mode != "stop" or checkpoint.live)
+    if closes:
+        await require_current_chat(run_db)
     groups = [
         RowGroup(db.path, "session_runs", target),
         *checkpoint_groups([checkpoint]),
     ]
-    if record is not None:
+    if closes:
         groups.append(RowGroup(run.file, "chat_runs", run_id))
     return FinalizePreview(
         file=db.path,
@@ -221,12 +237,23 @@ async def preview_finalize(
         session_source=source,
         already_appended=appended,
         entries_appended=0 if appended else len(kept),
-        dropped_calls=tuple(calls(run_id, (e for e in data if id(e) not in kept_ids))),
+        dropped_calls=tuple(calls(run_id, (e for e in own if id(e) not in kept_ids))),
         timing=(
             {"started_at": run.started_at, "finished_at": run.updated_at}
-            if run.started_at is not None
+            if run.started_at is not None and kept
             else None
         ),
         web_record=record,
         plan=await make_plan(ws, groups, force),
+        mode=mode,
+        live=checkpoint.live,
+        entries_left_out=len(own) - len([e for e in kept if not is_system_input(e)]),
+        web_record_after="cancelled" if closes else None,
     )
+
+
+_FINALIZED = {
+    "stop": "stopped as lovia web's Stop: its checkpoint goes",
+    "keep-partial": "finalized: its entries now live in the session",
+    "store": "finalized: its entries now live in the session",
+}

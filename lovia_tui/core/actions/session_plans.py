@@ -7,22 +7,20 @@ returns. lovia itself is imported only for its result digest.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lovia_tui.core.actions.plans import (
     Segment,
+    active_run,
     calls,
     checkpoint_groups,
-    deletion,
+    linked_deletions,
     make_plan,
     meta_of,
     parse_segments,
-    refuse_live,
     refuse_readonly,
     session_database,
-    session_runs_and_links,
     stored_values,
     unreadable,
 )
@@ -51,54 +49,20 @@ from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import read_entries
 from lovia_tui.core.store.rows import Captured, RowGroup, capture
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.turns import calls_that_ran
 
 
-async def _linked_deletions(
-    ws: Workspace, session_id: str, affected: set[str], force: bool, stale_after: float
-) -> tuple[list[CheckpointDeletion], tuple[str, ...]]:
-    """Checkpoints to delete with a session's rows, and live runs of unknown session.
-
-    A checkpoint of a removed run, or the session's in-flight run, would
-    otherwise bring the removed tail back on a later resume or replay.
-    Refuses while a run linked to the session is live, unless forced.
-    """
-    runs, links = await session_runs_and_links(ws, session_id)
-    linked = [
-        r
-        for r in runs
-        if r.run_id in links and links[r.run_id].session_id == session_id
-    ]
-    doomed = []
-    for run in runs:
-        link = links.get(run.run_id)
-        if run.run_id in affected:
-            doomed.append(
-                (run, "its segment is removed: a resume or replay would bring it back")
-            )
-        elif link and link.session_id == session_id and link.kind == "web":
-            doomed.append(
-                (
-                    run,
-                    "the session's in-flight run: it continues a transcript that is gone",
-                )
-            )
-    what = f"changing session {session_id!r}"
-    refuse_live([*linked, *(run for run, _ in doomed)], force, stale_after, what)
-    now = time.time()
-    unknown = tuple(
-        r.run_id for r in runs if r.run_id not in links and r.is_live(now, stale_after)
-    )
-    deletions = [
-        await deletion(ws, run, links.get(run.run_id), why, stale_after)
-        for run, why in doomed
-    ]
-    return deletions, unknown
+def _ran(segment: Segment, removed: Iterable[dict[str, Any]]) -> list[ToolCallRef]:
+    """The calls among ``removed`` that ran: their effects outlive a rewind."""
+    ran = {id(e) for e in calls_that_ran(segment.entries)}
+    return calls(segment.run_id, (e for e in removed if id(e) in ran))
 
 
 def _rewind_split(
     segments: list[Segment], keep_entries: int
 ) -> tuple[Truncation | None, list[Segment], list[ToolCallRef]]:
-    """lovia's ``_rewind_split`` on parsed segments: (truncated, deleted, calls removed).
+    """lovia's ``_rewind_split`` on parsed segments: (truncated, deleted, removed
+    calls that ran).
 
     Whole segments before the cut survive; the one the cut lands in keeps its
     prefix minus calls left dangling, or goes if nothing is left; every later
@@ -114,7 +78,7 @@ def _rewind_split(
     kept = drop_dangling(segment.entries[:remaining])
     if not kept:
         deleted = segments[cut:]
-        return None, deleted, [c for s in deleted for c in calls(s.run_id, s.entries)]
+        return None, deleted, [c for s in deleted for c in _ran(s, s.entries)]
     kept_ids = {id(e) for e in kept}
     truncated = Truncation(
         run_id=segment.run_id,
@@ -129,13 +93,11 @@ def _rewind_split(
         ),
     )
     deleted = segments[cut + 1 :]
-    removed = calls(
-        segment.run_id, (e for e in segment.entries if id(e) not in kept_ids)
-    )
+    removed = _ran(segment, (e for e in segment.entries if id(e) not in kept_ids))
     return (
         truncated,
         deleted,
-        removed + [c for s in deleted for c in calls(s.run_id, s.entries)],
+        removed + [c for s in deleted for c in _ran(s, s.entries)],
     )
 
 
@@ -164,27 +126,44 @@ async def preview_rewind(
 
     "Rewind to here" (keep what comes before entry i) is ``keep_entries=i``;
     :func:`user_turn_start` gives N for "rewind to before this user turn".
-    Raises ActionError while a run linked to the session is live, unless forced.
+    Like lovia web's rewind, a cut inside a chat's in-flight run (whose
+    entries follow the stored ones) drops that run's checkpoint and the
+    chat's pointer and keeps every stored entry. Raises ActionError while a
+    run linked to the session is live, unless forced.
     """
-    db, rows, segments = await cut_session(ws, session_id, keep_entries, "rewind")
+    active = await active_run(ws, session_id)
+    if active is None or await ws.find_session(session_id) is not None:
+        db, rows, segments = await cut_session(ws, session_id, keep_entries, "rewind")
+        known = [rows]
+    else:  # a web chat whose only run is in flight: nothing stored yet
+        refuse_readonly(ws)
+        if keep_entries < 0:
+            raise ActionError("keep_entries must be >= 0")
+        db, segments, known = ws.database(active.file), [], []
+    total = sum(len(s.entries) for s in segments)
     truncated, deleted, side_effects = _rewind_split(segments, keep_entries)
     removed = sum(len(s.entries) for s in deleted) + (
         truncated.removed_entries if truncated else 0
     )
+    in_flight = (
+        not removed and active is not None and keep_entries < total + active.entries
+    )
     checkpoints: list[CheckpointDeletion] = []
+    kept: tuple[str, ...] = ()
     unknown: tuple[str, ...] = ()
-    if removed:
-        affected = {s.run_id for s in deleted} | (
+    if removed or in_flight:
+        changed = {s.run_id for s in deleted} | (
             {truncated.run_id} if truncated else set()
         )
-        checkpoints, unknown = await _linked_deletions(
-            ws, session_id, affected, force, stale_after
-        )
+        checkpoints, kept, unknown = await linked_deletions(
+            ws, session_id, changed, truncated.run_id if truncated else None,
+            force, stale_after, in_flight=in_flight,
+        )  # fmt: skip
     return RewindPreview(
         file=db.path,
         session_id=session_id,
         keep_entries=keep_entries,
-        total_entries=sum(len(s.entries) for s in segments),
+        total_entries=total,
         entries_removed=removed,
         runs_deleted=tuple(s.run_id for s in deleted),
         truncated=truncated,
@@ -192,8 +171,12 @@ async def preview_rewind(
         checkpoints=tuple(checkpoints),
         unknown_live_runs=unknown,
         plan=await make_plan(
-            ws, [rows.group, *checkpoint_groups(checkpoints)], force, [rows]
-        ),
+            ws,
+            [*(c.group for c in known), *checkpoint_groups(checkpoints)],
+            force,
+            known,
+        ),  # fmt: skip
+        kept_checkpoints=kept,
     )
 
 
@@ -371,8 +354,8 @@ async def preview_clear(
     run_ids = tuple(rows.column("run_id"))
     entries_at = rows.columns.index("entries_json")
     counts = [_entry_count(row[entries_at][1]) for row in rows.rows]
-    checkpoints, unknown = await _linked_deletions(
-        ws, session_id, set(run_ids), force, stale_after
+    checkpoints, _, unknown = await linked_deletions(
+        ws, session_id, set(run_ids), None, force, stale_after
     )
     return ClearPreview(
         file=db.path,

@@ -50,6 +50,18 @@ def _cleanup(run_id: str, session_id: str, web: WebState) -> Fix:
     )
 
 
+def _settle(run_id: str, session_id: str, web: bool) -> str:
+    """How an unfinished run of a known session is settled: on a web chat,
+    finalize is lovia web's Stop, which keeps nothing of a stranded run."""
+    if not web:
+        return f"finalize it into {session_id!r} ({command('finalize', run_id)}); or resume or delete it"
+    return (
+        "stop it as lovia web's Stop does: its checkpoint goes and nothing of it is stored "
+        f"({command('finalize', run_id)}); or store all it saved in {session_id!r} "
+        f"({command('keep-partial', run_id)}); or resume it"
+    )
+
+
 def _choose(run_id: str) -> Fix:
     return Fix(
         "finalize",
@@ -115,11 +127,19 @@ class _Checkup:
         rid, sid = self.run.run_id, link.session_id
         left, fix = self.web.leftovers(rid), _cleanup(rid, sid, self.web)
         if stored is not None and not same_entries(stored, data):
+            if self.run.status == RunStatus.COMPLETED:
+                return self._found(
+                    "rewound-checkpoint", "warning" if left else "info",
+                    f"completed checkpoint of {len(data)} entries, but its segment in session {sid!r} "
+                    f"holds {len(stored)} different ones (rewound since): a replay adds nothing while "
+                    f"that segment exists, yet the checkpoint still holds what the rewind removed{left}",
+                    fix,
+                )  # fmt: skip
             return self._found(
                 "rewound-checkpoint", "error",
                 f"{self.status} checkpoint of {len(data)} entries, but its segment in session {sid!r} "
-                f"holds {len(stored)} different ones (rewound since): a resume or replay would bring "
-                f"the removed content back{left}",
+                f"holds {len(stored)} different ones (rewound since): a resume would give the model "
+                f"the removed content again{left}",
                 fix,
             )  # fmt: skip
         if self.run.status == RunStatus.COMPLETED:
@@ -167,16 +187,23 @@ class _Checkup:
             )  # fmt: skip
         if link is None:
             return self._found(
-                "orphan", "warning",
-                f"{self.status} {ago} ago and linked to no session (no segment, no web UI record): "
-                "nothing will resume it",
-                _choose(rid),
+                "orphan", "info",
+                f"{self.status} {ago} ago; nothing records its session (no segment, no web UI "
+                "record), as for any run checkpointed without one: plain lovia resumes it when "
+                "the same run_id is issued again (resume_only), with the session named by the caller",
+                Fix(
+                    "finalize",
+                    "if the run is over, store it in the session it belongs to (nothing records "
+                    f"which: choose one; {command('finalize', rid, '--session', 'SID')}); or resume it "
+                    f"there ({command('resume', rid, '--session', 'SID', '--agent', 'MODULE:ATTR')}). "
+                    "Deleting it loses the only copy of its entries",
+                ),
             )  # fmt: skip
         if self.now - run.updated_at >= self.older_than_days * 86_400:
             return self._found(
                 "old-unfinished", "warning",
                 f"{self.status} {ago} ago in session {sid!r} and never resumed",
-                Fix("finalize", f"finalize it into {sid!r} ({command('finalize', rid)}); or resume or delete it", sid),
+                Fix("finalize", _settle(rid, link.session_id, link.kind == "web"), sid),
             )  # fmt: skip
         return None  # resumable, as it should be
 
