@@ -41,7 +41,7 @@ from support.lovia_factory import (
 from lovia_tui.core.actions.describe import describe
 from lovia_tui.core.actions.perform import perform
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
-from lovia_tui.core.actions.session_plans import preview_rewind
+from lovia_tui.core.actions.session_plans import preview_rewind, user_turn_start
 from lovia_tui.core.store.workspace import Workspace
 
 pytestmark = pytest.mark.usefixtures("private_journal")
@@ -238,6 +238,8 @@ async def test_rewind_into_the_in_flight_run_is_lovia_webs(
         preview = await preview_rewind(ws, "chat", keep)
         lines = describe(preview)
         past_the_end = await preview_rewind(ws, "chat", keep + 3)
+        # "Rewind turn" on the in-flight run's pending call cuts where it starts.
+        assert await user_turn_start(ws, "chat", keep + 2) == keep
         result = await perform(ws, preview)
     finally:
         await ws.close()

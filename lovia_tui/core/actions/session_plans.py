@@ -132,7 +132,8 @@ async def preview_rewind(
     run linked to the session is live, unless forced.
     """
     active = await active_run(ws, session_id)
-    if active is None or await ws.find_session(session_id) is not None:
+    found = await ws.find_session(session_id)
+    if active is None or (found is not None and found.stores.session):
         db, rows, segments = await cut_session(ws, session_id, keep_entries, "rewind")
         known = [rows]
     else:  # a web chat whose only run is in flight: nothing stored yet
@@ -185,9 +186,27 @@ async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
 
     The flat index of the user message that starts the turn holding entry
     ``index`` (the nearest ``input`` entry with role user at or before it).
+    A turn of a web chat's in-flight run (numbered after the stored entries)
+    gives the stored total: lovia web's rewind to it keeps every stored entry.
     """
+    active = await active_run(ws, session_id)
+    db = await ws.find_session(session_id)
+    segments = (
+        await segment_reads.segments(db, session_id) if db and db.stores.session else []
+    )
+    if active is not None:
+        last = segments[-1] if segments else None
+        stored = (
+            0
+            if last is None
+            else None
+            if last.first_index is None or last.entry_count is None
+            else last.first_index + last.entry_count
+        )
+        if stored is not None and index >= stored:
+            return stored
     db = await session_database(ws, session_id)
-    for segment in reversed(await segment_reads.segments(db, session_id)):
+    for segment in reversed(segments):
         if segment.first_index is None or segment.first_index > index:
             continue
         try:
