@@ -1,7 +1,10 @@
 """Parsing stored entry JSON and the analysis lovia's semantics call for.
 
 Mirrors ``lovia.transcript`` (entry types, dangling-call pairing) without
-importing lovia, which is slow to load and not needed to read.
+importing lovia, which is slow to load and not needed to read. An entry of a
+type the installed lovia does not know (a newer lovia's) is read and shown
+as it is stored; only lovia's own methods cannot load it, so the actions
+refuse it (:func:`unknown_type`).
 """
 
 from __future__ import annotations
@@ -13,16 +16,31 @@ from typing import Any, TypeVar
 
 import orjson
 
+from lovia_tui.core.lovia_facts import installed
 from lovia_tui.core.models import DanglingCall
-
-ENTRY_TYPES = frozenset(
-    {"input", "assistant_text", "reasoning", "tool_call", "tool_result"}
-)
-TRIM_SENTINEL = "archived to a result store]"
 
 
 class UnreadableError(ValueError):
-    """Stored JSON that does not parse, or holds an entry lovia does not know."""
+    """Stored JSON that does not parse, or holds something that is not an entry."""
+
+
+def entry_types() -> frozenset[str]:
+    """The entry types the installed lovia's ``entry_from_dict`` accepts."""
+    return installed().entry_types
+
+
+def trim_sentinel() -> str:
+    """The fixed tail of lovia's trim marker: an output ending so is trimmed."""
+    return installed().trim_sentinel
+
+
+def unknown_type(entries: list[dict[str, Any]]) -> str | None:
+    """The first entry type among ``entries`` the installed lovia cannot load, if any."""
+    known = entry_types()
+    for entry in entries:
+        if entry.get("type") not in known:
+            return str(entry.get("type"))
+    return None
 
 
 Parsed = TypeVar("Parsed")
@@ -56,8 +74,9 @@ def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
         raise UnreadableError(
             f"expected a JSON list of entries, got {type(data).__name__}"
         )
+    known = entry_types()
     for entry in data:  # the usual list in a tight loop; check_entry says what is wrong
-        if type(entry) is not dict or entry.get("type") not in ENTRY_TYPES:
+        if type(entry) is not dict or entry.get("type") not in known:
             for position, checked in enumerate(data):
                 check_entry(position, checked)
             break
@@ -65,12 +84,13 @@ def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
 
 
 def check_entry(position: int, entry: Any) -> None:
-    """Raise :class:`UnreadableError` unless ``entry`` is an entry lovia knows."""
+    """Raise :class:`UnreadableError` unless ``entry`` is an entry: an object
+    with a type (one the installed lovia does not know is shown as stored)."""
     if not isinstance(entry, dict):
         raise UnreadableError(f"entry {position} is not an object")
     kind = entry.get("type")
-    if kind not in ENTRY_TYPES:
-        raise UnreadableError(f"entry {position} has unknown type {kind!r}")
+    if not isinstance(kind, str):
+        raise UnreadableError(f"entry {position} has no type (got {kind!r})")
 
 
 def parse_object(text: str | bytes | None) -> dict[str, Any] | None:
@@ -136,18 +156,17 @@ def drop_dangling(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def trimmed_output(entry: dict[str, Any], keep_chars: int) -> str | None:
     """The output lovia's ``trim_tool_results`` would store, or None if it skips it.
 
-    Mirrors lovia's ``_trim_entries``: results already trimmed are left alone,
-    and so are those where the marker would outweigh the saving.
+    Mirrors lovia's ``_trim_entries`` (with lovia's own marker): results
+    already trimmed are left alone, and so are those where the marker would
+    outweigh the saving.
     """
     if entry.get("type") != "tool_result" or is_trimmed(entry):
         return None
+    from lovia_tui.core.lovia_private import trim_marker
+
     output = output_text(entry)
     dropped = len(output) - keep_chars
-    marker = (
-        f"\n[... {dropped:,} chars trimmed from stored history; "
-        f'recall_tool_result("{entry.get("call_id")}") returns the full output '
-        f"only if it was {TRIM_SENTINEL}"
-    )
+    marker = trim_marker(entry.get("call_id"), dropped)
     return output[:keep_chars] + marker if dropped > len(marker) else None
 
 
@@ -179,7 +198,7 @@ def entry_text(entry: dict[str, Any]) -> str:
 
 def is_trimmed(entry: dict[str, Any]) -> bool:
     return entry.get("type") == "tool_result" and output_text(entry).endswith(
-        TRIM_SENTINEL
+        trim_sentinel()
     )
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from lovia import CheckpointOptions, Runner, events
 from lovia.messages import AssistantTurn
-from lovia.web.sse import usage_dict
 from lovia.web.store import ChatStore, RunRow
+
+from lovia_tui.core.lovia_private import usage_dict
 
 from .agent import ASSISTANT, make_agent
 

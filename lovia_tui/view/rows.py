@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lovia_tui.core.entries import entry_types
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.run_status import RunStatus
 from lovia_tui.view.kinds import RowKind, newer_key, older_key
@@ -52,7 +53,7 @@ class Row:
             return str(data.get("role", "input"))
         if kind == "tool_result":
             return "tool error" if data.get("is_error") else "tool result"
-        return KIND_LABELS.get(str(kind), str(kind))
+        return KIND_LABELS.get(str(kind), "unknown")
 
     @property
     def component(self) -> str:
@@ -69,6 +70,8 @@ class Row:
             )
         if kind == "tool_result" and data.get("is_error"):
             return "transcript--error"
+        if kind not in entry_types():
+            return "transcript--unknown"
         return "transcript--" + str(kind).replace("_", "-")
 
 

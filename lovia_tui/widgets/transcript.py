@@ -57,6 +57,7 @@ class Transcript(LineView, can_focus=True):
         "transcript--tool-call",
         "transcript--tool-result",
         "transcript--error",
+        "transcript--unknown",
         "transcript--detail",
     }
 

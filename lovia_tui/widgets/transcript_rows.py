@@ -5,13 +5,20 @@ Plain data and text-building only; the widget decides what is on screen.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
 
 from rich.text import Text
 
-from lovia_tui.core.entries import entry_text, is_trimmed, shorten
+from lovia_tui.core.entries import (
+    entry_text,
+    entry_types,
+    is_trimmed,
+    shorten,
+    trim_sentinel,
+)
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
@@ -23,10 +30,16 @@ FOLD_CHARS = 20_000
 """Most characters a folded entry shows on screen."""
 FULL_CHARS = 400_000
 """Most characters an entry unfolded in full shows on screen (wrapping costs ~1 s per MB)."""
-TRIM_MARKER = re.compile(
-    r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?archived to a result store\]",
-    re.S,
-)
+
+
+@functools.cache
+def trim_markers() -> re.Pattern[str]:
+    """lovia's trim markers in an output (their tail as the installed lovia writes it)."""
+    return re.compile(
+        r"\n?\[\.\.\. [\d,]+ chars trimmed from stored history;.*?"
+        + re.escape(trim_sentinel()),
+        re.S,
+    )
 
 
 def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
@@ -89,6 +102,9 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     if kind == "reasoning":
         head.append(printable(shorten(entry_text(data), 200)), style="italic")
         return head
+    if kind not in entry_types():  # a newer lovia's entry: shown as it is stored
+        head.append(printable(shorten(json.dumps(data, ensure_ascii=False), 300)))
+        return head
     head.append(printable(shorten(entry_text(data), 300)))
     return head
 
@@ -123,7 +139,7 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
         return []
     data = row.entry.data
     limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
-    if raw:
+    if raw or data.get("type") not in entry_types():
         body = printable_json(json.dumps(data, ensure_ascii=False, indent=2))
         return _fold(body.splitlines(), full, limit)
     kind = data.get("type")
@@ -135,7 +151,9 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
         # The substring test first: the regex alone takes ~0.4 s over 10 MB.
         trimmed = "chars trimmed from stored history" in output
         marks = (
-            [match.span() for match in TRIM_MARKER.finditer(output)] if trimmed else []
+            [match.span() for match in trim_markers().finditer(output)]
+            if trimmed
+            else []
         )
         return _fold(_split_lines(output), full, limit, marks)
     return _fold(entry_text(data).splitlines(), full, limit)

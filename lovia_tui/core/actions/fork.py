@@ -296,11 +296,13 @@ async def _fork_web(preview: ForkPreview) -> str:
 async def _fork_segments(preview: ForkPreview, new_id: str) -> None:
     """What ``ChatStore.fork`` does, for a session with no chat row: lovia's own
     rewind split of the source's segments, appended under the new id."""
-    from lovia.stores.session import SQLiteSession, _rewind_split
+    from lovia.stores.session import SQLiteSession
+
+    from lovia_tui.core.lovia_private import rewind_split
 
     session = SQLiteSession(preview.file, wal=True)
     segments = await session.segments(preview.session_id)
-    kept, boundary, _ = _rewind_split(segments, preview.keep_entries)
+    kept, boundary, _ = rewind_split()(segments, preview.keep_entries)
     for segment in [*kept, *([boundary] if boundary is not None else [])]:
         await session.append(
             new_id, segment.entries, run_id=segment.run_id, meta=segment.meta

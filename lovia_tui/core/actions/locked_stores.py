@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lovia.stores._sqlite import SQLiteStore
 from lovia.stores.checkpointer import SQLiteCheckpointer
 from lovia.stores.session import SQLiteSession
 from lovia.web.store import ChatStore
 
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.lovia_private import SQLiteStore
 from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
 
 T = TypeVar("T")

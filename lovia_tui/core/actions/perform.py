@@ -147,7 +147,7 @@ def load_lovia() -> Any:
     CLI's ``--yes``): the shorter the gap, the less likely the rows moved on.
     """
     import lovia.transcript  # noqa: F401  (the finalize's)
-    import lovia.web.sse  # noqa: F401
+    import lovia.web.sse  # noqa: F401  (lovia_private.usage_dict's)
 
     from lovia_tui.core.actions import locked_stores
 
@@ -260,8 +260,8 @@ async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
     """lovia web's Stop, or storing the partial run: append what the preview
     chose of the checkpoint, drop it, close the web record when it says so."""
     from lovia.transcript import InputEntry, drop_dangling_tool_calls, entry_to_dict
-    from lovia.web.sse import usage_dict
 
+    from lovia_tui.core.lovia_private import usage_dict
     from lovia_tui.core.turns import whole_turns
 
     checkpoint = preview.checkpoint

@@ -12,6 +12,7 @@ from lovia_tui.core.actions.plans import (
     make_plan,
     refuse_live,
     refuse_readonly,
+    refuse_unknown,
     require_current_chat,
 )
 from lovia_tui.core.actions.previews import (
@@ -20,7 +21,7 @@ from lovia_tui.core.actions.previews import (
     FinalizePreview,
     SessionSource,
 )
-from lovia_tui.core.entries import drop_dangling
+from lovia_tui.core.entries import UnreadableError, drop_dangling
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS, RunStatus
@@ -195,6 +196,10 @@ async def preview_finalize(
     entries, problems = await checkpoint_reads.snapshot_entries(run_db, run_id)
     if problems:
         raise ActionError(f"{problems[0]}: lovia cannot load this run")
+    try:
+        refuse_unknown([e.data for e in entries])
+    except UnreadableError as exc:
+        raise ActionError(f"run {run_id}: {exc}; lovia cannot load this run") from exc
     mode: FinalizeMode = (
         "keep-partial" if keep_partial else "stop" if source == "web" else "store"
     )

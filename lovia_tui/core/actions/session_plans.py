@@ -20,6 +20,7 @@ from lovia_tui.core.actions.plans import (
     meta_of,
     parse_segments,
     refuse_readonly,
+    refuse_unknown,
     session_database,
     stored_values,
     unreadable,
@@ -326,6 +327,8 @@ def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]
     segment's refusal comes as it is read)."""
     try:
         entries = read_entries(raw)
+        if isinstance(entries, list):
+            refuse_unknown(entries)
     except UnreadableError as exc:
         raise unreadable(rows, run_id, "trim", exc) from exc
     if isinstance(entries, list):
@@ -334,7 +337,9 @@ def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]
     class Refused:
         def __iter__(self) -> Iterator[dict[str, Any]]:
             try:
-                yield from entries
+                for entry in entries:
+                    refuse_unknown([entry])
+                    yield entry
             except UnreadableError as exc:
                 raise unreadable(rows, run_id, "trim", exc) from exc
 
@@ -343,7 +348,7 @@ def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]
 
 def _digest(output: Any) -> str:
     """lovia's ``result_digest`` of an output, a huge one read a piece at a time."""
-    from lovia.context.state import result_digest
+    from lovia_tui.core.lovia_private import result_digest
 
     return result_digest(output) if isinstance(output, str) else output.sha1()[:16]
 

@@ -119,7 +119,8 @@ async def settle_records(
     """Settle the chat's records for a run that ended ``status`` (with lovia's
     ``usage`` counts); says what was done."""
     from lovia.messages import Usage
-    from lovia.web.sse import usage_dict
+
+    from lovia_tui.core.lovia_private import usage_dict
 
     store = await chat_store(file)
     done = []

@@ -20,7 +20,6 @@ from lovia_tui.core.live.heads import HeadsSeen, HeadWindow
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.store import checkpoint_reads, database
 from lovia_tui.core.store.database import Database, Stores
-from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES
 
 if TYPE_CHECKING:
     from lovia_tui.core.live.watch import (
@@ -178,11 +177,7 @@ class Tail:
             "SELECT name FROM sqlite_master WHERE type = 'table'"
         )
         names = {row[0] for row in rows}
-        found = Stores(
-            session=names >= STORE_TABLES["session"],
-            checkpoint=names >= STORE_TABLES["checkpoint"],
-            chat=names >= CHAT_TABLES,
-        )
+        found = Stores.of(names, stores.refused)
         if found == stores:
             return False
         self.db.stores = found

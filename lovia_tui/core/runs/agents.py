@@ -128,9 +128,9 @@ def unreachable_reason(entry: Agent, run: RunInfo) -> str | None:
     raises: the recorded agent must be reachable, names must be unique, and a
     pending handoff must target one of the recorded agent's handoffs.
     """
-    from lovia.exceptions import UserError
-    from lovia.handoff import Handoff
-    from lovia.runtime.resume import reachable_agents
+    from lovia import Handoff, UserError
+
+    from lovia_tui.core.lovia_private import reachable_agents
 
     try:
         agents = reachable_agents(entry)

@@ -30,21 +30,29 @@ from lovia_tui.core.store.connect import (
     sqlite_uri,
 )
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
-from lovia_tui.core.store.schema import (
-    CHAT_TABLES,
-    STORE_TABLES,
-    check_columns,
-    check_versions,
-)
+from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, refusals
 
 
 @dataclass(frozen=True)
 class Stores:
-    """Which lovia stores a file holds (tables appear on a store's first use)."""
+    """Which lovia stores of a file can be read (tables appear on a store's
+    first use; a store a newer lovia wrote is ``refused``, the rest are read)."""
 
     session: bool
     checkpoint: bool
     chat: bool
+    refused: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, tables: set[str], refused: frozenset[str] = frozenset()) -> Stores:
+        """The stores whose tables are all there, less those refused."""
+        return cls(
+            session="session" not in refused and STORE_TABLES["session"] <= tables,
+            checkpoint="checkpoint" not in refused
+            and STORE_TABLES["checkpoint"] <= tables,
+            chat="chat" not in refused and tables >= CHAT_TABLES,
+            refused=refused,
+        )
 
     @property
     def any(self) -> bool:
@@ -273,23 +281,24 @@ async def open_database(
             await quick_check_at_open(conn, path)
         found = await rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
         tables = {row[0] for row in found}
-        stores = Stores(
-            session=STORE_TABLES["session"] <= tables,
-            checkpoint=STORE_TABLES["checkpoint"] <= tables,
-            chat=tables >= CHAT_TABLES,
+        columns = {
+            table: {row[1] for row in await rows(conn, f"PRAGMA table_info({table})")}
+            for table in set().union(*STORE_TABLES.values()) & tables
+        }
+        versions = (
+            dict(await rows(conn, "SELECT store, version FROM lovia_schema"))
+            if "lovia_schema" in tables
+            else {}
         )
+        refused = refusals(tables, columns, versions)
+        stores = Stores.of(tables, frozenset(refused))
         if not stores.any:
+            why = next(iter(refused.values()), None)
             raise OpenError(
-                f"{path}: not a lovia database (no session_runs or snapshot_heads table)"
+                f"{path}: {why}"
+                if why
+                else f"{path}: not a lovia database (no session_runs or snapshot_heads table)"
             )
-        for table in set().union(*STORE_TABLES.values()) & tables:
-            columns = {
-                row[1] for row in await rows(conn, f"PRAGMA table_info({table})")
-            }
-            check_columns(path, table, columns)
-        if "lovia_schema" in tables:
-            versions = dict(await rows(conn, "SELECT store, version FROM lovia_schema"))
-            check_versions(path, versions)
         if readonly:
             mode = str((await rows(conn, "PRAGMA journal_mode"))[0][0]).lower()
             notice = IMMUTABLE_NOTICE if immutable else None
@@ -309,7 +318,7 @@ async def open_database(
         stores,
         readonly=readonly,
         journal_mode=mode,
-        notice=notice,
+        notice="; ".join(line for line in (*refused.values(), notice) if line) or None,
         immutable=immutable,
     )
 

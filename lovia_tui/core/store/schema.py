@@ -1,65 +1,54 @@
-"""What lovia's tables look like, mirrored from lovia 0.9 (never invented).
+"""What lovia's tables look like, as the installed lovia writes them (never invented).
 
-Used to recognise a lovia file and to refuse one written by a newer lovia or
-holding tables with lovia's names but not lovia's columns.
+Used to recognise a lovia file and to decide, store by store, which of its
+stores can be read: lovia refuses only a store newer than it knows and keeps
+reading the others, and so does lovia-tui. Versions and columns come from the
+installed lovia (:mod:`lovia_tui.core.lovia_facts`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
 
-from lovia_tui.core.errors import OpenError
+from lovia_tui.core.lovia_facts import STORE_TABLES, installed
 
-STORE_TABLES: dict[str, set[str]] = {
-    "session": {"session_runs"},
-    "checkpoint": {"snapshot_heads", "snapshot_turns"},
-}
-CHAT_TABLES = {"chat_sessions", "chat_runs"}
-
-REQUIRED_COLUMNS: dict[str, set[str]] = {
-    "session_runs": {
-        "id",
-        "session_id",
-        "run_id",
-        "entries_json",
-        "meta_json",
-        "created_at",
-    },
-    "snapshot_heads": {"run_id", "head_json", "updated_at"},
-    "snapshot_turns": {"run_id", "seq", "entries_json"},
-}
+CHAT_TABLES = frozenset({"chat_sessions", "chat_runs"})
+STORE_NAMES = {"session": "session", "checkpoint": "checkpoint", "chat": "web UI"}
 
 
 def known_version(store: str) -> int | None:
-    """The schema version the installed lovia writes for ``store``.
+    """The schema version the installed lovia writes for ``store`` (lovia's
+    rule: its number of migrations), None for a store lovia does not have."""
+    return installed().versions.get(store)
 
-    Session and checkpoint stores are still at version 0; the chat store's
-    version is its number of migrations (lovia's own rule in SQLiteStore),
-    counted from lovia's source so that no read path imports lovia.web.
+
+def refusals(
+    tables: set[str],
+    columns: Mapping[str, set[str]],
+    versions: Mapping[str, int],
+) -> dict[str, str]:
+    """Each store of a file that cannot be read, with the line that says why.
+
+    A store at a version newer than the installed lovia knows was written by a
+    newer lovia (lovia itself refuses that store alone); a table with lovia's
+    name that lacks lovia's columns is not lovia's.
     """
-    if store in STORE_TABLES:
-        return 0
-    if store == "chat":
-        from lovia_tui.core.store.chat_schema import chat_version
-
-        return chat_version()
-    return None
-
-
-def check_versions(path: Path, versions: dict[str, int]) -> None:
+    refused = {}
     for store, version in versions.items():
         known = known_version(store)
         if known is not None and int(version) > known:
-            raise OpenError(
-                f"{path}: the {store!r} tables are at schema version {version}, "
-                f"newer than the installed lovia knows ({known}); upgrade lovia"
+            refused[store] = (
+                f"the {STORE_NAMES.get(store, store)} tables are at schema "
+                f"version {version}, newer than the installed lovia knows ({known}): "
+                "not shown; upgrade lovia to read them"
             )
-
-
-def check_columns(path: Path, table: str, columns: set[str]) -> None:
-    missing = REQUIRED_COLUMNS.get(table, set()) - columns
-    if missing:
-        raise OpenError(
-            f"{path}: table {table} lacks lovia's columns "
-            f"({', '.join(sorted(missing))}); not a lovia database"
-        )
+    required = installed().columns
+    for store, store_tables in STORE_TABLES.items():
+        for table in sorted(store_tables & tables):
+            missing = required.get(table, frozenset()) - columns.get(table, set())
+            if missing and store not in refused:
+                refused[store] = (
+                    f"table {table} lacks lovia's columns "
+                    f"({', '.join(sorted(missing))}); not a lovia table, not shown"
+                )
+    return refused
