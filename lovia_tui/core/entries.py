@@ -4,14 +4,14 @@ Mirrors ``lovia.transcript`` (entry types, dangling-call pairing) without
 importing lovia, which is slow to load and not needed to read. An entry of a
 type the installed lovia does not know (a newer lovia's) is read and shown
 as it is stored; only lovia's own methods cannot load it, so the actions
-refuse it (:func:`unknown_type`).
+refuse it (:func:`known_only`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import orjson
@@ -34,13 +34,17 @@ def trim_sentinel() -> str:
     return installed().trim_sentinel
 
 
-def unknown_type(entries: list[dict[str, Any]]) -> str | None:
-    """The first entry type among ``entries`` the installed lovia cannot load, if any."""
+def known_only(entries: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``entries``, refused at the first of a type lovia's ``entry_from_dict``
+    rejects: none of lovia's methods can load a run or session holding one."""
     known = entry_types()
     for entry in entries:
         if entry.get("type") not in known:
-            return str(entry.get("type"))
-    return None
+            raise UnreadableError(
+                f"unknown type {entry.get('type')!r}: an entry the installed lovia "
+                "cannot load (a newer lovia's?)"
+            )
+        yield entry
 
 
 Parsed = TypeVar("Parsed")

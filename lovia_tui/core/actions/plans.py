@@ -21,9 +21,9 @@ from lovia_tui.core.actions.previews import (
 )
 from lovia_tui.core.entries import (
     UnreadableError,
+    known_only,
     parse_entries,
     parse_object,
-    unknown_type,
 )
 from lovia_tui.core.errors import ActionError, LiveRunError
 from lovia_tui.core.formatting import age
@@ -91,25 +91,13 @@ def parse_segments(rows: Captured, action: str) -> list[Segment]:
     segments = []
     for run_id, raw, meta in stored_values(rows):
         try:
-            entries = parse_entries(raw)
-            refuse_unknown(entries)
+            entries = list(known_only(parse_entries(raw)))
         except UnreadableError as exc:
             raise unreadable(rows, run_id, action, exc) from exc
         segments.append(
             Segment(run_id, entries, meta is not None, meta_of(meta), len(bytes(raw)))
         )
     return segments
-
-
-def refuse_unknown(entries: list[dict[str, Any]]) -> None:
-    """Raise :class:`UnreadableError` for an entry type lovia's ``entry_from_dict``
-    rejects: none of lovia's methods can load a run holding one."""
-    kind = unknown_type(entries)
-    if kind is not None:
-        raise UnreadableError(
-            f"it holds an entry of type {kind!r}, which the installed lovia does "
-            "not know (a newer lovia's?)"
-        )
 
 
 def stored_values(rows: Captured) -> Iterator[tuple[str, Any, Any]]:

@@ -12,7 +12,6 @@ from lovia_tui.core.actions.plans import (
     make_plan,
     refuse_live,
     refuse_readonly,
-    refuse_unknown,
     require_current_chat,
 )
 from lovia_tui.core.actions.previews import (
@@ -21,7 +20,7 @@ from lovia_tui.core.actions.previews import (
     FinalizePreview,
     SessionSource,
 )
-from lovia_tui.core.entries import UnreadableError, drop_dangling
+from lovia_tui.core.entries import UnreadableError, drop_dangling, known_only
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, STATUS_FILTERS, RunStatus
@@ -197,14 +196,13 @@ async def preview_finalize(
     if problems:
         raise ActionError(f"{problems[0]}: lovia cannot load this run")
     try:
-        refuse_unknown([e.data for e in entries])
+        data = list(known_only(e.data for e in entries))
     except UnreadableError as exc:
         raise ActionError(f"run {run_id}: {exc}; lovia cannot load this run") from exc
     mode: FinalizeMode = (
         "keep-partial" if keep_partial else "stop" if source == "web" else "store"
     )
     checkpoint = await deletion(ws, run, link, _FINALIZED[mode], stale_after)
-    data = [e.data for e in entries]
     own = [e for e in data if not is_system_input(e)]
     if mode != "stop":
         chosen = data

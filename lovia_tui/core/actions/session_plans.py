@@ -20,7 +20,6 @@ from lovia_tui.core.actions.plans import (
     meta_of,
     parse_segments,
     refuse_readonly,
-    refuse_unknown,
     session_database,
     stored_values,
     unreadable,
@@ -38,6 +37,7 @@ from lovia_tui.core.actions.previews import (
 from lovia_tui.core.entries import (
     UnreadableError,
     drop_dangling,
+    known_only,
     output_text,
     parse_json,
     trimmed_output,
@@ -328,7 +328,7 @@ def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]
     try:
         entries = read_entries(raw)
         if isinstance(entries, list):
-            refuse_unknown(entries)
+            entries = list(known_only(entries))
     except UnreadableError as exc:
         raise unreadable(rows, run_id, "trim", exc) from exc
     if isinstance(entries, list):
@@ -337,9 +337,7 @@ def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]
     class Refused:
         def __iter__(self) -> Iterator[dict[str, Any]]:
             try:
-                for entry in entries:
-                    refuse_unknown([entry])
-                    yield entry
+                yield from known_only(entries)
             except UnreadableError as exc:
                 raise unreadable(rows, run_id, "trim", exc) from exc
 

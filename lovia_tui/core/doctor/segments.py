@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, command
-from lovia_tui.core.entries import UnreadableError, parse_object
+from lovia_tui.core.entries import UnreadableError, known_only, parse_object
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import (
@@ -122,7 +122,7 @@ def _unpaired_in(
     :func:`parse_entries` does). A large one (:data:`_LARGE` in the chunk) is
     read by itself; its entries as a stream, its huge strings left stored."""
     value = stored_value(db, row_id) if raw == _LARGE else raw
-    return unpaired(read_entries(value))
+    return unpaired(known_only(read_entries(value)))
 
 
 async def _bounds(db: Database) -> tuple[int, int] | None:

@@ -1,0 +1,153 @@
+"""Tolerance by store, as lovia has it: a store a newer lovia wrote is refused
+alone (one line) and the rest of the file is shown; an entry of a type the
+installed lovia does not know is shown as stored and never hides its segment,
+while the actions, like lovia's own methods, refuse to load it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from lovia import SQLiteCheckpointer, SQLiteSession
+from lovia.exceptions import LoviaError
+from support.lovia_factory import SCRIPTS, copy_db, raw, write_session
+
+from lovia_tui.cli import main
+from lovia_tui.core.actions.session_plans import preview_rewind
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.lovia_facts import installed
+from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.view.kinds import RowKind
+from lovia_tui.view.rows import Row
+from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
+
+pytestmark = pytest.mark.usefixtures("private_journal")
+
+
+def newer(path: Path, store: str) -> None:
+    """What a newer lovia leaves: the store's version past the installed one's."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO lovia_schema (store, version) VALUES (?, ?)",
+            (store, installed().versions[store] + 1),
+        )
+        conn.commit()
+
+
+async def both_stores(path: Path) -> Path:
+    """Session "s" (SCRIPTS) with its completed checkpoints kept, in one file."""
+    await write_session(path, "s", SCRIPTS, checkpoint_path=path)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS lovia_schema "
+            "(store TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        conn.commit()
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_a_newer_store_is_refused_alone_as_lovia_refuses_it(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = await both_stores(scratch / "mixed.db")
+    newer(path, "checkpoint")
+    # lovia: the checkpointer refuses, the session store reads on.
+    with pytest.raises(LoviaError, match="newer than this lovia knows"):
+        await SQLiteCheckpointer(copy_db(path, scratch / "copy.db")).load("s-0")
+    lovia_segments = await SQLiteSession(scratch / "copy.db").segments("s")
+
+    ws = await Workspace.open([path], readonly=True)
+    try:
+        [db] = ws.databases
+        assert (db.stores.session, db.stores.checkpoint) == (True, False)
+        assert db.stores.refused == {"checkpoint"}
+        assert db.notice is not None and "checkpoint tables" in db.notice
+        ours = await segment_reads.segments(db, "s")
+    finally:
+        await ws.close()
+    assert [s.run_id for s in ours] == [s.run_id for s in lovia_segments]
+
+    code, out, err = await asyncio.to_thread(cli, capsys, "sessions", path, "--json")
+    assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["s"]
+    [line] = err.splitlines()
+    assert str(path) in line and "newer than the installed lovia knows" in line
+    code, out, err = await asyncio.to_thread(cli, capsys, "runs", path, "--json")
+    assert (code, json.loads(out)) == (0, [])
+    assert raw(path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_a_web_file_with_newer_chat_tables_shows_its_sessions(
+    web_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newer(web_file, "chat")
+    ws = await Workspace.open([web_file])
+    try:
+        [db] = ws.databases
+        assert (db.stores.session, db.stores.checkpoint, db.stores.chat) == (
+            True,
+            True,
+            False,
+        )
+        assert [r.run_id for r in await ws.runs_named(["inflight"])] == ["inflight"]
+    finally:
+        await ws.close()
+    code, out, err = await asyncio.to_thread(cli, capsys, "show", web_file, "chat")
+    assert code == 0 and "web UI tables are at schema version" in err
+
+
+async def unknown_entry_session(path: Path) -> Path:
+    """Session "s" whose first segment holds an entry a newer lovia wrote."""
+    await write_session(path, "s", SCRIPTS[:2])
+    [(row_id, stored)] = raw(
+        path, "SELECT id, entries_json FROM session_runs ORDER BY id LIMIT 1"
+    )
+    entries = json.loads(stored)
+    entries.insert(1, {"type": "citation", "url": "https://example.com/\x1b[31m"})
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "UPDATE session_runs SET entries_json = ? WHERE id = ?",
+            (json.dumps(entries), row_id),
+        )
+        conn.commit()
+    return path
+
+
+async def test_an_unknown_entry_type_is_shown_as_stored(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = await unknown_entry_session(scratch / "app.db")
+    # lovia cannot load the session at all.
+    with pytest.raises(ValueError, match="Unknown entry type"):
+        await SQLiteSession(copy_db(path, scratch / "copy.db")).segments("s")
+    ws = await Workspace.open([path])
+    try:
+        db = ws.database(path)
+        first, second = await segment_reads.segments(db, "s")
+        assert first.unreadable is None and first.entry_count == 5
+        entries = await segment_reads.segment_entries(db, first)
+        with pytest.raises(ActionError, match="'citation'.* lovia cannot rewind"):
+            await preview_rewind(ws, "s", 2)
+    finally:
+        await ws.close()
+    unknown = entries[1]
+    assert unknown.data["type"] == "citation"
+    row = Row(RowKind.ENTRY, "k", entry=unknown)
+    assert (row.label, row.component) == ("unknown", "transcript--unknown")
+    line = summary_line(row, [row], False).plain
+    assert '"type": "citation"' in line and "\x1b" not in line
+    assert any('"url"' in text.plain for text in detail_lines(row, False, False))
+    code, out, _ = await asyncio.to_thread(cli, capsys, "show", path, "s", "--json")
+    shown = json.loads(out)
+    assert code == 0 and "citation" in json.dumps(shown)
+    assert raw(path, "PRAGMA integrity_check") == [("ok",)]
