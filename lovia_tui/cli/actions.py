@@ -9,6 +9,7 @@ prints ``{"preview": ..., "result": ... | null}``. Every change is journaled
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
@@ -207,10 +208,6 @@ async def _finalize(args: argparse.Namespace, keep_partial: bool = False) -> int
     )
 
 
-async def _keep_partial(args: argparse.Namespace) -> int:
-    return await _finalize(args, keep_partial=True)
-
-
 def _configure_clear(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "SESSION_ID")
 
@@ -382,7 +379,7 @@ COMMANDS = [
         "store everything an abandoned run saved in its session, its unfinished "
         "turn included, and drop its checkpoint",
         _configure_finalize,
-        _keep_partial,
+        functools.partial(_finalize, keep_partial=True),
     ),
     Command(
         "clear",

@@ -27,7 +27,6 @@ from lovia.transcript import (
     ToolResultEntry,
     drop_dangling_tool_calls,
 )
-from lovia.web.sse import usage_dict
 from lovia.web.store import ChatStore
 from support.lovia_factory import (
     DONE,
@@ -37,6 +36,8 @@ from support.lovia_factory import (
     raw,
     rows,
     scratch_directory,
+    settled_rows,
+    web_wind_down,
 )
 
 from lovia_tui.core.actions.perform import perform
@@ -279,22 +280,9 @@ async def test_keep_partial_stores_all_a_web_run_saved(
     assert preview.timing == timing
     assert result.counts["entries_appended"] == len(entries) == preview.entries_appended
     assert {c.call_id for c in preview.dropped_calls} == {"k1", "k2"}
-    await SQLiteSession(copy, wal=True).append(
-        "chat", entries, run_id="inflight", meta={"timing": timing}
-    )
-    await checkpointer.delete("inflight")
-    store = ChatStore.sqlite(copy)
-    await store.clear_active_run_id("chat", expected="inflight")
-    usage = usage_dict(snapshot.usage, last_input_tokens=snapshot.last_input_tokens)
-    await store.finish_run(
-        "inflight", status="cancelled", error="cancelled", usage=usage
-    )
-    ours, theirs = rows(web_file), rows(copy)
-    for dump in (ours, theirs):  # written at different moments
-        dump["session_runs"] = [r[:5] for r in dump["session_runs"]]
-        dump["chat_runs"] = [r[:7] + r[8:] for r in dump["chat_runs"]]
-    assert ours == theirs
-    assert theirs["chat_runs"][0][4] == "'cancelled'"
+    await web_wind_down(copy, "chat", "inflight", entries, timing)
+    assert settled_rows(web_file) == settled_rows(copy)
+    assert rows(copy)["chat_runs"][0][4] == "'cancelled'"
     assert raw(web_file, "PRAGMA integrity_check") == [("ok",)]
 
 

@@ -22,8 +22,6 @@ from lovia import (
 )
 from lovia.testing import ScriptedProvider, batch, call, text
 from lovia.transcript import InputEntry
-from lovia.web.sse import usage_dict
-from lovia.web.store import ChatStore
 from support.lovia_factory import (
     CRASH,
     SCRIPTS,
@@ -33,8 +31,10 @@ from support.lovia_factory import (
     echo,
     raw,
     rows,
+    settled_rows,
     web_records,
     web_restart,
+    web_wind_down,
     write_session,
 )
 
@@ -202,23 +202,8 @@ async def test_a_live_web_run_stops_on_whole_turns(
         ["k1", "k1"] if keep_partial else ["c1", "c1"]
     )
     assert preview.entries_appended == len(expected)
-    # What lovia web's server does once the task winds down (_persist_partial,
-    # delete, clear_active_run_id, finish_run), on the copy.
-    await SQLiteSession(copy, wal=True).append(
-        "chat", expected, run_id="inflight", meta={"timing": preview.timing}
-    )
-    await checkpointer.delete("inflight")
-    store = ChatStore.sqlite(copy)
-    await store.clear_active_run_id("chat", expected="inflight")
-    usage = usage_dict(snapshot.usage, last_input_tokens=snapshot.last_input_tokens)
-    await store.finish_run(
-        "inflight", status="cancelled", error="cancelled", usage=usage
-    )
-    ours, theirs = rows(path), rows(copy)
-    for dump in (ours, theirs):  # written at different moments
-        dump["session_runs"] = [r[:5] for r in dump["session_runs"]]
-        dump["chat_runs"] = [r[:7] + r[8:] for r in dump["chat_runs"]]
-    assert ours == theirs
+    await web_wind_down(copy, "chat", "inflight", expected, preview.timing)
+    assert settled_rows(path) == settled_rows(copy)
     for file in (path, copy):
         assert raw(file, "PRAGMA integrity_check") == [("ok",)]
 

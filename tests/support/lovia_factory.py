@@ -160,6 +160,38 @@ async def web_restart(path: Path) -> None:
     await ChatStore.sqlite(path).sweep_stale_runs()
 
 
+async def web_wind_down(
+    path: Path, session_id: str, run_id: str, entries: Sequence[Any], timing: Any
+) -> None:
+    """What lovia web's server does as a stopped run's task winds down
+    (``RunController._run``'s ``finally``): ``_persist_partial`` of
+    ``entries``, the checkpoint deleted, the chat's pointer cleared, the
+    record closed as cancelled with the run's usage."""
+    from lovia.web.sse import usage_dict
+    from lovia.web.store import ChatStore
+
+    checkpointer = SQLiteCheckpointer(path, wal=True)
+    snapshot = await checkpointer.load(run_id)
+    assert snapshot is not None
+    await SQLiteSession(path, wal=True).append(
+        session_id, list(entries), run_id=run_id, meta={"timing": timing}
+    )
+    await checkpointer.delete(run_id)
+    store = ChatStore.sqlite(path)
+    await store.clear_active_run_id(session_id, expected=run_id)
+    usage = usage_dict(snapshot.usage, last_input_tokens=snapshot.last_input_tokens)
+    await store.finish_run(run_id, status="cancelled", error="cancelled", usage=usage)
+
+
+def settled_rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
+    """:func:`rows`, less the moments written (a segment's ``created_at``, a
+    record's ``finished_at``): two files settled apart compare equal."""
+    dump = rows(path)
+    dump["session_runs"] = [r[:5] for r in dump.get("session_runs", [])]
+    dump["chat_runs"] = [r[:7] + r[8:] for r in dump.get("chat_runs", [])]
+    return dump
+
+
 async def append_entries(
     path: Path, session_id: str, count: int, prefix: str = "w"
 ) -> None:
