@@ -143,7 +143,16 @@ async def test_actions_are_shown_disabled_when_read_only(snap_dir, monkeypatch):
         for pane, actions in (
             ("1", ("trim", "clear_session", "undo")),
             ("2", ("rewind_here", "rewind_turn", "trim", "undo")),
-            ("3", ("delete_run", "delete_runs_by_filter", "finalize", "keep_partial", "undo")),
+            (
+                "3",
+                (
+                    "delete_run",
+                    "delete_runs_by_filter",
+                    "finalize",
+                    "keep_partial",
+                    "undo",
+                ),
+            ),
         ):
             await pilot.press(pane)
             for action in actions:
