@@ -216,7 +216,7 @@ def test_finalize_json(
 @pytest.mark.parametrize(
     ("command", "mode", "appended", "record"),
     [
-        ("finalize", "stop", 0, "'running'"),
+        ("finalize", "stop", 0, "'interrupted'"),
         ("keep-partial", "keep-partial", 1, "'cancelled'"),
     ],
 )
@@ -229,7 +229,8 @@ def test_a_web_chat_run_stops_or_keeps_its_partial_turn(
     record: str,
 ) -> None:
     """On a web chat, finalize is lovia web's Stop of a stranded run (nothing
-    appended, the record left as it is); keep-partial stores what it saved."""
+    appended, the record interrupted as lovia web's restart leaves it);
+    keep-partial stores what it saved and closes the record cancelled."""
     code, out, _ = run(
         capsys, command, web_file, "inflight", "--stale-after", "0", "--yes", "--json"
     )

@@ -93,8 +93,10 @@ async def in_flight_chat(path: Path, *, stored: bool, restarted: bool) -> Path:
 async def test_finalize_of_a_stranded_web_run_is_lovia_webs_stop(
     scratch: Path, restarted: bool
 ) -> None:
-    """No live task: the checkpoint and the chat's pointer go, nothing is
-    appended and the run record is left as it is, as ``POST /api/chat/cancel``."""
+    """No live task: the checkpoint and the chat's pointer go and nothing is
+    appended, as ``POST /api/chat/cancel`` does; the run record is
+    ``interrupted``, as lovia web's restart (which must come before its Stop
+    can reach a run its dead server left) makes it."""
     path = await in_flight_chat(scratch / "web.db", stored=True, restarted=restarted)
     copy = copy_db(path, scratch / "copy.db")
     ws = await Workspace.open([path])
@@ -106,15 +108,25 @@ async def test_finalize_of_a_stranded_web_run_is_lovia_webs_stop(
         await ws.close()
     record = "interrupted" if restarted else "running"
     assert (preview.mode, preview.live, preview.entries_appended) == ("stop", False, 0)
-    assert (preview.web_record, preview.web_record_after) == (record, None)
+    assert (preview.web_record, preview.web_record_after) == (
+        (record, None) if restarted else (record, "interrupted")
+    )
     assert preview.entries_left_out == 3  # the user's message and two dangling calls
     assert result.counts == {"entries_appended": 0, "checkpoints_deleted": 1}
     assert "stranded run: its checkpoint goes, nothing is appended" in lines[0]
-    assert f"the web UI's run record stays {record}" in "\n".join(lines)
+    assert (
+        "the web UI's run record stays interrupted"
+        if restarted
+        else "the web UI's run record: running → interrupted"
+    ) in "\n".join(lines)
+    await web_restart(copy)  # a no-op when the file was swept already
     assert await lovia_web(
         copy, "POST", "/api/chat/cancel", params={"session_id": "chat"}
     )
-    same_file(path, copy)
+    assert settled_rows(path) == settled_rows(copy)
+    assert [r[4] for r in rows(path)["chat_runs"]] == ["'interrupted'"]
+    for file in (path, copy):
+        assert raw(file, "PRAGMA integrity_check") == [("ok",)]
 
 
 async def partial_turn_run(path: Path) -> list[int]:

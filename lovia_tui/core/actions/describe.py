@@ -209,7 +209,12 @@ def _finalize(p: FinalizePreview) -> list[str]:
     )
     lines += _calls(heading, p.dropped_calls)
     lines += _checkpoints([p.checkpoint])
-    if p.web_record_after:
+    if p.web_record_after == "interrupted":
+        lines.append(
+            f"the web UI's run record: {p.web_record} → interrupted, as lovia web's "
+            "restart settles it before its Stop can reach the run"
+        )
+    elif p.web_record_after:
         lines.append(
             f"close the web UI's run record: {p.web_record} → {p.web_record_after}"
         )

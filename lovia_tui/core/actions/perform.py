@@ -13,10 +13,12 @@ the lock is taken; lovia's writers wait for it, they do not fail.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lovia_tui.core.actions.journal import Journal, UndoResult
@@ -286,7 +288,9 @@ async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
         )
         appended = len(entries)
     deleted = await _delete_checkpoints(stores, [checkpoint])
-    if preview.web_record_after is not None:
+    if preview.web_record_after == "interrupted":  # lovia web's start-up sweep
+        await _sweep_record(stores, checkpoint.file, preview.run_id)
+    elif preview.web_record_after is not None:
         usage = snapshot.usage
         await stores.chat(checkpoint.file).finish_run(
             preview.run_id,
@@ -297,6 +301,22 @@ async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
             else None,
         )
     return {"entries_appended": appended, "checkpoints_deleted": deleted}
+
+
+async def _sweep_record(stores: Stores, file: Path, run_id: str) -> None:
+    """``ChatStore.sweep_stale_runs`` for this one record: status and finish
+    time change, its error and usage stay (read back to keep them)."""
+    error, usage = (
+        stores.connection(file)
+        .execute("SELECT error, usage_json FROM chat_runs WHERE id = ?", (run_id,))
+        .fetchone()
+    )
+    await stores.chat(file).finish_run(
+        run_id,
+        status="interrupted",
+        error=error,
+        usage=None if usage is None else json.loads(usage),
+    )
 
 
 async def _clear(preview: ClearPreview, stores: Stores) -> dict[str, int]:

@@ -174,7 +174,8 @@ async def preview_finalize(
     On a web chat (lovia web's records link the run) this is lovia web's Stop
     (``POST /api/chat/cancel``): a stranded run (not live) loses its
     checkpoint and the chat's pointer, nothing is appended and its run record
-    is left as it is; a live one (forced) keeps its whole turns only, and its
+    stays, ``interrupted`` (as lovia web's restart leaves it before a Stop can
+    reach it); a live one (forced) keeps its whole turns only, and its
     record closes as cancelled. ``keep_partial`` (and any run outside lovia
     web) stores everything the checkpoint saved, a half-finished turn
     included, minus calls left dangling, as a segment under the run's id (a
@@ -222,15 +223,14 @@ async def preview_finalize(
             "SELECT status FROM chat_runs WHERE id = ?", (run_id,)
         )
         record = row[0] if row and row[0] in _OPEN_RECORDS else None
-    # lovia web's Stop of a stranded run leaves the record as it is.
-    closes = record is not None and (mode != "stop" or checkpoint.live)
-    if closes:
+    after = _record_after(mode, checkpoint.live, record)
+    if after is not None:
         await require_current_chat(run_db)
     groups = [
         RowGroup(db.path, "session_runs", target),
         *checkpoint_groups([checkpoint]),
     ]
-    if closes:
+    if after is not None:
         groups.append(RowGroup(run.file, "chat_runs", run_id))
     return FinalizePreview(
         file=db.path,
@@ -251,8 +251,19 @@ async def preview_finalize(
         mode=mode,
         live=checkpoint.live,
         entries_left_out=len(own) - len([e for e in kept if not is_system_input(e)]),
-        web_record_after="cancelled" if closes else None,
+        web_record_after=after,
     )
+
+
+def _record_after(mode: FinalizeMode, live: bool, record: str | None) -> str | None:
+    """What the run's open web record becomes, None if it stays. A stranded run
+    can only be stopped in lovia web after its server restarted, and the
+    restart's sweep made its record ``interrupted`` first; Stop leaves it so."""
+    if record is None:
+        return None
+    if mode != "stop" or live:
+        return "cancelled"
+    return "interrupted" if record == "running" else None
 
 
 _FINALIZED = {

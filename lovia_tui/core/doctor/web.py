@@ -101,8 +101,8 @@ async def web_findings(
             why = f"its checkpoint is {run.status}, not live"
             fix = Fix(
                 "finalize",
-                "stop it as lovia web's Stop does: its checkpoint goes, nothing is stored, the "
-                f"record is left to lovia web's start-up sweep ({command('finalize', run_id)}); or "
+                "stop it as lovia web's Stop does after its restart: its checkpoint goes, nothing "
+                f"is stored, the record becomes interrupted ({command('finalize', run_id)}); or "
                 f"store all it saved and close the record ({command('keep-partial', run_id)}); "
                 "or resume it",
                 session_id,
