@@ -41,14 +41,14 @@ if STAGE == "inside":
 
     locked_stores.HeldConnection.execute = counting
 elif STAGE == "committed":
-    finish = journal.Journal._finish
+    finish = journal.Journal.finish_sync
 
     def halting(self, entry_id, status, *args, **kwargs):
         if status == "done":
             halt()
         return finish(self, entry_id, status, *args, **kwargs)
 
-    journal.Journal._finish = halting
+    journal.Journal.finish_sync = halting
 else:
     raise SystemExit(f"unknown stage {STAGE!r}")
 
