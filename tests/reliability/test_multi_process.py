@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import pytest
 from lovia import SQLiteSession
 from lovia.transcript import AssistantTextEntry, InputEntry
 from support.lock_holder import held_write_lock
-from support.lovia_factory import rows
+from support.lovia_factory import integrity, rows
 from support.writer_process import wait_for
 
 from lovia_tui.cli import main
@@ -57,11 +56,6 @@ def cli(*argv: object) -> subprocess.Popen[str]:
         [sys.executable, "-m", "lovia_tui", *map(str, argv)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-
-
-def integrity(db: Path) -> str:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
 
 
 def _pending(db: Path) -> list[int]:
