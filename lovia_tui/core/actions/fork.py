@@ -18,13 +18,14 @@ before its commit.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lovia_tui.core.actions.journal import Journal
-from lovia_tui.core.actions.journal_file import JournalError
+from lovia_tui.core.actions.journal_file import JournalError, sqlite_cause
 from lovia_tui.core.actions.perform import load_lovia
 from lovia_tui.core.actions.plans import (
     capture_groups,
@@ -267,6 +268,8 @@ async def _fork_journaled(fork: _Fork) -> ForkResult:
         raise
     except Exception as exc:
         error = str(exc) or type(exc).__name__
+        if isinstance(exc, sqlite3.Error):
+            error = f"{fork.preview.file}: {sqlite_cause(exc)}"
         if fork.entry_id is not None:
             await journal.finish(fork.entry_id, "rolled back", {}, error)
         raise ActionError(

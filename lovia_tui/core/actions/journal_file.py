@@ -91,15 +91,19 @@ def journal_path() -> Path:
     return Path(state) / "lovia-tui" / "journal.db"
 
 
+def sqlite_cause(exc: sqlite3.Error | OSError) -> str:
+    """What went wrong with a file, in words (SQLite's error names are terse)."""
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_IOERR"):
+        return f"it could not be read or written ({exc}: is the disk full?)"
+    return _CAUSES.get(name) or str(exc)
+
+
 def journal_error(path: Path, exc: sqlite3.Error | OSError) -> JournalError:
     """``exc`` as one line: which file, and the cause in words."""
-    if isinstance(exc, OSError):
-        cause = exc.strerror or str(exc)
-    else:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        cause = _CAUSES.get(name) or _CAUSES.get(name.split("_IOERR")[0]) or str(exc)
-        if name.startswith("SQLITE_IOERR"):
-            cause = f"input/output error ({exc})"
+    cause = sqlite_cause(exc)
     hint = (
         "; move it aside to start a new journal (its entries cannot be undone then)"
         if "not a SQLite database" in cause or "damaged" in cause
