@@ -16,6 +16,7 @@ from typing import Any
 
 from lovia_tui.core.actions.entry_locks import EntryLock
 from lovia_tui.core.actions.journal import UNFINISHED, Journal, JournalEntry
+from lovia_tui.core.actions.row_undo import ChangedSinceError
 from lovia_tui.core.actions.undo import (
     UndoResult,
     current_rows,
@@ -24,7 +25,7 @@ from lovia_tui.core.actions.undo import (
 )
 from lovia_tui.core.actions.undo_recovery import UndoOutcome, undo_outcome
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.rows import Captured
+from lovia_tui.core.store.rows import Captured, RowGroup
 
 
 def undo_entry(
@@ -72,10 +73,32 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
     ) -> None:
         journal.finish_sync(undo_id, status, counts, error, changes, undoes=entry.id)
 
-    return undo_rows(
-        entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
-        groups, begin, finish,
-    )  # fmt: skip
+    try:
+        return undo_rows(
+            entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
+            groups, begin, finish,
+        )  # fmt: skip
+    except ChangedSinceError as exc:
+        raise ActionError(f"{exc}{_changed_by(journal, entry.id, exc.group)}") from exc
+
+
+def _changed_by(journal: Journal, entry_id: int, group: RowGroup) -> str:
+    """Which later journaled changes to the group stand in the way, if any did it."""
+    with journal.connect() as conn:
+        later = conn.execute(
+            "SELECT e.id, e.action, e.undoes FROM groups g JOIN entries e "
+            "ON e.id = g.entry_id WHERE g.database = ? AND g.tbl = ? AND g.key = ? "
+            "AND g.entry_id > ? AND e.undone_by IS NULL AND e.status != 'rolled back' "
+            "ORDER BY e.id DESC LIMIT 3",
+            (str(group.file), group.table, group.key, entry_id),
+        ).fetchall()
+    if not later:
+        return ""
+    named = ", ".join(
+        f"{i} (undo of entry {undoes})" if action == "undo" else f"{i} ({action})"
+        for i, action, undoes in later
+    )
+    return f"; changed since by journal entry {named}: undo that first"
 
 
 def settle_undos(journal: Journal, target: JournalEntry) -> UndoResult | None:

@@ -25,7 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.rows import TABLES, Captured, capture_sync, digest, insert_row
+from lovia_tui.core.store.rows import (
+    TABLES,
+    Captured,
+    RowGroup,
+    capture_sync,
+    digest,
+    insert_row,
+)
 
 Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
 """A group's journaled rows, the digest of what the action left, the rows it added."""
@@ -50,6 +57,14 @@ def after_state(before: Captured, after: Captured) -> tuple[str, tuple[str, ...]
     known = set(before.identities())
     added = tuple(name for name in after.identities() if name not in known)
     return touched_digest(after, known | set(added)), added
+
+
+class ChangedSinceError(ActionError):
+    """Undo refused: a group's rows changed after the action (``group`` says which)."""
+
+    def __init__(self, message: str, group: RowGroup) -> None:
+        super().__init__(message)
+        self.group = group
 
 
 @dataclass(frozen=True)
@@ -94,9 +109,10 @@ def plan_group(
     changed = after is not None and seen not in (after, journaled.digest)
     if changed:
         group = journaled.group
-        raise ActionError(
+        raise ChangedSinceError(
             f"cannot undo {what}: the {group.table} rows for {group.key!r} changed "
-            "since; undoing would lose that change"
+            "since; undoing would lose that change",
+            group,
         )
     now = dict(
         zip(now_names, zip(current.rowids, current.rows, strict=True), strict=True)
