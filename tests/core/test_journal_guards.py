@@ -28,6 +28,7 @@ from support.lovia_factory import integrity, rows
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_prune import prune
 from lovia_tui.core.actions.session_plans import preview_rewind
 from lovia_tui.core.store.workspace import Workspace
 
@@ -189,13 +190,13 @@ def test_prune_keeps_what_an_undo_still_needs(
     size = os.stat(private_journal).st_size
 
     journal = Journal()
-    assert asyncio.run(journal.prune(60, None, apply=False)) == []
-    listed = asyncio.run(journal.prune(30, [db], apply=False))
+    assert asyncio.run(prune(journal, 60, None, apply=False)) == []
+    listed = asyncio.run(prune(journal, 30, [db], apply=False))
     assert [(e.action, e.status) for e in listed] == [
         ("rewind", "done"),
         ("undo", "done"),
     ]
-    removed = asyncio.run(journal.prune(30, [db], apply=True))
+    removed = asyncio.run(prune(journal, 30, [db], apply=True))
     assert [e.id for e in removed] == [e.id for e in listed]
     [left] = asyncio.run(journal.entries([db]))
     assert (left.action, left.status) == ("rewind", "pending")

@@ -3,7 +3,7 @@
 Before an action changes a lovia file, the rows it touches (a session's every
 ``session_runs`` row, a run's ``snapshot_heads``/``snapshot_turns`` rows, the
 web UI's ``chat_sessions``/``chat_runs`` row) are copied here cell by cell with
-their SQLite storage class, durably, so :meth:`Journal.undo` can put them back
+their SQLite storage class, durably, so :func:`~lovia_tui.core.actions.journal_undo.undo` can put them back
 byte-identical. An entry is ``pending`` until the action reports back, and
 its process holds the entry's lock all that time
 (:mod:`lovia_tui.core.actions.entry_locks`): pending and unlocked means
@@ -33,7 +33,6 @@ import orjson
 from lovia_tui.core.actions import journal_file
 from lovia_tui.core.actions.entry_locks import EntryLock, running_in
 from lovia_tui.core.actions.row_undo import after_state
-from lovia_tui.core.actions.undo import UndoResult
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.rows import Captured
 
@@ -269,44 +268,6 @@ class Journal:
         if row is None:
             raise ActionError(f"no journal entry {entry_id} in {self.path}")
         return _entry(row)
-
-    async def undo(
-        self,
-        entry_id: int,
-        open_files: Iterable[Path],
-        wait: float = UNDO_WAIT_SECONDS,
-    ) -> UndoResult:
-        """Put back the rows an entry's action removed or changed, or refuse and say why.
-
-        The one raw write lovia-tui makes: in one ``BEGIN IMMEDIATE``
-        transaction per file it checks the rows the action touched are as it
-        left them (an unfinished entry has nothing to check against), puts
-        back the journaled rows that are missing or altered with their
-        original ids, and takes out the rows the action added; rows others
-        added since are kept (:mod:`lovia_tui.core.actions.row_undo`).
-
-        The entry's lock is held throughout: an entry running in another
-        process is waited for (``wait`` seconds at most), then refused with
-        where it runs; two undos of one entry take turns. Interrupted undos of
-        the entry are settled first (:func:`~lovia_tui.core.actions.journal_undo.settle_undos`). The undo is
-        journaled too (so it can itself be undone) and marks the entry, which
-        cannot be undone twice. Only files in ``open_files`` are written.
-        """
-        from lovia_tui.core.actions.journal_undo import undo_entry
-
-        allowed = {str(Path(f).resolve()) for f in open_files}
-        return await asyncio.to_thread(undo_entry, self, entry_id, allowed, wait)
-
-    async def prune(
-        self, older_than_days: float, files: Iterable[Path] | None, apply: bool
-    ) -> list[JournalEntry]:
-        """The settled entries older than the cut (removed when ``apply``); see
-        :mod:`lovia_tui.core.actions.journal_prune`."""
-        from lovia_tui.core.actions.journal_prune import prune
-
-        wanted = None if files is None else [str(Path(f).resolve()) for f in files]
-        cutoff = time.time() - older_than_days * 86400
-        return await asyncio.to_thread(prune, self, cutoff, wanted, apply)
 
 
 def _insert_groups(

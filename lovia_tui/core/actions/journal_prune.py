@@ -14,12 +14,13 @@ which is what the cut says.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import time
+from collections.abc import Iterable
+from pathlib import Path
 
 from lovia_tui.core.actions.entry_locks import remove_locks
-
-if TYPE_CHECKING:
-    from lovia_tui.core.actions.journal import Journal, JournalEntry
+from lovia_tui.core.actions.journal import Journal, JournalEntry, select_entries
 
 SETTLED = ("done", "rolled back", "superseded")
 """Statuses of an entry whose outcome is recorded: it may be pruned once old."""
@@ -27,13 +28,22 @@ DEFAULT_DAYS = 30.0
 BATCH = 500
 
 
-def prune(
+async def prune(
+    journal: Journal,
+    older_than_days: float,
+    files: Iterable[Path] | None,
+    apply: bool,
+) -> list[JournalEntry]:
+    """The settled entries older than the cut (on ``files``, if given), oldest
+    first; removed, and the file compacted, when ``apply``."""
+    wanted = None if files is None else [str(Path(f).resolve()) for f in files]
+    cutoff = time.time() - older_than_days * 86400
+    return await asyncio.to_thread(_prune, journal, cutoff, wanted, apply)
+
+
+def _prune(
     journal: Journal, cutoff: float, files: list[str] | None, apply: bool
 ) -> list[JournalEntry]:
-    """The settled entries created before ``cutoff`` (on ``files``, if given),
-    oldest first; removed, and the file compacted, when ``apply``."""
-    from lovia_tui.core.actions.journal import select_entries
-
     if not journal.path.exists():
         return []
     with journal.connect() as conn:

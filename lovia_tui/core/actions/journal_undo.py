@@ -11,11 +11,18 @@ the journal never lists as undoable what is already undone, nor prescribes a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from lovia_tui.core.actions.entry_locks import EntryLock
-from lovia_tui.core.actions.journal import UNFINISHED, Journal, JournalEntry
+from lovia_tui.core.actions.journal import (
+    UNDO_WAIT_SECONDS,
+    UNFINISHED,
+    Journal,
+    JournalEntry,
+)
 from lovia_tui.core.actions.row_undo import ChangedSinceError
 from lovia_tui.core.actions.undo import (
     UndoResult,
@@ -28,10 +35,36 @@ from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.rows import Captured, RowGroup
 
 
+async def undo(
+    journal: Journal,
+    entry_id: int,
+    open_files: Iterable[Path],
+    wait: float = UNDO_WAIT_SECONDS,
+) -> UndoResult:
+    """Put back the rows an entry's action removed or changed, or refuse and say why.
+
+    The one raw write lovia-tui makes: in one ``BEGIN IMMEDIATE``
+    transaction per file it checks the rows the action touched are as it
+    left them (an unfinished entry has nothing to check against), puts
+    back the journaled rows that are missing or altered with their
+    original ids, and takes out the rows the action added; rows others
+    added since are kept (:mod:`lovia_tui.core.actions.row_undo`).
+
+    The entry's lock is held throughout: an entry running in another
+    process is waited for (``wait`` seconds at most), then refused with
+    where it runs; two undos of one entry take turns. Interrupted undos of
+    the entry are settled first (:func:`settle_undos`). The undo is
+    journaled too (so it can itself be undone) and marks the entry, which
+    cannot be undone twice. Only files in ``open_files`` are written.
+    """
+    allowed = {str(Path(f).resolve()) for f in open_files}
+    return await asyncio.to_thread(undo_entry, journal, entry_id, allowed, wait)
+
+
 def undo_entry(
     journal: Journal, entry_id: int, allowed: set[str], wait: float
 ) -> UndoResult:
-    """Undo one entry (see :meth:`Journal.undo`), holding its lock throughout."""
+    """:func:`undo` on the caller's thread."""
     lock = EntryLock.take(journal.path, entry_id, wait)
     try:
         entry = journal.get_sync(entry_id)

@@ -18,7 +18,8 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal, UndoResult
+from lovia_tui.core.actions import journal_undo
+from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal
 from lovia_tui.core.actions.journal_file import JournalError, size_note
 from lovia_tui.core.actions.plans import capture_groups, refuse_readonly
 from lovia_tui.core.actions.previews import (
@@ -32,6 +33,7 @@ from lovia_tui.core.actions.previews import (
     preview_dict,
     subject,
 )
+from lovia_tui.core.actions.undo import UndoResult
 from lovia_tui.core.errors import ActionError, RowsChangedError
 from lovia_tui.core.store.rows import (
     Captured,
@@ -226,10 +228,11 @@ async def undo(
     journal: Journal | None = None,
     wait: float = UNDO_WAIT_SECONDS,
 ) -> UndoResult:
-    """Undo a journaled action on the workspace's files (see :meth:`Journal.undo`)."""
+    """Undo a journaled action on the workspace's files (see
+    :func:`~lovia_tui.core.actions.journal_undo.undo`)."""
     refuse_readonly(ws)
     files = [db.path for db in ws.databases]
-    return await (journal or Journal()).undo(entry_id, files, wait)
+    return await journal_undo.undo(journal or Journal(), entry_id, files, wait)
 
 
 async def _delete_checkpoints(
