@@ -238,3 +238,21 @@ def test_a_large_journal_says_how_to_prune_it(
     assert "lovia-tui journal --prune --older-than 30" in capsys.readouterr().out
     assert main(["journal", str(db)]) == 0
     assert "lovia-tui journal --prune" in capsys.readouterr().out
+
+
+def test_undo_in_any_order_the_rows_allow_and_a_refusal_names_what_is_in_the_way(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = scratch / "o.db"
+    asyncio.run(_build(db))
+    before = rows(db)
+    assert main(["rewind", str(db), "s", "--keep", "20", "--yes"]) == 0  # entry 1
+    assert main(["rewind", str(db), "s", "--keep", "9", "--yes"]) == 0  # entry 2
+    capsys.readouterr()
+    assert main(["undo", str(db), "1", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "undoing would lose that change" in err
+    assert "changed since by journal entry 2 (rewind): undo that first" in err
+    assert main(["undo", str(db), "2", "--yes"]) == 0
+    assert main(["undo", str(db), "1", "--yes"]) == 0
+    assert rows(db) == before and integrity(db) == "ok"
