@@ -236,7 +236,7 @@ def rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
 
 def integrity(path: Path) -> str:
     """``PRAGMA integrity_check`` of the file, read-only: "ok" when it is sound."""
-    return raw(path, "PRAGMA integrity_check")[0][0]
+    return "; ".join(row[0] for row in raw(path, "PRAGMA integrity_check"))
 
 
 # Session "s": 4 + 6 + 2 = 12 flat entries, a parallel batch in the middle run.
