@@ -174,3 +174,34 @@ def test_killed_undo_is_settled_by_the_next_undo(
     assert main(["undo", str(db), str(redo.id), "--yes"]) == 0
     assert rows(db) == before
     assert integrity(db) == "ok"
+
+
+def test_undo_killed_between_two_files_is_finished_by_the_next(
+    two_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An undo across two files SIGKILLed after the first file's commit: the
+    next undo puts back the rest, and the interrupted one is marked superseded."""
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    paths = [str(sessions), str(runs)]
+    assert main(["clear", *paths, "s", "--force", "--yes"]) == 0
+    [action] = asyncio.run(Journal().entries([sessions]))
+    cleared = rows(sessions)
+    _killed_at("undo-between", ["undo", *paths, "--yes"])
+    interrupted = asyncio.run(Journal().entries([sessions]))[0]
+    assert (interrupted.action, interrupted.status) == ("undo", "pending")
+    assert rows(runs) == before[1]  # runs.db committed first (path order)
+    assert rows(sessions) == cleared
+    capsys.readouterr()
+
+    assert main(["undo", *paths, "--yes"]) == 0
+    assert "rows restored" in capsys.readouterr().out
+    assert (rows(sessions), rows(runs)) == before
+    assert integrity(sessions) == integrity(runs) == "ok"
+    settled = asyncio.run(Journal().get(interrupted.id))
+    assert settled.status == "superseded"
+    undone_by = asyncio.run(Journal().get(action.id)).undone_by
+    assert undone_by is not None and undone_by != interrupted.id
+    assert asyncio.run(Journal().unfinished([sessions, runs])) == []
+    assert main(["undo", *paths, str(interrupted.id), "--yes"]) == 2
+    assert f"entry {undone_by} completed the undo" in capsys.readouterr().err

@@ -304,7 +304,7 @@ def _mark_undone(conn: sqlite3.Connection, target: int, undo_id: int) -> None:
     conn.execute(
         "UPDATE entries SET status = 'superseded', error = ? WHERE undoes = ? "
         "AND id != ? AND undone_by IS NULL AND status IN ('pending', 'failed')",
-        (f"interrupted; entry {undo_id} completed the undo", target, undo_id),
+        (f"entry {undo_id} completed the undo", target, undo_id),
     )
 
 

@@ -7,7 +7,8 @@ Usage: ``python interrupted_action.py STAGE COMMAND ARGS...``, where STAGE is
 - ``committed``: right after the commit, before the journal records the
   outcome (the change is in, the journal entry still pending);
 - ``undo-journaled``, ``undo-inside``, ``undo-committed``: the same three
-  steps of an ``undo`` (see :data:`UNDO_STAGES`).
+  steps of an ``undo`` (see :data:`UNDO_STAGES`);
+- ``undo-between``: an undo across two files, after the first file's commit.
 
 It prints STAGE and waits to be killed; the action itself is the real one.
 """
@@ -83,6 +84,30 @@ elif STAGE == "undo-committed":
         return finish_undo(self, entry_id, status, *args, undoes=undoes, **kwargs)
 
     journal.Journal.finish_sync = recording
+elif STAGE == "undo-between":
+    real_sqlite3 = undo.sqlite3
+
+    class CommittingOnce(real_sqlite3.Connection):
+        commits = 0
+
+        def execute(self, sql, *params):
+            if sql == "COMMIT":
+                CommittingOnce.commits += 1
+                if CommittingOnce.commits == 2:  # the first file's commit is in
+                    halt()
+            return super().execute(sql, *params)
+
+    class HaltingSqlite3:
+        """The undo module's sqlite3, whose connections stop at the second commit."""
+
+        def __getattr__(self, name):
+            return getattr(real_sqlite3, name)
+
+        @staticmethod
+        def connect(*args, **kwargs):
+            return real_sqlite3.connect(*args, factory=CommittingOnce, **kwargs)
+
+    undo.sqlite3 = HaltingSqlite3()
 else:
     raise SystemExit(f"unknown stage {STAGE!r}")
 
