@@ -72,8 +72,6 @@ def undo_entry(
             entry = _settle_own(journal, entry, wait)
         elif recorded := settle_undos(journal, entry):
             return recorded
-        else:
-            entry = journal.get_sync(entry_id)
         if why := entry.undoable:
             raise ActionError(why)
         missing = [d for d in entry.databases if d not in allowed]
