@@ -1,7 +1,7 @@
 """One operator: lovia-tui commands on one session, chosen at random, for a while.
 
 Usage: ``python action_loop.py DB SESSION SEED SECONDS LOG``. Until SECONDS
-have passed it runs, in this process, a random choice of ``rewind``,
+have passed (and at least :data:`MIN_COMMANDS` times) it runs, in this process, a random choice of ``rewind``,
 ``trim``, ``fork`` and ``undo`` (the newest, or a random recent action by
 id), each with ``--yes``, and appends one JSON line per command to LOG:
 ``{"argv", "code", "out", "err"}``. Two of these beside a lovia writer are
@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 from lovia_tui.cli import main
+
+MIN_COMMANDS = 6
+"""Run at least this many, however long they take (a loaded machine)."""
 
 
 def _recent_actions(journal: Path, db: Path) -> list[int]:
@@ -70,7 +73,7 @@ def run(
     deadline = time.monotonic() + seconds
     n = 0
     with log.open("a") as out:
-        while time.monotonic() < deadline:  # bounded by the deadline
+        while time.monotonic() < deadline or n < MIN_COMMANDS:  # bounded by both
             argv = [
                 *_command(rng, db, session, n, str(seed), journal),
                 "--yes",
