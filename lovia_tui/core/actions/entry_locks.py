@@ -16,7 +16,6 @@ so a refusal can say where the entry runs.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import socket
@@ -24,7 +23,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from lovia_tui.core.errors import ActionError
+from lovia_tui.core.errors import ActionError, os_error_text
+from lovia_tui.core.private_files import open_private_file
 
 POLL_SECONDS = 0.05
 """How often a bounded wait for an entry's lock tries again."""
@@ -40,17 +40,17 @@ def _lock_path(journal: Path, entry_id: int) -> Path:
 
 
 def _open(path: Path, create: bool) -> int | None:
-    """A descriptor on the lock file (never following a link); None if it is absent."""
-    access = os.O_RDWR | os.O_CREAT if create else os.O_RDONLY
-    flags = access | os.O_NOFOLLOW | os.O_CLOEXEC
+    """A descriptor on the lock file (a private file of ours, never through a
+    link); None if it is absent and not to be created."""
+    if not create and not os.path.lexists(path):
+        return None
+    flags = os.O_RDWR | os.O_CREAT if create else os.O_RDONLY
     try:
-        return os.open(path, flags, 0o600)
-    except FileNotFoundError:
+        return open_private_file(path, flags)
+    except FileNotFoundError:  # removed by its finished holder meanwhile
         return None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ActionError(f"{path} is a symbolic link: refusing to use it") from exc
-        raise ActionError(f"{path}: {exc.strerror}") from exc
+        raise ActionError(os_error_text(exc)) from exc
 
 
 def _try_lock(fd: int, mode: int) -> bool:
@@ -82,12 +82,11 @@ class EntryLock:
         Raises ActionError naming the holder when it is still running.
         """
         path = _lock_path(journal, entry_id)
-        with contextlib.suppress(FileExistsError):
-            path.parent.mkdir(mode=0o700, parents=True)
         deadline = time.monotonic() + wait
         while True:  # bounded by the deadline
             fd = _open(path, create=True)
-            assert fd is not None
+            if fd is None:
+                continue  # removed between its creation and our look: again
             if _try_lock(fd, fcntl.LOCK_EX):
                 if _still_linked(fd, path):
                     os.ftruncate(fd, 0)

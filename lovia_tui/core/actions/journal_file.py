@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.private_files import private_database
-from lovia_tui.core.store.database import BUSY_TIMEOUT_MS
+from lovia_tui.core.private_files import connect_private, state_dir
+from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -87,8 +87,7 @@ def journal_path() -> Path:
     """Where the journal lives (see the module docstring)."""
     if explicit := os.environ.get("LOVIA_TUI_JOURNAL"):
         return Path(explicit)
-    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(state) / "lovia-tui" / "journal.db"
+    return state_dir() / "journal.db"
 
 
 def sqlite_cause(exc: sqlite3.Error | OSError) -> str:
@@ -127,8 +126,7 @@ def connect(path: Path, own_directory: bool) -> Iterator[sqlite3.Connection]:
     Any SQLite or OS error inside the block becomes a :class:`JournalError`.
     """
     try:
-        private_database(path, own_directory=own_directory)
-        conn = sqlite3.connect(path, isolation_level=None)
+        conn = connect_private(path, own_directory=own_directory, isolation_level=None)
     except (sqlite3.Error, OSError) as exc:
         raise journal_error(path, exc) from exc
     try:
