@@ -7,6 +7,8 @@ import json
 import re
 import time
 
+from lovia_tui.core.stored import UNREADABLE_TIME
+
 _C0 = "\x00-\x08\x0b-\x1f"
 """C0 controls but tab and newline: ESC starts every escape sequence."""
 _ACTIVE = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
@@ -91,6 +93,13 @@ def timestamp(epoch: float | None) -> str:
 
 PIN = "⚑ "
 """The badge of a chat pinned in lovia web's sidebar."""
+
+
+def age_since(now: float, epoch: float | None) -> str:
+    """The :func:`age` of a stored time; ``unreadable`` where it was no number."""
+    if epoch is None:
+        return UNREADABLE_TIME
+    return age(now - epoch)
 
 
 def age(seconds: float) -> str:
