@@ -46,7 +46,7 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import refuse_non_text
+from lovia_tui.core.stored import UNREADABLE_TIME, refuse_non_text
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
@@ -269,7 +269,9 @@ async def export_session(
         if fmt == "md":
             await write(
                 _markdown_header(
-                    segment.run_id, timestamp(segment.created_at), problem
+                    segment.run_id,
+                    timestamp(segment.created_at, UNREADABLE_TIME),
+                    problem,
                 ),
                 flush=False,
             )

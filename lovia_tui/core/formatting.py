@@ -81,10 +81,11 @@ def printable_json_bytes(dumped: bytes) -> bytes:
     )
 
 
-def timestamp(epoch: float | None) -> str:
-    """Local time of ``epoch``; "?" for a stored value that is no usable time."""
+def timestamp(epoch: float | None, missing: str = "-") -> str:
+    """Local time of ``epoch``; ``missing`` for None (``UNREADABLE_TIME`` where
+    lovia always stores a time), "?" for a stored value that is no usable time."""
     if epoch is None:
-        return "-"
+        return missing
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
     except (TypeError, ValueError, OverflowError, OSError):

@@ -15,6 +15,7 @@ from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
+from lovia_tui.core.stored import UNREADABLE_TIME
 from lovia_tui.view.kinds import RowKind
 from lovia_tui.view.rows import Row, index_text, partner_text
 
@@ -95,7 +96,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
 
 def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     marker = "▼" if expanded else "▶"
-    started = timestamp(segment.started_at or segment.created_at)
+    started = timestamp(segment.started_at or segment.created_at, UNREADABLE_TIME)
     finished = timestamp(segment.finished_at) if segment.finished_at else ""
     span = f"{started} → {finished[11:]}" if finished else started
     count = "?" if segment.entry_count is None else segment.entry_count

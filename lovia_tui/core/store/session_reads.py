@@ -164,8 +164,9 @@ async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | 
     run record ties to the session (the chat row gone)."""
     if not db.stores.chat:
         return None
+    # IS: lovia web's chat id may be NULL (a TEXT primary key allows it).
     row = await db.fetchone(
-        "SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,)
+        "SELECT updated_at FROM chat_sessions WHERE id IS ?", (session_id,)
     )
     if row is None and db.stores.checkpoint:
         row = await db.fetchone(
@@ -189,7 +190,7 @@ async def session_title(db: Database, session_id: str) -> str:
     """The web UI's chat title when there is one, else the first user message."""
     if db.stores.chat:
         row = await db.fetchone(
-            "SELECT title FROM chat_sessions WHERE id = ?", (session_id,)
+            "SELECT title FROM chat_sessions WHERE id IS ?", (session_id,)
         )
         if row and row[0]:
             return shorten(str(row[0]), TITLE_WIDTH)
