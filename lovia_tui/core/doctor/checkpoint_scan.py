@@ -28,7 +28,7 @@ from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.store.checkpoint_reads import HEAD_ERRORS, head_fields
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import stored_key
+from lovia_tui.core.stored import stored_key, stored_number
 
 HEAD_PAGE = 5_000
 """Heads a page: one statement of ~10 ms at a fleet's 1M heads."""
@@ -157,6 +157,13 @@ def _check_batches(db: Database, rows: list[Any]) -> list[tuple[str, int, Unread
     return bad
 
 
+def _seq_order(seq: Any) -> tuple[bool, float]:
+    """A batch's place among a run's: by number; a seq that is none (never
+    from lovia) after them."""
+    number = stored_number(seq)
+    return number is None, number or 0
+
+
 async def unreadable_batches(
     db: Database, progress: Progress
 ) -> dict[str, Unreadable] | None:
@@ -182,7 +189,9 @@ async def unreadable_batches(
                 _check_batches, db, rows
             ):
                 # Rowid order is not seq order: the run's lowest bad seq is its first.
-                if run_id not in found or seq < found[run_id][0]:
+                if run_id not in found or _seq_order(seq) < _seq_order(
+                    found[run_id][0]
+                ):
                     found[run_id] = (seq, problem)
             if len(found) > MOST_UNREADABLE:
                 return None
