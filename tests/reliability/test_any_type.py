@@ -221,6 +221,14 @@ async def test_a_tour_of_the_app_shows_any_type_and_refuses_acting_on_it(
         }  # fmt: skip
         await pilot.press("escape")
         await settle(pilot)
+        # Content search: the non-text sessions are found too.
+        await pilot.press("s", *"stored", "enter")
+        await settle(pilot)
+        assert {key[1] for key in screen.sessions.shown} >= {
+            stored_key(42), stored_key(b"\x00\xffk"), TEXT_TWIN
+        }  # fmt: skip
+        await pilot.press("escape")
+        await settle(pilot)
 
         # Runs: counted, listed, each one's detail; odd statuses count as other.
         counts = screen.runs.source.counts()
@@ -261,8 +269,24 @@ async def test_a_tour_of_the_app_shows_any_type_and_refuses_acting_on_it(
         )
         await pilot.press("escape")
         await settle(pilot)
+        assert rows(any_type) == before
+
+        # A foreign writer adds a segment and a head of other types: the live
+        # tail shows both.
+        with contextlib.closing(sqlite3.connect(any_type)) as conn, conn:
+            conn.execute(
+                "INSERT INTO session_runs (session_id, run_id, entries_json, "
+                "created_at) VALUES (777, 777, '[]', 1.0)"
+            )
+            conn.execute(
+                "INSERT INTO snapshot_heads VALUES (x'07', ?, 'later')",
+                (json.dumps({"status": "weird", "agent_name": "w"}),),
+            )
+        await until(
+            pilot, lambda: stored_key(777) in [key[1] for key in screen.sessions.keys]
+        )
+        await until(pilot, lambda: screen.runs.source.counts()[OTHER] == 5)
     watch.assert_healthy(app)
     assert watch.errors() == []
-    assert rows(any_type) == before
     with contextlib.closing(sqlite3.connect(any_type)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

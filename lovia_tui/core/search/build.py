@@ -286,16 +286,8 @@ class Builder(Resync):
         """Index one stored row as a new unit (inside a transaction); ``names``
         is its (session_id, run_id, seq)."""
         session_id, run_id, seq = names
-        # A key that is not text (which lovia never writes) is not indexed: a
-        # TEXT column would turn 42 into '42', and its hits into another
-        # session's. A scan (``--search`` without the index) finds its rows.
-        text_keys = isinstance(run_id, str) and (
-            kind == BATCH or isinstance(session_id, str)
-        )
         try:
-            entries = (
-                parse_entries(stored) if text_keys and isinstance(stored, str) else None
-            )
+            entries = parse_entries(stored) if isinstance(stored, str) else None
         except UnreadableError:
             entries = None
         key = state.next_key
@@ -305,7 +297,7 @@ class Builder(Resync):
                 kind,
                 source,
                 session_id,
-                str(run_id),
+                run_id,  # as stored, of any type (the column has none)
                 seq,
                 -1 if entries is None else len(entries),
                 first_index if entries is not None else None,

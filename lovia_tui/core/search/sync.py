@@ -12,6 +12,7 @@ session's segment sizes and re-indexes those that changed.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
@@ -141,7 +142,7 @@ class Resync:
         """Compare (count, last id) per session (or run) with lovia's, in keyset
         chunks of both, and recheck each one that differs."""
         column = "session_id" if kind == SEGMENT else "run_id"
-        after: Any = ""
+        after: Any = -math.inf  # below every id of any type but NULL
         while True:
             theirs = self.reader.execute(
                 theirs_sql, (after, high, SYNC_CHUNK)
