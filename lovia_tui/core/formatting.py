@@ -103,6 +103,11 @@ def age_since(now: float, epoch: float | None) -> str:
     return age(now - epoch)
 
 
+def ago(now: float, epoch: float | None) -> str:
+    """When a stored time was, for a sentence: "5m ago", or that it does not read."""
+    return "at an unreadable time" if epoch is None else f"{age(now - epoch)} ago"
+
+
 def age(seconds: float) -> str:
     """A compact age: 42s, 7m, 3h, 12d."""
     seconds = max(0.0, seconds)

@@ -26,7 +26,13 @@ from support.any_type_db import (
     build_any_type_db,
 )
 from support.lovia_factory import copy_db, raw, rows, scratch_directory
-from support.reliability import AppWatch, until, visit_runs, visit_transcript
+from support.reliability import (
+    AppWatch,
+    detail_text,
+    until,
+    visit_runs,
+    visit_transcript,
+)
 
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
@@ -37,7 +43,6 @@ from lovia_tui.core.stored import UNREADABLE_TIME, NonTextKey, stored_key
 from lovia_tui.pilot import settle
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.inspector import InspectorScreen
-from lovia_tui.widgets.run_detail import RunDetail
 
 SHOWN = {name: str(stored_key(value)) for name, value in KEYS.items()}
 """How each non-text key is shown: ``⚠ integer 42``, ``⚠ blob x'00ff6b'``..."""
@@ -55,19 +60,17 @@ def any_type(any_type_template: Path, scratch: Path) -> Path:
     return copy_db(any_type_template, scratch / "db" / any_type_template.name)
 
 
+@pytest.fixture(scope="module")
+def lovia_tables_template() -> Iterator[Path]:
+    with scratch_directory() as directory:
+        yield asyncio.run(build_any_type_db(directory, typeless=False))
+
+
 def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
     code = main([str(arg) for arg in argv])
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err, (argv, err)
     return code, out, err
-
-
-def detail_text(app) -> str:
-    from rich.console import Console
-
-    console = Console(width=120, record=True, color_system=None)
-    console.print(app.screen.query_one(RunDetail).query_one("#run-detail-body").content)
-    return console.export_text()
 
 
 def integrity(path: Path) -> str:
@@ -168,6 +171,33 @@ def test_every_cli_command_shows_any_type_and_exits_as_documented(
     assert on_non_text and all(finding["fix"] is None for finding in on_non_text)
     assert any("no fix: the run id" in finding["message"] for finding in on_non_text)
     assert integrity(any_type) == "ok"
+
+
+def test_lovia_own_tables_holding_blob_and_null_ids_read_everywhere(
+    lovia_tables_template: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In lovia's own tables a TEXT column keeps a BLOB as it is, and
+    ``snapshot_heads`` and ``chat_sessions`` take a NULL id."""
+    path = copy_db(lovia_tables_template, scratch / "lovia.db")
+    stored = raw(path, "SELECT DISTINCT typeof(run_id) FROM snapshot_heads")
+    assert {kind for (kind,) in stored} == {"text", "blob", "null"}
+    code, out, _ = cli(capsys, "sessions", path, "--json")
+    assert code == 0 and SHOWN["blob"] in {s["session_id"] for s in json.loads(out)}
+    code, out, _ = cli(capsys, "runs", path, "--json")
+    assert code == 0
+    assert {SHOWN["blob"], SHOWN["null"]} <= {r["run_id"] for r in json.loads(out)}
+    for argv, expected in [
+        (["runs", path], 0),
+        (["sessions", path, "--search", "stored here"], 0),
+        (["search", path, "stored"], 0),
+        (["show", path, ODD_CELLS_SESSION], 0),
+        (["doctor", path], 1),
+        (["delete-run", path, "--status", "stale", "--yes"], 2),
+    ]:
+        code, out, err = cli(capsys, *argv)
+        assert code == expected, (argv, err)
+    assert "is not text" in err
+    assert integrity(path) == "ok"
 
 
 def test_actions_refuse_non_text_ids_and_act_on_text_twins_alone(

@@ -68,80 +68,87 @@ def head(status: Any, **fields: Any) -> str:
     return json.dumps({"status": status, "agent_name": "worker", "turns": 1, **fields})
 
 
-async def build_any_type_db(directory: Path) -> Path:
-    """web.db as described above; its stale heads were saved an hour ago."""
+async def build_any_type_db(directory: Path, *, typeless: bool = True) -> Path:
+    """web.db as described above; its stale heads were saved an hour ago.
+
+    Not ``typeless``: lovia creates its own tables, whose TEXT columns turn a
+    number into text and whose NOT NULL refuse a NULL; a row that cannot go
+    in is left out (what remains: BLOB ids, NULL where lovia allows it, and
+    every odd time, status and cell)."""
     path = directory / "web.db"
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.executescript(_TYPELESS_TABLES)
+    if typeless:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.executescript(_TYPELESS_TABLES)
     await build_web_file(directory)
     now = time.time()
     hour_ago = now - 3600
     with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         for key in [*KEYS.values(), TEXT_TWIN]:
             conn.execute(
-                "INSERT INTO session_runs (session_id, run_id, entries_json, "
+                "INSERT OR IGNORE INTO session_runs (session_id, run_id, entries_json, "
                 "meta_json, created_at) VALUES (?, ?, ?, NULL, ?)",
                 (key, key, GOOD_ENTRIES, now),
             )
             conn.execute(
-                "INSERT INTO snapshot_heads VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO snapshot_heads VALUES (?, ?, ?)",
                 (key, head("running"), hour_ago),
             )
             conn.execute(
-                "INSERT INTO snapshot_turns VALUES (?, 1, ?)", (key, GOOD_ENTRIES)
+                "INSERT OR IGNORE INTO snapshot_turns VALUES (?, 1, ?)",
+                (key, GOOD_ENTRIES),
             )
             conn.execute(
-                "INSERT INTO chat_sessions (id, title, created_at, updated_at, "
+                "INSERT OR IGNORE INTO chat_sessions (id, title, created_at, updated_at, "
                 "active_run_id) VALUES (?, 'a chat', ?, ?, ?)",
                 (key, now, now, key),
             )
             conn.execute(
-                "INSERT INTO chat_runs (id, session_id, source, status, started_at) "
+                "INSERT OR IGNORE INTO chat_runs (id, session_id, source, status, started_at) "
                 "VALUES (?, ?, 'chat', 'running', ?)",
                 (key, key, hour_ago),
             )
         for name, when in ODD_TIMES.items():
             conn.execute(
-                "INSERT INTO session_runs (session_id, run_id, entries_json, "
+                "INSERT OR IGNORE INTO session_runs (session_id, run_id, entries_json, "
                 "meta_json, created_at) VALUES (?, ?, ?, NULL, ?)",
                 (BAD_TIME_SESSION, f"time-{name}", GOOD_ENTRIES, when),
             )
             conn.execute(
-                "INSERT INTO snapshot_heads VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO snapshot_heads VALUES (?, ?, ?)",
                 (f"{BAD_TIME_RUN}-{name}", head("running"), when),
             )
             conn.execute(
-                "INSERT INTO chat_sessions (id, title, created_at, updated_at) "
+                "INSERT OR IGNORE INTO chat_sessions (id, title, created_at, updated_at) "
                 "VALUES (?, 'odd time', ?, ?)",
                 (f"chat-time-{name}", when, when),
             )
             conn.execute(
-                "INSERT INTO chat_runs (id, session_id, source, status, started_at) "
+                "INSERT OR IGNORE INTO chat_runs (id, session_id, source, status, started_at) "
                 "VALUES (?, ?, 'chat', 'running', ?)",
                 (f"{BAD_TIME_RUN}-{name}", BAD_TIME_SESSION, when),
             )
         for run_id, status in ODD_STATUSES.items():
             conn.execute(
-                "INSERT INTO snapshot_heads VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO snapshot_heads VALUES (?, ?, ?)",
                 (run_id, head(status), hour_ago),
             )
         # Every storage class in the other cells of a text session.
         for n, cell in enumerate([7, 2.5, b"[]", None]):
             conn.execute(
-                "INSERT INTO session_runs (session_id, run_id, entries_json, "
+                "INSERT OR IGNORE INTO session_runs (session_id, run_id, entries_json, "
                 "meta_json, created_at) VALUES (?, ?, ?, ?, ?)",
                 (ODD_CELLS_SESSION, f"cells-{n}", cell, cell, now),
             )
             conn.execute(
-                "INSERT INTO snapshot_heads VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO snapshot_heads VALUES (?, ?, ?)",
                 (f"cells-{n}", cell, cell),
             )
             conn.execute(
-                "INSERT INTO snapshot_turns VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO snapshot_turns VALUES (?, ?, ?)",
                 ("inflight", ["x", 2.5, b"\x02", 9][n], cell),
             )
             conn.execute(
-                "INSERT INTO chat_runs (id, session_id, source, status, started_at) "
+                "INSERT OR IGNORE INTO chat_runs (id, session_id, source, status, started_at) "
                 "VALUES (?, ?, 'chat', ?, ?)",
                 (f"cells-{n}", ODD_CELLS_SESSION, cell, cell),
             )

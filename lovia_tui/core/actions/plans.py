@@ -25,7 +25,7 @@ from lovia_tui.core.entries import (
     parse_object,
 )
 from lovia_tui.core.errors import ActionError, LiveRunError
-from lovia_tui.core.formatting import age, age_since
+from lovia_tui.core.formatting import age, ago
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store import database
@@ -159,7 +159,7 @@ def refuse_live(
     for run in runs:
         if run.is_live(now, stale_after) and not force:
             raise LiveRunError(
-                f"run {run.run_id} is live (last saved {age_since(now, run.updated_at)} ago, "
+                f"run {run.run_id} is live (last saved {ago(now, run.updated_at)}, "
                 f"under the {age(stale_after)} stale limit): {what} now would corrupt it; "
                 "stop its process first, or force if it is gone"
             )

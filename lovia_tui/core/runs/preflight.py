@@ -17,7 +17,7 @@ from lovia_tui.core.actions.previews import SessionSource
 from lovia_tui.core.actions.web_settle import afterwards, settled_chat
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
-from lovia_tui.core.formatting import age_since
+from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
@@ -213,7 +213,7 @@ def _check_status(
         )
     elif run.is_live(now, stale_after):
         found.block(
-            f"it is running and saved {age_since(now, run.updated_at)} ago (under "
+            f"it is running and saved {ago(now, run.updated_at)} (under "
             f"the {stale_after:g}s staleness threshold): another process may still own it, "
             "and resuming a live run corrupts it (--force overrides)",
             unless=force,
