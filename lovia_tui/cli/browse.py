@@ -44,7 +44,7 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import UNREADABLE_TIME, time_order
+from lovia_tui.core.stored import UNREADABLE_SHOWN, time_order
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +103,7 @@ async def _sessions(args: argparse.Namespace) -> int:
             s.session_id,
             f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
-            timestamp(s.last_activity, UNREADABLE_TIME),
+            timestamp(s.last_activity, UNREADABLE_SHOWN),
             s.file.name,
         )
     console().print(table)
@@ -137,7 +137,7 @@ async def _show(args: argparse.Namespace) -> int:
         out_console = console()
         async for item in out:
             out_console.rule(
-                f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_TIME)}"
+                f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}"
             )
             if "unreadable" in item:
                 out_console.print(f"unreadable: {item['unreadable']}", style="red")

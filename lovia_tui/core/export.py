@@ -46,7 +46,7 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import UNREADABLE_TIME, refuse_non_text
+from lovia_tui.core.stored import UNREADABLE_SHOWN, refuse_non_text
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
@@ -270,7 +270,7 @@ async def export_session(
             await write(
                 _markdown_header(
                     segment.run_id,
-                    timestamp(segment.created_at, UNREADABLE_TIME),
+                    timestamp(segment.created_at, UNREADABLE_SHOWN),
                     problem,
                 ),
                 flush=False,

@@ -7,7 +7,7 @@ import json
 import re
 import time
 
-from lovia_tui.core.stored import UNREADABLE_TIME
+from lovia_tui.core.stored import UNREADABLE_SHOWN
 
 _C0 = "\x00-\x08\x0b-\x1f"
 """C0 controls but tab and newline: ESC starts every escape sequence."""
@@ -82,7 +82,7 @@ def printable_json_bytes(dumped: bytes) -> bytes:
 
 
 def timestamp(epoch: float | None, missing: str = "-") -> str:
-    """Local time of ``epoch``; ``missing`` for None (``UNREADABLE_TIME`` where
+    """Local time of ``epoch``; ``missing`` for None (``UNREADABLE_SHOWN`` where
     lovia always stores a time), "?" for a stored value that is no usable time."""
     if epoch is None:
         return missing
@@ -99,7 +99,7 @@ PIN = "⚑ "
 def age_since(now: float, epoch: float | None) -> str:
     """The :func:`age` of a stored time; ``unreadable`` where it was no number."""
     if epoch is None:
-        return UNREADABLE_TIME
+        return UNREADABLE_SHOWN
     return age(now - epoch)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from lovia_tui.core.formatting import age_since
+from lovia_tui.core.stored import UNREADABLE
 
 if TYPE_CHECKING:  # the records carry their status; this module only reads them
     from lovia_tui.core.models import RunInfo
@@ -37,8 +38,8 @@ STATUS_FILTERS = tuple(status.value for status in RunStatus)
 """What ``--status`` and the runs pane's filter accept (besides :data:`ALL_RUNS`)."""
 ALL_RUNS = "all"
 """The runs pane's filter that hides nothing."""
-UNREADABLE = "unreadable"
-"""The status of a head that does not parse: listed with the unfinished runs."""
+# UNREADABLE: the status of a head that does not parse, listed with the
+# unfinished runs (defined with the other stored values that do not read).
 OTHER = "other"
 """Where a head status lovia does not write is counted (a future lovia's, a
 foreign writer's: ``"bogus"``, a number, an object); shown as it is stored."""

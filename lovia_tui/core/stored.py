@@ -16,10 +16,12 @@ from typing import Any
 
 from lovia_tui.core.errors import ActionError
 
+UNREADABLE = "unreadable"
+"""What lovia could not load: a row, a head (as its status), a time."""
 UNREADABLE_MARK = "⚠"
 """What marks a stored value lovia-tui cannot use as lovia would, wherever it is shown."""
-UNREADABLE_TIME = f"{UNREADABLE_MARK} unreadable"
-"""How a time that is not a number is shown (the value is read as None)."""
+UNREADABLE_SHOWN = f"{UNREADABLE_MARK} {UNREADABLE}"
+"""How a row or a time that does not read is shown (a time is then read as None)."""
 BLOB_SHOWN = 16
 """Bytes of a BLOB key spelled out; the rest is counted."""
 
@@ -75,12 +77,9 @@ class NonTextKey(str):
 
 
 def stored_key(value: Any) -> str:
-    """A session or run id as read: text as it is, any other value a :class:`NonTextKey`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float | bytes | None) and not isinstance(value, bool):
-        return NonTextKey(value)
-    return NonTextKey(str(value).encode())  # never from SQLite; a key all the same
+    """A session or run id as SQLite gave it: text as it is, an INTEGER, REAL,
+    BLOB or NULL a :class:`NonTextKey`."""
+    return value if isinstance(value, str) else NonTextKey(value)
 
 
 def stored_number(value: Any) -> int | float | None:

@@ -32,7 +32,7 @@ from lovia_tui.core.run_status import stale_reason, status_label
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import UNREADABLE_TIME
+from lovia_tui.core.stored import UNREADABLE_SHOWN
 from lovia_tui.view.kinds import Group as Workers
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 from lovia_tui.widgets.worker_errors import WorkerErrors
@@ -112,7 +112,7 @@ def head_table(
         "updated",
         f"{timestamp(run.updated_at)} ({age_since(now, run.updated_at)} ago)"
         if run.updated_at is not None
-        else UNREADABLE_TIME,
+        else UNREADABLE_SHOWN,
     )
     if link:
         how = "appended to it" if link.kind == "segment" else "web UI record"
@@ -270,7 +270,7 @@ class RunDetail(WorkerErrors, VerticalScroll):
         ]
         for problem in [run.unreadable, *problems]:
             if problem:
-                parts.append(data_text(f"⚠ unreadable: {problem}", "bold red"))
+                parts.append(data_text(f"{UNREADABLE_SHOWN}: {problem}", "bold red"))
         body.update(Group(*parts))
 
     @property

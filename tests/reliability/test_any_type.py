@@ -39,7 +39,7 @@ from lovia_tui.cli import main
 from lovia_tui.core.run_status import OTHER, UNREADABLE, status_group, status_text
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import open_database
-from lovia_tui.core.stored import UNREADABLE_TIME, NonTextKey, stored_key
+from lovia_tui.core.stored import UNREADABLE_SHOWN, NonTextKey, stored_key
 from lovia_tui.pilot import settle
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.inspector import InspectorScreen
@@ -124,7 +124,7 @@ def test_every_cli_command_shows_any_type_and_exits_as_documented(
     assert SHOWN["null"] in listed  # the chat row of a NULL id
     assert listed[BAD_TIME_SESSION]["last_activity"] is None
     code, out, _ = cli(capsys, "sessions", any_type)
-    assert code == 0 and "⚠ integer 42" in out and UNREADABLE_TIME in out
+    assert code == 0 and "⚠ integer 42" in out and UNREADABLE_SHOWN in out
 
     code, out, _ = cli(capsys, "runs", any_type, "--json")
     assert code == 0
