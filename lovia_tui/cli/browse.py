@@ -23,7 +23,7 @@ from lovia_tui.cli.command import (
     since_time,
 )
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.formatting import PIN, age, printable, timestamp
+from lovia_tui.core.formatting import PIN, age_since, printable, timestamp
 from lovia_tui.core.huge_text import shortened
 from lovia_tui.core.models import Entry, RunInfo, SessionLink
 from lovia_tui.core.run_status import (
@@ -44,6 +44,7 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import UNREADABLE_SHOWN, time_order
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +103,7 @@ async def _sessions(args: argparse.Namespace) -> int:
             s.session_id,
             f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
-            timestamp(s.last_activity),
+            timestamp(s.last_activity, UNREADABLE_SHOWN),
             s.file.name,
         )
     console().print(table)
@@ -135,7 +136,9 @@ async def _show(args: argparse.Namespace) -> int:
             return EXIT_OK
         out_console = console()
         async for item in out:
-            out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
+            out_console.rule(
+                f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}"
+            )
             if "unreadable" in item:
                 out_console.print(f"unreadable: {item['unreadable']}", style="red")
                 continue
@@ -254,7 +257,7 @@ async def merge_newest(
     """Records of several newest-first streams, newest first (one held per stream)."""
     heads = {n: await anext(s, None) for n, s in enumerate(streams)}
     while live := {n: r for n, r in heads.items() if r is not None}:
-        n = max(live, key=lambda k: live[k]["updated_at"])
+        n = max(live, key=lambda k: time_order(live[k]["updated_at"]))
         yield live[n]
         heads[n] = await anext(streams[n], None)
 
@@ -271,7 +274,7 @@ def _record(
         "usage": run.usage,
         "started_at": run.started_at,
         "updated_at": run.updated_at,
-        "age_s": round(now - run.updated_at, 3),
+        "age_s": None if run.updated_at is None else round(now - run.updated_at, 3),
         "stale": run.is_stale(now, wanted.stale_after),
         "stale_reason": stale_reason(run, now, wanted.stale_after),
         "web_record": run.web_status,
@@ -313,7 +316,7 @@ async def _runs(args: argparse.Namespace) -> int:
             status,
             r["agent"],
             str(r["turns"]),
-            age(r["age_s"]),
+            age_since(wanted.now, r["updated_at"]),
             dangling,
             session,
             r["file"],

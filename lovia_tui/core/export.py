@@ -46,6 +46,7 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import UNREADABLE_SHOWN, refuse_non_text
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
@@ -208,6 +209,7 @@ async def export_session(
     history, behind the seam, as ``show`` prints them."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
+    refuse_non_text("session", session_id)
     neutral: Callable[[str], str] = (
         (printable_json if fmt == "json" else _printable_lines) if terminal else str
     )
@@ -267,7 +269,9 @@ async def export_session(
         if fmt == "md":
             await write(
                 _markdown_header(
-                    segment.run_id, timestamp(segment.created_at), problem
+                    segment.run_id,
+                    timestamp(segment.created_at, UNREADABLE_SHOWN),
+                    problem,
                 ),
                 flush=False,
             )

@@ -7,6 +7,8 @@ import json
 import re
 import time
 
+from lovia_tui.core.stored import UNREADABLE_SHOWN
+
 _C0 = "\x00-\x08\x0b-\x1f"
 """C0 controls but tab and newline: ESC starts every escape sequence."""
 _ACTIVE = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
@@ -79,10 +81,11 @@ def printable_json_bytes(dumped: bytes) -> bytes:
     )
 
 
-def timestamp(epoch: float | None) -> str:
-    """Local time of ``epoch``; "?" for a stored value that is no usable time."""
+def timestamp(epoch: float | None, missing: str = "-") -> str:
+    """Local time of ``epoch``; ``missing`` for None (``UNREADABLE_SHOWN`` where
+    lovia always stores a time), "?" for a stored value that is no usable time."""
     if epoch is None:
-        return "-"
+        return missing
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
     except (TypeError, ValueError, OverflowError, OSError):
@@ -91,6 +94,18 @@ def timestamp(epoch: float | None) -> str:
 
 PIN = "⚑ "
 """The badge of a chat pinned in lovia web's sidebar."""
+
+
+def age_since(now: float, epoch: float | None) -> str:
+    """The :func:`age` of a stored time; ``unreadable`` where it was no number."""
+    if epoch is None:
+        return UNREADABLE_SHOWN
+    return age(now - epoch)
+
+
+def ago(now: float, epoch: float | None) -> str:
+    """When a stored time was, for a sentence: "5m ago", or that it does not read."""
+    return "at an unreadable time" if epoch is None else f"{age(now - epoch)} ago"
 
 
 def age(seconds: float) -> str:

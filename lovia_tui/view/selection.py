@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.stored import non_text
 from lovia_tui.view.kinds import Pane, RowKind
 from lovia_tui.view.rows import Row
 
@@ -104,6 +105,16 @@ SESSION = Need(
         else "the transcript shows a run on its own: no session is known for it"
     ),
 )
+TEXT_SESSION = Need(
+    lambda s: non_text("session", s.session[1] if s.session else None) is None,
+    lambda s: str(non_text("session", s.session[1] if s.session else None)),
+)
+"""lovia's methods take text ids: a session stored under another type is shown, never acted on."""
+TEXT_RUN = Need(
+    lambda s: non_text("run", s.run.run_id if s.run else None) is None,
+    lambda s: str(non_text("run", s.run.run_id if s.run else None)),
+)
+"""As :data:`TEXT_SESSION`, for a run."""
 ENTRY = Need(lambda s: s.entry_index is not None, _entry_missing)
 ROW_ENTRY = Need(
     lambda s: s.row is not None and s.row.entry is not None,

@@ -8,7 +8,7 @@ import time
 
 from rich.text import Text
 
-from lovia_tui.core.formatting import age, printable
+from lovia_tui.core.formatting import age_since, printable
 from lovia_tui.core.run_status import status_label
 from lovia_tui.core.runs.listing import RunList
 from lovia_tui.widgets.columns import Column, cell, fit, longest
@@ -69,7 +69,7 @@ class RunColumns:
             "id": (printable(run.run_id), "bold"),
             "agent": (printable(run.agent_name), ""),
             "turns": (f"{run.turns}t", "dim"),
-            "age": (age(now - run.updated_at), "dim"),
+            "age": (age_since(now, run.updated_at), "dim"),
             "session": session_of(source, run.run_id),
         }
         for column in self._columns:

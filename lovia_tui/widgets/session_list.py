@@ -12,7 +12,7 @@ import time
 
 from rich.text import Text
 
-from lovia_tui.core.formatting import PIN, age, printable
+from lovia_tui.core.formatting import PIN, age_since, printable
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 
@@ -140,9 +140,7 @@ class SessionList:
         if summary is None:
             text.append(" …", style="dim")
             return text
-        when = (
-            age(time.time() - summary.last_activity) if summary.last_activity else "-"
-        )
+        when = age_since(time.time(), summary.last_activity)
         if "title" in widths:
             room = widths["title"]
             text.append(" ")

@@ -15,6 +15,7 @@ from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
+from lovia_tui.core.stored import UNREADABLE_SHOWN
 from lovia_tui.view.kinds import RowKind
 from lovia_tui.view.rows import Row, index_text, partner_text
 
@@ -45,7 +46,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
             f"⋯ {row.older:,} entries not held here (show or export prints them all)"
         )
     if row.kind == RowKind.UNREADABLE and row.problem:
-        return Text(printable(f"⚠ unreadable: {row.problem}"))
+        return Text(printable(f"{UNREADABLE_SHOWN}: {row.problem}"))
     if row.kind == RowKind.SEGMENT and row.segment:
         return Text(printable(segment_title(row.segment, expanded)))
     if row.kind == RowKind.SEAM and row.run:
@@ -95,7 +96,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
 
 def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     marker = "▼" if expanded else "▶"
-    started = timestamp(segment.started_at or segment.created_at)
+    started = timestamp(segment.started_at or segment.created_at, UNREADABLE_SHOWN)
     finished = timestamp(segment.finished_at) if segment.finished_at else ""
     span = f"{started} → {finished[11:]}" if finished else started
     count = "?" if segment.entry_count is None else segment.entry_count
@@ -105,7 +106,7 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     if segment.has_notice:
         badges.append("compacted")
     if segment.unreadable:
-        badges.append("⚠ unreadable")
+        badges.append(UNREADABLE_SHOWN)
     return (
         f"{marker} run {segment.run_id} · {span} · {count} entries · {size(segment.stored_bytes)}"
         + (" · " + " · ".join(badges) if badges else "")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from lovia_tui.core.stored import non_text
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -70,6 +72,22 @@ class Finding:
         }
 
 
+def _without_impossible_fix(finding: Finding) -> Finding:
+    """A fix on an id lovia's methods cannot take is refused, so none is offered:
+    the finding says why instead."""
+    fix = finding.fix
+    if fix is None:
+        return finding
+    reason = (
+        non_text("run", finding.run_id)
+        or non_text("session", finding.session_id)
+        or non_text("session", fix.session_id)
+    )
+    if reason is None:
+        return finding
+    return replace(finding, message=f"{finding.message}; no fix: {reason}", fix=None)
+
+
 class FindingList:
     """Findings as they are found, at most :data:`MAX_PER_KIND` per kind and file,
     so a hostile file with a million bad rows cannot exhaust memory."""
@@ -80,6 +98,7 @@ class FindingList:
         self._samples: dict[tuple[Path, str], Finding] = {}
 
     def add(self, finding: Finding) -> None:
+        finding = _without_impossible_fix(finding)
         key = (finding.file, finding.kind)
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._counts[key] <= MAX_PER_KIND:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, command
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import stored_key, stored_time
 
 WEB_LIMIT = 10_000
 """Most pointers or open run records read per file: in-flight chats are few."""
@@ -38,12 +39,18 @@ class WebState:
                 "WHERE active_run_id IS NOT NULL LIMIT ?",
                 (WEB_LIMIT,),
             ):
-                state.pointers.setdefault(run_id, []).append((db.path, chat_id))
+                state.pointers.setdefault(stored_key(run_id), []).append(
+                    (db.path, stored_key(chat_id))
+                )
             for run_id, session_id, started_at in await db.fetchall(
                 "SELECT id, session_id, started_at FROM chat_runs WHERE status = 'running' LIMIT ?",
                 (WEB_LIMIT,),
             ):
-                state.records[run_id] = (db.path, session_id, started_at)
+                state.records[stored_key(run_id)] = (
+                    db.path,
+                    None if session_id is None else stored_key(session_id),
+                    stored_time(started_at),
+                )
         return state
 
     def chats(self, run_id: str) -> list[str]:

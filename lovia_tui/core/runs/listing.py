@@ -20,6 +20,7 @@ from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus
 from lovia_tui.core.runs.index import UNFINISHED, Mark, RunOrder
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import SAFE_STATUS, runs_at, status_rows
+from lovia_tui.core.stored import time_order
 
 PAGE_CACHE = 5_000
 """Completed runs (and their positions) kept read, a few hundred screens;
@@ -65,7 +66,7 @@ class RunList:
             async for _ in order.walk():
                 self._marks = sorted(
                     ((mark, o) for o in self.orders for mark in o.unfinished),
-                    key=lambda item: item[0].updated_at,
+                    key=lambda item: time_order(item[0].updated_at),
                     reverse=True,
                 )
                 self.refilter()

@@ -17,13 +17,14 @@ from lovia_tui.core.actions.previews import SessionSource
 from lovia_tui.core.actions.web_settle import afterwards, settled_chat
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import non_text, refuse_non_text
 
 Mode = Literal["resume", "replay"]
 LOVIA_MAX_TURNS = 50  # Runner.stream's default
@@ -186,6 +187,8 @@ async def _session(
         session = _Session(
             session_id, "given", await _session_file(ws, run, session_id, found), False
         )
+    if reason := non_text("session", session.session_id):
+        found.problems.append(reason)
     if session.file is not None and ws.database(session.file).readonly:
         found.problems.append(
             f"{session.file} was opened read-only, and this appends to it"
@@ -210,7 +213,7 @@ def _check_status(
         )
     elif run.is_live(now, stale_after):
         found.block(
-            f"it is running and saved {age(now - run.updated_at)} ago (under "
+            f"it is running and saved {ago(now, run.updated_at)} (under "
             f"the {stale_after:g}s staleness threshold): another process may still own it, "
             "and resuming a live run corrupts it (--force overrides)",
             unless=force,
@@ -284,6 +287,7 @@ async def preflight(
     Raises :class:`ActionError` only when no open file has the run; anything
     else that stops the resume is listed in ``problems``.
     """
+    refuse_non_text("run", run_id)
     run = await _find_run(ws, run_id)
     found = _Findings()
     _check_run_file(ws, run, found)

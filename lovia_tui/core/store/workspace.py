@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
@@ -16,6 +17,7 @@ from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import Database, open_database
 from lovia_tui.core.store.run_segments import RunSegments
+from lovia_tui.core.stored import stored_key, time_order
 
 DEFAULT_DIR = Path(".lovia")
 RUN_IDS_CHUNK = 5_000
@@ -141,7 +143,7 @@ class Workspace:
         result: list[RunInfo] = []
         for db in self.checkpoint_dbs:
             result.extend(await runs(db, wanted))
-        return sorted(result, key=lambda run: run.updated_at, reverse=True)
+        return sorted(result, key=lambda run: time_order(run.updated_at), reverse=True)
 
     async def session_run_ids(self, session_id: str) -> set[str]:
         """The runs that may belong to a session: those with a segment in it
@@ -150,16 +152,18 @@ class Workspace:
         :meth:`links` says which of them it is."""
         found: set[str] = set()
         for db in self.session_dbs:
-            after = ""
+            # Keyset from no bound at all: a run id of any storage class
+            # (numbers and NULL sort before text) is found too.
+            after: tuple[Any, ...] = ()
             while db.stores.session and (
                 rows := await db.fetchall(
                     "SELECT DISTINCT run_id FROM session_runs WHERE session_id = ? "
-                    "AND run_id > ? ORDER BY run_id LIMIT ?",
-                    (session_id, after, RUN_IDS_CHUNK),
+                    f"{'AND run_id > ? ' if after else ''}ORDER BY run_id LIMIT ?",
+                    (session_id, *after, RUN_IDS_CHUNK),
                 )
             ):
-                found.update(row[0] for row in rows)
-                after = rows[-1][0]
+                found.update(stored_key(row[0]) for row in rows)
+                after = (rows[-1][0],)
         for db in self.databases:
             if db.stores.chat:
                 rows = await db.fetchall(
@@ -168,7 +172,7 @@ class Workspace:
                     "UNION SELECT id FROM chat_runs WHERE session_id = ?",
                     (session_id, session_id),
                 )
-                found.update(row[0] for row in rows)
+                found.update(stored_key(row[0]) for row in rows)
         return found
 
     async def links(self, run_ids: Iterable[str]) -> dict[str, SessionLink]:
@@ -199,7 +203,10 @@ class Workspace:
                     tuple(chunk) * 2,
                 )
                 for run_id, session_id in rows:
-                    found.setdefault(run_id, SessionLink(db.path, session_id, "web"))
+                    found.setdefault(
+                        stored_key(run_id),
+                        SessionLink(db.path, stored_key(session_id), "web"),
+                    )
         return found
 
     async def close(self) -> None:
