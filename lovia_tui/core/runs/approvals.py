@@ -41,21 +41,34 @@ class Decision:
 
 @dataclass(frozen=True)
 class Rule:
-    """A scripted answer for runs nobody watches: approve these tools, deny the rest."""
+    """A scripted answer for runs nobody watches: approve these tools, deny the rest.
+
+    ``unattended``: no flag chose it; nobody (no terminal, no handler) can
+    answer, so every call is denied, saying so.
+    """
 
     approve: frozenset[str] = frozenset()
+    unattended: bool = False
 
     @property
     def flag(self) -> str:
+        if self.unattended:
+            return "lovia-tui (nobody could answer)"
         return "--approve" if self.approve else "--deny-all"
 
     def decide(self, tool: str) -> Decision:
         if tool in self.approve:
             return Decision(True, f"{tool} is in --approve", self.flag)
+        if self.unattended:
+            reason = "no terminal, no --approve/--deny-all, no approval_handler"
+            return Decision(False, reason, self.flag)
         if not self.approve:
             return Decision(False, "--deny-all: every approval is denied", self.flag)
         named = ", ".join(sorted(self.approve))
         return Decision(False, f"{tool} is not in --approve ({named})", self.flag)
+
+
+UNATTENDED = Rule(unattended=True)
 
 
 @dataclass(frozen=True)
