@@ -345,6 +345,9 @@ class InspectorScreen(InspectorBase):
     def action_cancel_run(self) -> None:
         self.run_flows.cancel()
 
+    def action_answer_approval(self, approved: bool) -> None:
+        self.run_flows.answer_approval(approved)
+
     def action_pager(self) -> None:
         row = self.transcript.current_row
         if row is None or row.entry is None:
