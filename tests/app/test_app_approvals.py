@@ -37,6 +37,25 @@ def web_waiting(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+async def _resume_until_asked(pilot) -> RunConsole:
+    """R on the run, Enter twice in the preflight (checked), until the console asks."""
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("3", "R")
+    await settle(pilot)
+    dialog = app.screen
+    assert isinstance(dialog, PreflightScreen)
+    assert [g.call.call_id for g in dialog.pf.gated] == [CALL]
+    await pilot.press("enter", "enter")  # on to Resume, then start it
+    console = app.screen.query_one(RunConsole)
+    await _until(pilot, lambda: console.waiting is not None)
+    return console
+
+
+def _app(db: Path):
+    return make_app([db], stale_after=0, agent_spec="support.approvals:refund_desk")
+
+
 async def _until(pilot, condition) -> None:
     deadline = time.monotonic() + TIMEOUT
     while not condition():
@@ -55,17 +74,9 @@ async def test_the_console_asks_and_the_answer_is_stored_and_journaled(
     web_waiting: Path, tmp_path: Path, key: str, reason: str, stored: str
 ) -> None:
     db = Path(shutil.copy(web_waiting, tmp_path / "desk.db"))
-    app = make_app([db], stale_after=0, agent_spec="support.approvals:refund_desk")
+    app = _app(db)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await pilot.press("3", "R")
-        await settle(pilot)
-        dialog = app.screen
-        assert isinstance(dialog, PreflightScreen)
-        assert [g.call.call_id for g in dialog.pf.gated] == [CALL]
-        await pilot.press("enter", "enter")  # on to Resume, then start it
-        console = app.screen.query_one(RunConsole)
-        await _until(pilot, lambda: console.waiting is not None)
+        console = await _resume_until_asked(pilot)
 
         bar = str(console.query_one("#approval-call").render())
         assert 'refund({"order": "A-17", "amount": 42})' in bar
@@ -104,14 +115,9 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_resumable(
     web_waiting: Path, tmp_path: Path
 ) -> None:
     db = Path(shutil.copy(web_waiting, tmp_path / "desk.db"))
-    app = make_app([db], stale_after=0, agent_spec="support.approvals:refund_desk")
+    app = _app(db)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await pilot.press("3", "R")
-        await settle(pilot)
-        await pilot.press("enter", "enter")
-        console = app.screen.query_one(RunConsole)
-        await _until(pilot, lambda: console.waiting is not None)
+        console = await _resume_until_asked(pilot)
         await pilot.press("K")
         await _until(pilot, lambda: not console.running)
         await settle(pilot)

@@ -9,7 +9,6 @@ import json
 import os
 import pty
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -17,23 +16,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from support.approvals import CALL, RUN, SESSION, build_waiting, integrity
+from support import approvals
+from support.approvals import CALL, RUN, SESSION, integrity
 from support.resume import head_status, session_rows
 
 from lovia_tui.core.actions.journal import Journal
 
 TESTS_DIR = Path(__file__).parents[1]
 TIMEOUT = 60  # bounded
-
-
-@pytest.fixture(scope="module")
-def waiting_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_waiting(tmp_path_factory.mktemp("waiting-cli") / "desk.db")
-
-
-@pytest.fixture
-def desk(waiting_template: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copy(waiting_template, tmp_path / "desk.db"))
+waiting_template, desk = approvals.waiting_template, approvals.desk  # fixtures
 
 
 def _argv(db: Path, *extra: str, agent: str = "refund_desk") -> list[str]:

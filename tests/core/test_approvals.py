@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
+from support import approvals
 from support.approvals import (
     ARGUMENTS,
     CALL,
     FINAL,
     RUN,
     SESSION,
-    build_waiting,
     integrity,
 )
 from support.resume import head_status, session_rows
@@ -32,16 +32,7 @@ from lovia_tui.core.runs.resume import RunControl, resume
 from lovia_tui.core.store.workspace import Workspace
 
 TIMEOUT = 20
-
-
-@pytest.fixture(scope="module")
-def waiting_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_waiting(tmp_path_factory.mktemp("waiting") / "desk.db")
-
-
-@pytest.fixture
-def desk(waiting_template: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copy(waiting_template, tmp_path / "desk.db"))
+waiting_template, desk = approvals.waiting_template, approvals.desk  # fixtures
 
 
 async def _preflight(db: Path, agent: str = "refund_desk") -> Preflight:

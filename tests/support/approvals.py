@@ -5,27 +5,24 @@ checkpoint and a session in one file; its stream consumer never answers the
 ``ApprovalRequired`` of ``refund``, prints ``WAITING`` and is SIGKILLed there.
 What is left is what a crash while waiting leaves: a ``running`` head whose
 ``refund`` call has no result. The agents are loadable as
-``support.approvals:ATTR`` (``--agent``).
+``support.approvals:ATTR`` (``--agent``); test modules import the fixtures
+:func:`waiting_template` and :func:`desk`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from lovia import (
-    Agent,
-    CheckpointOptions,
-    Runner,
-    SQLiteCheckpointer,
-    SQLiteSession,
-    tool,
-)
+import pytest
+from lovia import Agent, CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
 from lovia.messages import AssistantTurn
 from lovia.testing import ScriptedProvider, call, text
+from lovia.tools import tool
 
 SESSION = "sess-refund"
 RUN = "run-refund"
@@ -108,6 +105,18 @@ def build_waiting(db: Path) -> Path:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return db
+
+
+@pytest.fixture(scope="module")
+def waiting_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file as the kill left it, written once per test module (copy it: :func:`desk`)."""
+    return build_waiting(tmp_path_factory.mktemp("waiting") / "desk.db")
+
+
+@pytest.fixture
+def desk(waiting_template: Path, tmp_path: Path) -> Path:
+    """A private copy of :func:`waiting_template`, free to resume."""
+    return Path(shutil.copy(waiting_template, tmp_path / "desk.db"))
 
 
 def integrity(path: Path) -> list[str]:
