@@ -345,8 +345,8 @@ class InspectorScreen(InspectorBase):
     def action_cancel_run(self) -> None:
         self.run_flows.cancel()
 
-    def action_answer_approval(self, approved: bool) -> None:
-        self.run_flows.answer_approval(approved)
+    def action_approval(self, what: str) -> None:
+        self.run_flows.approval(what)
 
     def action_pager(self) -> None:
         row = self.transcript.current_row

@@ -122,7 +122,7 @@ def describe(pf: Preflight) -> RenderableType:
         parts.append(
             data_text(
                 f"⚠ {call.name} [{call.call_id}] asks for approval when it runs again "
-                f"({gated.why}): you answer in the console, A approves, V denies",
+                f"({gated.why}): you answer in the console: A approves, V denies, E types a reason",
                 "yellow",
             )
         )

@@ -112,13 +112,19 @@ class RunConsole(Vertical):
             Text.assemble(
                 ("needs approval  ", "bold yellow"),
                 (printable(what), "bold"),
-                (printable(f"\n{call['why']} · A approves · V denies"), "yellow"),
+                "\n",
+                (
+                    printable(f"{call['why']} · A approves · V denies · E: a reason"),
+                    "yellow",
+                ),
             )
         )
         self.query_one("#approval").remove_class("hidden")
         self.screen.refresh_bindings()
         self.notify(
-            printable(f"{call['name']} needs your approval: A approves, V denies"),
+            printable(
+                f"{call['name']} needs your approval in the console: A approves, V denies"
+            ),
             severity="warning",
             markup=False,
         )

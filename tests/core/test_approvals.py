@@ -199,3 +199,25 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_asking_again(
     assert seen[-1].kind == "run_completed"
     assert not _stored_result(desk)["is_error"]
     assert integrity(desk) == ["ok"]
+
+
+async def test_every_call_that_asks_is_answered_in_turn(desk: Path) -> None:
+    """The crashed call, then one the model makes after the resume."""
+    control = RunControl(answering="ask", journal=Journal())
+    answers = iter([("approve", "first is fine"), ("reject", "one refund is enough")])
+
+    def answer(event: ConsoleEvent) -> None:
+        verb, reason = next(answers)
+        getattr(control, verb)(event.data["call_id"], reason)
+
+    seen = await _resume(await _preflight(desk, "asking_twice"), control, answer)
+    decided = [
+        (e.data["call_id"], e.data["approved"])
+        for e in seen
+        if e.kind == "approval_decided"
+    ]
+    assert decided == [(CALL, True), ("call_refund_2", False)]
+    entries = sorted(await Journal().entries(), key=lambda e: e.id)
+    assert [e.reason for e in entries] == ["first is fine", "one refund is enough"]
+    assert seen[-1].kind == "run_completed"
+    assert integrity(desk) == ["ok"]
