@@ -57,11 +57,12 @@ def answering(pf: Preflight, args: argparse.Namespace) -> Answering:
         return Rule(frozenset(t for t in tools if t))
     if can_ask():
         return "ask"
-    if pf.agent_answers:
+    if pf.approvals.agent_answers:
         return "agent"
-    if pf.gated:
+    if pf.approvals.gated:
         calls = ", ".join(
-            f"{g.call.name}({g.call.arguments}) [{g.call.call_id}]" for g in pf.gated
+            f"{g.call.name}({g.call.arguments}) [{g.call.call_id}]"
+            for g in pf.approvals.gated
         )
         raise LoviaTuiError(
             f"cannot resume run {pf.run.run_id!r} here: {calls} will ask for approval, "
@@ -70,8 +71,16 @@ def answering(pf: Preflight, args: argparse.Namespace) -> Answering:
     return UNATTENDED
 
 
-def describe(answer: Answering) -> str:
-    """For the preflight: who will answer."""
+def describe(
+    pf: Preflight, answer: Answering | None, refusal: str | None
+) -> str | None:
+    """For the preflight: who will answer (a replay runs no tool: None)."""
+    if pf.mode == "replay":
+        return None
+    if answer is None:
+        return refusal
+    if not pf.approvals.tools:
+        return "no tool of the agent asks for approval"
     if answer == "ask":
         return "asked here, y/n per call"
     if answer == "agent":

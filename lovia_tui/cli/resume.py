@@ -256,10 +256,11 @@ def _preflight_data(
         ],
         "asks_approval": [
             {"call_id": g.call.call_id, "name": g.call.name, "why": g.why}
-            for g in pf.gated
+            for g in pf.approvals.gated
         ],
-        "agent_answers": pf.agent_answers,
-        "approvals": describe(answer) if answer is not None else refusal,
+        "agent_answers": pf.approvals.agent_answers,
+        "approvals": describe(pf, answer, refusal),
+        "may_ask_approval": list(pf.approvals.tools),
         "max_turns": pf.max_turns if pf.mode == "resume" else None,
         "delete_on_success": pf.delete_on_success,
         "stale_reason": pf.stale_reason,

@@ -117,7 +117,7 @@ def describe(pf: Preflight) -> RenderableType:
     parts: list[RenderableType] = [table, Text("")]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
-    for gated in pf.gated:
+    for gated in pf.approvals.gated:
         call = gated.call
         parts.append(
             data_text(

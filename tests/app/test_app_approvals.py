@@ -45,7 +45,7 @@ async def _resume_until_asked(pilot) -> RunConsole:
     await settle(pilot)
     dialog = app.screen
     assert isinstance(dialog, PreflightScreen)
-    assert [g.call.call_id for g in dialog.pf.gated] == [CALL]
+    assert [g.call.call_id for g in dialog.pf.approvals.gated] == [CALL]
     await pilot.press("enter", "enter")  # on to Resume, then start it
     console = app.screen.query_one(RunConsole)
     await _until(pilot, lambda: console.waiting is not None)
@@ -127,7 +127,7 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_resumable(
         assert any(line.startswith("interrupted") for line in lines)
         await pilot.press("3", "R")  # it asks again
         await settle(pilot)
-        assert [g.call.call_id for g in app.screen.pf.gated] == [CALL]
+        assert [g.call.call_id for g in app.screen.pf.approvals.gated] == [CALL]
     assert session_rows(db) == []
     assert await Journal().entries() == []
     assert integrity(db) == ["ok"]

@@ -74,6 +74,8 @@ def test_without_a_terminal_or_flag_it_refuses_before_starting(desk: Path) -> No
         {"call_id": CALL, "name": "refund", "why": "its tool is marked needs_approval"}
     ]
     assert preflight["agent_answers"] is False
+    assert preflight["may_ask_approval"] == ["refund"]
+    assert preflight["approvals"] == line.removeprefix("lovia-tui: ")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from support.resume import head_status, session_rows
 
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.runs.agents import load_agent
-from lovia_tui.core.runs.approvals import NEEDS_APPROVAL, Rule
+from lovia_tui.core.runs.approvals import NEEDS_APPROVAL, UNATTENDED, Rule
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight
 from lovia_tui.core.runs.resume import RunControl, resume
@@ -92,14 +92,14 @@ def _stored_result(db: Path) -> dict:
 async def test_the_preflight_names_the_call_that_will_ask(desk: Path) -> None:
     pf = await _preflight(desk)
     assert pf.ok, pf.problems
-    [gated] = pf.gated
+    [gated] = pf.approvals.gated
     assert (gated.call.call_id, gated.call.name, gated.why) == (
         CALL,
         "refund",
         NEEDS_APPROVAL,
     )
-    assert not pf.agent_answers
-    assert (await _preflight(desk, "trusting_desk")).agent_answers
+    assert not pf.approvals.agent_answers and pf.approvals.tools == ("refund",)
+    assert (await _preflight(desk, "trusting_desk")).approvals.agent_answers
 
 
 async def test_approving_stores_what_lovias_own_resume_stores(
@@ -158,6 +158,11 @@ async def test_denying_stores_lovias_denial_and_journals_the_reason(desk: Path) 
         (Rule(frozenset({"refund"})), True, "refund is in --approve"),
         (Rule(frozenset({"lookup"})), False, "refund is not in --approve (lookup)"),
         (Rule(), False, "--deny-all: every approval is denied"),
+        (
+            UNATTENDED,
+            False,
+            "no terminal, no --approve/--deny-all, no approval_handler",
+        ),
     ],
 )
 async def test_a_rule_answers_at_once_and_says_why(
@@ -191,7 +196,9 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_asking_again(
     assert head_status(desk, RUN) == "interrupted"
     assert session_rows(desk) == []
     again = await _preflight(desk)
-    assert [g.call.call_id for g in again.gated] == [CALL]  # no denial was stored
+    assert [g.call.call_id for g in again.approvals.gated] == [
+        CALL
+    ]  # no denial was stored
     assert await Journal().entries() == []
 
     control = RunControl(answering="ask", journal=Journal())

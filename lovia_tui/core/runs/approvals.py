@@ -130,11 +130,26 @@ def gated_calls(
     return tuple(GatedCall(c, reasons[c.name]) for c in dangling if c.name in reasons)
 
 
+@dataclass(frozen=True)
+class Approvals:
+    """What the preflight knows of a resume's approvals before it starts."""
+
+    gated: tuple[GatedCall, ...] = ()
+    """The dangling calls that ask for approval when they run again."""
+    agent_answers: bool = False
+    """An agent of the run has its own ``approval_handler``."""
+    tools: tuple[str, ...] = ()
+    """Every tool of the run's agents that may ask (later calls included)."""
+
+
 def approvals_of(
     entry: Agent, run: RunInfo, dangling: Iterable[DanglingCall]
-) -> tuple[tuple[GatedCall, ...], bool]:
-    """For the preflight: the calls that will ask, and whether the agent answers itself."""
-    return gated_calls(entry, run, dangling), agent_answers(entry)
+) -> Approvals:
+    return Approvals(
+        gated_calls(entry, run, dangling),
+        agent_answers(entry),
+        tuple(sorted(approval_reasons(entry))),
+    )
 
 
 async def journal_decision(

@@ -21,7 +21,7 @@ from lovia_tui.core.formatting import age
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
-from lovia_tui.core.runs.approvals import GatedCall, approvals_of
+from lovia_tui.core.runs.approvals import Approvals, approvals_of
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
@@ -66,10 +66,8 @@ class Preflight:
     """The lovia web chat whose records the run's end settles (core.web_settle)."""
     afterwards: tuple[str, ...] = ()
     """What the run leaves behind once it ends (checkpoint, web records)."""
-    gated: tuple[GatedCall, ...] = ()
-    """The dangling calls that ask for approval when they run again."""
-    agent_answers: bool = False
-    """An agent of the run has its own ``approval_handler``."""
+    approvals: Approvals = Approvals()
+    """Which calls will ask for approval, and whether the agent answers itself."""
 
     @property
     def ok(self) -> bool:
@@ -314,10 +312,10 @@ async def preflight(
         reachable = _check_agent(agent, run, found, strict=True)
     web_chat = await settled_chat(ws, run, session.session_id, found.problems)
     delete_on_success = delete_on_success or web_chat is not None
-    gated, agent_answers = (
+    approvals = (
         approvals_of(agent.build(), run, dangling)
         if reachable and agent
-        else ((), False)
+        else Approvals()
     )
     return Preflight(
         mode="resume",
@@ -338,8 +336,7 @@ async def preflight(
         stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
         web_chat=web_chat,
         afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
-        gated=gated,
-        agent_answers=agent_answers,
+        approvals=approvals,
     )
 
 
