@@ -345,9 +345,6 @@ class InspectorScreen(InspectorBase):
     def action_cancel_run(self) -> None:
         self.run_flows.cancel()
 
-    def action_approval(self, what: str) -> None:
-        self.run_flows.approval(what)
-
     def action_pager(self) -> None:
         row = self.transcript.current_row
         if row is None or row.entry is None:

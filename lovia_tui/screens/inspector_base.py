@@ -155,6 +155,10 @@ class InspectorBase(WorkerErrors, Screen):
             return self.is_mounted and command.state(self.selection) is True
         return command is None or command.on_key_bar(self.focused_pane)
 
+    def action_approval(self, what: str) -> None:
+        """A, V, E: answer the call waiting in the console, or type a reason."""
+        self.run_flows.approval(what)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         command = COMMANDS.get(action)
         if command is None or not self.is_mounted:
