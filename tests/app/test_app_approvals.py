@@ -82,7 +82,12 @@ async def test_the_console_asks_and_the_answer_is_stored_and_journaled(
         assert 'refund({"order": "A-17", "amount": 42})' in bar
         assert "its tool is marked needs_approval" in bar
         keys = app.screen.query_one(KeyBar)
-        assert {"Approve", "Deny", "Reason"} <= {k.description for k in keys._keys}
+        await _until(  # the key bar repaints a moment after the bindings change
+            pilot,
+            lambda: (
+                {"Approve", "Deny", "Reason"} <= {k.description for k in keys._keys}
+            ),
+        )
 
         await pilot.press("E")  # the reason field, from the keyboard
         await pilot.press(*reason, "enter")
