@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 
 from lovia_tui.view.kinds import Pane
 from lovia_tui.view.selection import (
+    APPROVAL_WAITING,
     ENTRY,
     RAW,
     REPLAYABLE,
@@ -50,6 +51,8 @@ class CommandDef:
     needs: tuple[Need, ...] = ()
     footer: tuple[Pane, ...] | None = None
     """The panes whose key bar shows it (None: wherever it acts)."""
+    urgent: bool = False
+    """On the key bar only while it applies, and then in every pane."""
 
     @property
     def name(self) -> str:
@@ -119,6 +122,9 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),
     CommandDef("follow", "f", "Follow", "Follow: tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", footer=(TRANSCRIPT, RUNS)),
     CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),
+    CommandDef("approval('approve')", "A", "Approve", "Approve the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
+    CommandDef("approval('deny')", "V", "Deny", "Deny the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
+    CommandDef("approval('reason')", "E", "Reason", "Type a reason for your answer to the waiting call (Enter keeps it; then A or V)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
     CommandDef("cancel_run", "K", "Cancel run", "Cancel the run in the console at lovia's next safe point", group="Runs", needs=(RUN_GOING,), footer=(RUNS,)),
     CommandDef("undo", "u", "Undo", "Undo the last action from the journal (rows restored exactly)", group="Actions", needs=(WRITABLE,)),
     CommandDef("refresh", "ctrl+r", "Reload", "Re-read every pane from the databases", show=False),

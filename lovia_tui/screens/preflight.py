@@ -117,6 +117,15 @@ def describe(pf: Preflight) -> RenderableType:
     parts: list[RenderableType] = [table, Text("")]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
+    for gated in pf.approvals.gated:
+        call = gated.call
+        parts.append(
+            data_text(
+                f"⚠ {call.name} [{call.call_id}] asks for approval when it runs again "
+                f"({gated.why}): you answer in the console: A approves, V denies, E types a reason",
+                "yellow",
+            )
+        )
     for warning in pf.warnings:
         parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
     for problem in pf.problems:

@@ -38,6 +38,8 @@ class Selection:
     readonly: bool
     run_going: bool
     """A resume or replay is running in the console."""
+    approval_waiting: bool = False
+    """The run in the console waits for an approval only the user can give."""
 
     @property
     def entry_index(self) -> int | None:
@@ -134,6 +136,10 @@ RUN_GOING = Need(
     lambda s: (
         "nothing is running in the console (R or P in the Runs pane starts a run)"
     ),
+)
+APPROVAL_WAITING = Need(
+    lambda s: s.approval_waiting,
+    lambda s: "no tool call is waiting for approval in the console",
 )
 UNDER_CURSOR = Need(
     lambda s: s.id_under_cursor is not None,

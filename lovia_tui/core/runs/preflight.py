@@ -21,6 +21,7 @@ from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
+from lovia_tui.core.runs.approvals import Approvals, approvals_of
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
@@ -66,6 +67,8 @@ class Preflight:
     """The lovia web chat whose records the run's end settles (core.web_settle)."""
     afterwards: tuple[str, ...] = ()
     """What the run leaves behind once it ends (checkpoint, web records)."""
+    approvals: Approvals = Approvals()
+    """Which calls will ask for approval, and whether the agent answers itself."""
 
     @property
     def ok(self) -> bool:
@@ -313,6 +316,11 @@ async def preflight(
         reachable = _check_agent(agent, run, found, strict=True)
     web_chat = await settled_chat(ws, run, session.session_id, found.problems)
     delete_on_success = delete_on_success or web_chat is not None
+    approvals = (
+        approvals_of(agent.build(), run, dangling)
+        if reachable and agent
+        else Approvals()
+    )
     return Preflight(
         mode="resume",
         run=run,
@@ -332,6 +340,7 @@ async def preflight(
         stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
         web_chat=web_chat,
         afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
+        approvals=approvals,
     )
 
 
