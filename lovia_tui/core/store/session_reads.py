@@ -27,6 +27,7 @@ from lovia_tui.core.store.web_reads import (
     web_chat_rows,
     web_chats,
 )
+from lovia_tui.core.store.web_records import parent_ids
 
 WALK_CHUNK = 2_000
 INDEX_CHUNK = 4_000
@@ -265,6 +266,8 @@ async def session_summaries(
             last_activity=max(stored_number(summary.last_activity) or 0, updated)
             or None,
         )
+    for sid, parent in (await parent_ids(db, list(found))).items():
+        found[sid] = replace(found[sid], parent_id=parent)
     return found
 
 
