@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lovia_tui.core.entries import stored_number
+from lovia_tui.core.entries import shorten, stored_number
 from lovia_tui.core.formatting import timestamp
 
 SCHEDULE_SOURCE = "schedule:"
@@ -209,19 +209,46 @@ def usage_text(usage: dict[str, Any] | None) -> str:
     return "tokens " + ", ".join(parts) if parts else ""
 
 
-def record_line(record: RunRecord) -> str:
-    """One line about a run record (stored text still raw: the caller makes it printable)."""
+def record_line(record: RunRecord, error_width: int | None = None) -> str:
+    """One line about a run record (stored text still raw: the caller makes it
+    printable), its error cut to ``error_width``."""
     span = timestamp(record.started_at)
     if record.finished_at is not None:
         span += f" → {timestamp(record.finished_at)[11:]}"
     parts = [f"run {record.run_id} {record.status}", f"by {record.started_by}", span]
     if record.error and record.error != record.status:
-        parts.append(f"error: {record.error}")
+        error = (
+            record.error if error_width is None else shorten(record.error, error_width)
+        )
+        parts.append(f"error: {error}")
     if usage := usage_text(record.usage):
         parts.append(usage)
     if record.saved is False:
         parts.append(UNSAVED)
     return " · ".join(parts)
+
+
+def record_details(record: RunRecord) -> list[str]:
+    """Every field of a run record, one per line (its error whole)."""
+    lines = [
+        f"run id:      {record.run_id}",
+        f"status:      {record.status} (lovia web's record)",
+        f"started by:  {record.started_by} (source {record.source!r})",
+        f"agent:       {record.agent or '-'}",
+        f"started:     {timestamp(record.started_at)}",
+        f"finished:    {timestamp(record.finished_at)}",
+        f"usage:       {usage_text(record.usage) or '-'}",
+    ]
+    if record.usage_problem:
+        lines.append(f"usage_json unreadable: {record.usage_problem}")
+    if record.saved is False:
+        lines.append(
+            f"entries:     none in this chat (no segment, no checkpoint): "
+            f"{'stopped' if record.status == 'cancelled' else 'ended'} before "
+            "anything was saved, or cut away by a rewind"
+        )
+    error = (record.error or "-").splitlines() or [""]
+    return [*lines, f"error:       {error[0]}", *error[1:]]
 
 
 UNSAVED = "no entries in this chat"

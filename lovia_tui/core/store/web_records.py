@@ -89,7 +89,8 @@ async def unsaved_records(
     segment and checkpoint are key lookups."""
     if not db.stores.chat:
         return [], False
-    where, params = ["r.session_id = ?"], [session_id]
+    where: list[str] = ["r.session_id = ?"]
+    params: list[Any] = [session_id]
     if after is not None:
         where.append("r.started_at > ?")
         params.append(after)
@@ -120,6 +121,19 @@ async def unsaved_records(
     return [
         record_of(row, saved=False) for row in reversed(rows[:RECORDS_PER_SPAN])
     ], more
+
+
+async def created_from(db: Database, session_id: str, row_id: int) -> float | None:
+    """When the session's first segment at or after ``row_id`` was stored
+    (None: there is none, or its time is no number)."""
+    if not db.stores.session:
+        return None
+    row = await db.fetchone(
+        "SELECT created_at FROM session_runs WHERE session_id = ? AND id >= ? "
+        "ORDER BY id LIMIT 1",
+        (session_id, row_id),
+    )
+    return stored_time(row[0]) if row else None
 
 
 def place_records(
