@@ -102,15 +102,7 @@ async def unsaved_records(
             else "r.started_at <= ?"
         )
         params.append(until)
-    if db.stores.session:
-        where.append(
-            "NOT EXISTS (SELECT 1 FROM session_runs s "
-            "WHERE s.session_id = r.session_id AND s.run_id = r.id)"
-        )
-    if db.stores.checkpoint:
-        where.append(
-            "NOT EXISTS (SELECT 1 FROM snapshot_heads h WHERE h.run_id = r.id)"
-        )
+    where.extend(left_nothing(db))
     columns = ", ".join(f"r.{name}" for name in RECORD_COLUMNS)
     rows = await db.fetchall(
         f"SELECT {columns} FROM chat_runs r WHERE {' AND '.join(where)} "
@@ -134,6 +126,22 @@ async def created_from(db: Database, session_id: str, row_id: int) -> float | No
         (session_id, row_id),
     )
     return stored_time(row[0]) if row else None
+
+
+def left_nothing(db: Database) -> list[str]:
+    """Conditions on a ``chat_runs r`` row whose run left nothing: no segment
+    in its chat, no checkpoint (key lookups in lovia's indexes)."""
+    where = []
+    if db.stores.session:
+        where.append(
+            "NOT EXISTS (SELECT 1 FROM session_runs s "
+            "WHERE s.session_id = r.session_id AND s.run_id = r.id)"
+        )
+    if db.stores.checkpoint:
+        where.append(
+            "NOT EXISTS (SELECT 1 FROM snapshot_heads h WHERE h.run_id = r.id)"
+        )
+    return where
 
 
 def place_records(
