@@ -33,7 +33,7 @@ from lovia_tui.core.run_status import (
     stale_reason,
 )
 from lovia_tui.core.search import substring
-from lovia_tui.core.store import segment_reads, session_reads, web_records
+from lovia_tui.core.store import segment_reads, session_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
 from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_runs
@@ -78,7 +78,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                 summaries.extend(await session_reads.list_sessions(db, args.limit))
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
         listed = {(s.file, s.session_id): s for s in summaries[: args.limit]}
-        summaries = web_records.under_parents(
+        summaries = web_chats.under_parents(
             list(listed.values()), lambda s: listed.get((s.file, s.parent_id or ""))
         )
     finally:
@@ -127,7 +127,7 @@ async def _show(args: argparse.Namespace) -> int:
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
         )
-        chat = await web_records.chat_info(db, session_id)
+        chat = await web_chats.chat_info(db, session_id)
         records = web_records.session_records(db, session_id)
         if args.json:
             await print_json_lazy(

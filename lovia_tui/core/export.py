@@ -36,7 +36,7 @@ from lovia_tui.core.huge_text import expand, holds_huge, json_piece
 from lovia_tui.core.markdown_text import code_span, fenced, message, plain
 from lovia_tui.core.private_files import COMPANIONS, FILE_MODE, create_new_file
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
-from lovia_tui.core.store import segment_reads, web_records
+from lovia_tui.core.store import segment_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
 from lovia_tui.core.store.spliced import (
@@ -246,7 +246,7 @@ async def export_session(
             await drain()
 
     segments = await segment_reads.segments(db, session_id)
-    chat = await web_records.chat_info(db, session_id)
+    chat = await web_chats.chat_info(db, session_id)
     if fmt == "md":
         await write(
             f"# Session {code_span(session_id)}\n\n"

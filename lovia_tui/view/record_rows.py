@@ -10,7 +10,7 @@ that segment's batch and comes and goes with it as the transcript pages.
 from __future__ import annotations
 
 from lovia_tui.core.models import SegmentInfo
-from lovia_tui.core.store import web_records
+from lovia_tui.core.store import web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.web_models import chat_lines
 from lovia_tui.view.kinds import RowKind
@@ -24,7 +24,7 @@ MORE_RECORDS = (
 
 async def chat_rows(db: Database, session_id: str) -> list[Row]:
     """The chat's lines from lovia web (none for a plain chat or another store)."""
-    info = await web_records.chat_info(db, session_id)
+    info = await web_chats.chat_info(db, session_id)
     return [
         Row(RowKind.CHAT, f"{RowKind.CHAT}:{db.path}:{n}", note=line)
         for n, line in enumerate(chat_lines(info) if info else [])

@@ -32,7 +32,7 @@ from lovia_tui.demo.web_history import REJECTED, REJECTED_RUN, SMOKE_RUN, STOPPE
 from lovia_tui.view import record_rows, transcript_loader
 from lovia_tui.view.kinds import RowKind
 
-MANY_RECORDS = int(os.environ.get("LOVIA_TUI_MANY_RECORDS", "1500"))
+MANY_RECORDS = int(os.environ.get("LOVIA_TUI_MANY_RECORDS", "600"))
 """Records of the paging test's chat (LOVIA_TUI_MANY_RECORDS=10000 for the long variant)."""
 
 

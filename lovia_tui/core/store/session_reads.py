@@ -22,12 +22,12 @@ from lovia_tui.core.models import (
     SessionSummary,
 )
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.web_chats import parent_ids
 from lovia_tui.core.store.web_reads import (
     checkpoint_only_sessions,
     web_chat_rows,
     web_chats,
 )
-from lovia_tui.core.store.web_records import parent_ids
 
 WALK_CHUNK = 2_000
 INDEX_CHUNK = 4_000

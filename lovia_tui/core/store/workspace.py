@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
-from lovia_tui.core.store import session_reads, web_records
+from lovia_tui.core.store import session_reads, web_chats
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import Database, open_database
 from lovia_tui.core.store.run_segments import RunSegments
@@ -105,12 +105,12 @@ class Workspace:
             ranked = await session_reads.ranked_sessions(db, limit)
             for sid, when, pinned in ranked:
                 rank[(file, sid)] = (pinned, when or 0)
-            found = await web_records.parent_ids(db, [sid for sid, _, _ in ranked])
+            found = await web_chats.parent_ids(db, [sid for sid, _, _ in ranked])
             parents.update(
                 ((file, sid), (file, parent)) for sid, parent in found.items()
             )
         # lovia web lists a subagent task under its chat, not among the chats.
-        return web_records.under_parents(
+        return web_chats.under_parents(
             sorted(rank, key=rank.__getitem__, reverse=True), parents.get
         )
 
