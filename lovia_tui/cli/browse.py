@@ -144,6 +144,9 @@ async def _show(args: argparse.Namespace) -> int:
         out_console = console()
         for line in chat_lines(chat) if chat else []:
             out_console.print(printable(line), style="bold")
+        starters = await web_records.started_by_others(
+            db, session_id, [segment.run_id for segment in segments]
+        )
         async for placed in web_records.interleave(
             segments, lambda segment: segment.created_at, web_records.unsaved(records)
         ):
@@ -151,7 +154,10 @@ async def _show(args: argparse.Namespace) -> int:
                 out_console.print(printable(f"  ✖ {record_line(placed)}"), style="red")
                 continue
             item = await _segment_item(db, placed)
-            out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
+            by = f" · by {starters[placed.run_id]}" if placed.run_id in starters else ""
+            out_console.rule(
+                f"run {item['run_id']} · {timestamp(item['created_at'])}{by}"
+            )
             if "unreadable" in item:
                 out_console.print(f"unreadable: {item['unreadable']}", style="red")
                 continue

@@ -47,7 +47,8 @@ class Row:
     record: RunRecord | None = None
     """lovia web's record of a run that left no entries here (a record row)."""
     note: str = ""
-    """What a chat row or a record row with no record says (stored text, raw)."""
+    """What a chat row or a record row with no record says; on a segment
+    header, what started its run (stored text, raw)."""
 
     @property
     def label(self) -> str:

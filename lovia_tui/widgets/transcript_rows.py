@@ -55,7 +55,8 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         marker = "▾" if expanded else "▸"
         return Text(printable(f"     {marker} ✖ {record_line(row.record, 200)}"))
     if row.kind == RowKind.SEGMENT and row.segment:
-        return Text(printable(segment_title(row.segment, expanded)))
+        by = f" · {row.note}" if row.note else ""
+        return Text(printable(segment_title(row.segment, expanded) + by))
     if row.kind == RowKind.SEAM and row.run:
         status = row.status or row.run.status
         # lovia web's own record says why a run that looks running is not.

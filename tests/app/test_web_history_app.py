@@ -49,6 +49,9 @@ async def test_records_show_where_they_happened_and_a_task_under_its_parent(
             RowKind.CHAT,
             "1 subagent task chat(s), listed under it in Sessions",
         )
+        # The last run brought the task's report back: lovia web's source says so.
+        assert shown_rows[segments[-1]][1].endswith(" · by report of subagent task t1")
+        assert " · by " not in shown_rows[segments[0]][1]
 
         # Enter unfolds a record: every field, its error whole.
         transcript = screen.transcript

@@ -144,6 +144,9 @@ async def test_show_prints_runs_that_saved_nothing_between_the_runs_around_them(
     assert f"↳ subagent task of chat {CHAT} “Launch checklist 🚀”" in out
     out = await cli(capsys, "show", path, fork)
     assert f"⑂ forked from chat {CHAT} before its message {SMOKE_RUN}:0" in out
+    fires = await ChatStore.sqlite(path).list_runs(source=f"schedule:{SCHEDULE}")
+    out = await cli(capsys, "show", path, fires[-1].session_id)
+    assert f"· by schedule {SCHEDULE} " in out
 
 
 async def test_export_tells_the_same_story(

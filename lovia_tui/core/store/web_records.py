@@ -18,6 +18,7 @@ from lovia_tui.core.entries import UnreadableError, parse_object
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.web_models import (
     RunRecord,
+    started_by,
     stored_text,
     stored_time,
 )
@@ -99,6 +100,29 @@ async def unsaved_records(
     return [
         record_of(row, saved=False) for row in reversed(rows[:RECORDS_PER_SPAN])
     ], more
+
+
+async def started_by_others(
+    db: Database, session_id: str, run_ids: Sequence[str]
+) -> dict[str, str]:
+    """What started each of these runs of the chat, where it was not the
+    user: a schedule, a subagent task, a task's report (by primary key, 500 a
+    statement; a fork's runs keep their ids but their records stay with the
+    source chat, so they are not claimed)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(run_ids) if db.stores.chat else 0, 500):
+        chunk = tuple(run_ids[start : start + 500])
+        rows = await db.fetchall(
+            f"SELECT id, source FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))}) "
+            "AND session_id = ? AND source != 'user'",
+            (*chunk, session_id),
+        )
+        found.update(
+            (run_id, started_by(text))
+            for run_id, source in rows
+            if isinstance(run_id, str) and (text := stored_text(source))
+        )
+    return found
 
 
 async def created_from(db: Database, session_id: str, row_id: int) -> float | None:
