@@ -10,6 +10,7 @@ version lacks read as NULL.
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -39,17 +40,19 @@ async def parent_ids(db: Database, session_ids: Sequence[str]) -> dict[str, str]
     """The parent chat of each given session that is a subagent task chat."""
     if not db.stores.chat or not session_ids:
         return {}
-    parent = await _columns(db, "chat_sessions", ("parent_id",))
-    if parent == "NULL":
-        return {}
     found: dict[str, str] = {}
     for start in range(0, len(session_ids), 500):
         chunk = tuple(session_ids[start : start + 500])
-        rows = await db.fetchall(
-            f"SELECT id, parent_id FROM chat_sessions WHERE id IN ({','.join('?' * len(chunk))}) "
-            "AND parent_id IS NOT NULL",
-            chunk,
-        )
+        try:
+            rows = await db.fetchall(
+                "SELECT id, parent_id FROM chat_sessions "
+                f"WHERE id IN ({','.join('?' * len(chunk))}) AND parent_id IS NOT NULL",
+                chunk,
+            )
+        except sqlite3.OperationalError as exc:
+            if "no such column" not in str(exc):
+                raise
+            return {}  # a lovia web older than subagent tasks
         found.update(
             (sid, text)
             for sid, value in rows
