@@ -25,6 +25,7 @@ from support.web_history_db import CHAT, SCHEDULE, TASK, WebHistory
 
 from lovia_tui.cli import main
 from lovia_tui.core.doctor.audit import diagnose
+from lovia_tui.core.markdown_text import plain
 from lovia_tui.core.store import web_records
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.web_models import RunRecord
@@ -155,8 +156,8 @@ async def test_export_tells_the_same_story(
     path, _ = history
     markdown = await cli(capsys, "export", path, CHAT)
     assert (
-        markdown.index(f"✖ run {REJECTED_RUN} failed")
-        < markdown.index(f"✖ run {STOPPED_RUN} cancelled")
+        markdown.index(f"✖ {plain(f'run {REJECTED_RUN} failed')}")
+        < markdown.index(f"✖ {plain(f'run {STOPPED_RUN} cancelled')}")
         < markdown.index(f"Run `{SMOKE_RUN}`")
     )
     exported = json.loads(await cli(capsys, "export", path, CHAT, "--format", "json"))
