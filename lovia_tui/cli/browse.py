@@ -25,7 +25,7 @@ from lovia_tui.cli.command import (
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
 from lovia_tui.core.formatting import PIN, age_since, printable, timestamp
 from lovia_tui.core.huge_text import shortened
-from lovia_tui.core.models import Entry, RunInfo, SessionLink
+from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionLink
 from lovia_tui.core.run_status import (
     DANGLING_CALL,
     RUNNING_CALL,
@@ -33,7 +33,7 @@ from lovia_tui.core.run_status import (
     stale_reason,
 )
 from lovia_tui.core.search import substring
-from lovia_tui.core.store import segment_reads, session_reads
+from lovia_tui.core.store import segment_reads, session_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
 from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_runs
@@ -45,6 +45,7 @@ from lovia_tui.core.store.spliced import (
 )
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import UNREADABLE_SHOWN, time_order
+from lovia_tui.core.web_models import RunRecord, chat_lines, record_line
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +78,10 @@ async def _sessions(args: argparse.Namespace) -> int:
             else:
                 summaries.extend(await session_reads.list_sessions(db, args.limit))
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
-        summaries = summaries[: args.limit]
+        listed = {(s.file, s.session_id): s for s in summaries[: args.limit]}
+        summaries = web_chats.under_parents(
+            list(listed.values()), lambda s: listed.get((s.file, s.parent_id or ""))
+        )
     finally:
         await ws.close()
     if args.json:
@@ -87,6 +91,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                     "session_id": s.session_id,
                     "title": s.title,
                     "pinned": s.pinned,
+                    "parent_id": s.parent_id,
                     "runs": s.runs,
                     "last_activity": s.last_activity,
                     "file": str(s.file),
@@ -100,7 +105,7 @@ async def _sessions(args: argparse.Namespace) -> int:
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
-            s.session_id,
+            f"↳ {s.session_id}" if s.parent_id else s.session_id,
             f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
             timestamp(s.last_activity, UNREADABLE_SHOWN),
@@ -123,21 +128,36 @@ async def _show(args: argparse.Namespace) -> int:
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
         )
-        out = _segment_items(db, segments)
+        chat = await web_chats.chat_info(db, session_id)
+        records = web_records.session_records(db, session_id)
         if args.json:
             await print_json_lazy(
                 {
                     "session_id": session_id,
                     "file": str(db.path),
-                    "segments": out,
+                    "chat": chat.as_dict() if chat else None,
+                    "segments": _segment_items(db, segments),
                     **in_flight_fields(flights),
+                    "runs": (record.as_dict() async for record in records),
                 }
             )
             return EXIT_OK
         out_console = console()
-        async for item in out:
+        for line in chat_lines(chat) if chat else []:
+            out_console.print(printable(line), style="bold")
+        starters = await web_records.started_by_others(
+            db, session_id, [segment.run_id for segment in segments]
+        )
+        async for placed in web_records.interleave(
+            segments, lambda segment: segment.created_at, web_records.unsaved(records)
+        ):
+            if isinstance(placed, RunRecord):
+                out_console.print(printable(f"  ✖ {record_line(placed)}"), style="red")
+                continue
+            item = await _segment_item(db, placed)
+            by = f" · by {starters[placed.run_id]}" if placed.run_id in starters else ""
             out_console.rule(
-                f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}"
+                f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}{by}"
             )
             if "unreadable" in item:
                 out_console.print(f"unreadable: {item['unreadable']}", style="red")
@@ -158,20 +178,24 @@ async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
     """Each segment as ``show`` prints it, its entries an iterator: one
     segment's entries are read at a time, a large one entry by entry."""
     for segment in segments:
-        item: dict[str, Any] = {
-            "run_id": segment.run_id,
-            "created_at": segment.created_at,
-            "started_at": segment.started_at,
-            "finished_at": segment.finished_at,
-            "entry_count": segment.entry_count,
-            "first_index": segment.first_index,
-        }
-        try:
-            entries = await segment_entries_stream(db, segment, spare=True)
-            item["entries"] = ({"index": e.index, **e.data} for e in entries)
-        except UnreadableError as exc:
-            item["unreadable"] = str(exc)
-        yield item
+        yield await _segment_item(db, segment)
+
+
+async def _segment_item(db: Database, segment: SegmentInfo) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "run_id": segment.run_id,
+        "created_at": segment.created_at,
+        "started_at": segment.started_at,
+        "finished_at": segment.finished_at,
+        "entry_count": segment.entry_count,
+        "first_index": segment.first_index,
+    }
+    try:
+        entries = await segment_entries_stream(db, segment, spare=True)
+        item["entries"] = ({"index": e.index, **e.data} for e in entries)
+    except UnreadableError as exc:
+        item["unreadable"] = str(exc)
+    return item
 
 
 def _print_flights(out_console, flights: list) -> None:

@@ -40,6 +40,8 @@ class SessionSummary:
     title: str = ""
     pinned: bool = False
     """Pinned in lovia web's sidebar (listed first, as there)."""
+    parent_id: str | None = None
+    """A subagent task chat's parent chat (lovia web's ``chat_sessions.parent_id``)."""
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,8 @@ class Selection:
             return str(row.entry.data["call_id"])
         if row.segment is not None:
             return row.segment.run_id
+        if row.record is not None:
+            return row.record.run_id
         return row.run.run_id if row.run else None
 
 

@@ -16,6 +16,8 @@ from lovia_tui.core.formatting import PIN, age_since, printable
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 
+TASK = "↳ "
+"""Before a subagent task chat's id."""
 BADGE_STYLES = {
     "live": "bold green",
     "stale": "bold red",
@@ -136,7 +138,12 @@ class SessionList:
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        text.append(cell(printable(key[1]), widths["id"]), style="bold")
+        room = widths["id"]
+        if summary is not None and summary.parent_id is not None and room > 4:
+            # A subagent task chat, listed under its parent chat as lovia web groups it.
+            text.append(TASK, style="dim")
+            room -= len(TASK)
+        text.append(cell(printable(key[1]), room), style="bold")
         if summary is None:
             text.append(" …", style="dim")
             return text

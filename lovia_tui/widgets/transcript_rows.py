@@ -16,6 +16,7 @@ from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.core.stored import UNREADABLE_SHOWN
+from lovia_tui.core.web_models import record_details, record_line
 from lovia_tui.view.kinds import RowKind
 from lovia_tui.view.rows import Row, index_text, partner_text
 
@@ -47,8 +48,16 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         )
     if row.kind == RowKind.UNREADABLE and row.problem:
         return Text(printable(f"{UNREADABLE_SHOWN}: {row.problem}"))
+    if row.kind == RowKind.CHAT:
+        return Text(printable(row.note))
+    if row.kind == RowKind.RECORD:
+        if row.record is None:
+            return Text(printable(row.note))
+        marker = "▾" if expanded else "▸"
+        return Text(printable(f"     {marker} ✖ {record_line(row.record, 200)}"))
     if row.kind == RowKind.SEGMENT and row.segment:
-        return Text(printable(segment_title(row.segment, expanded)))
+        by = f" · {row.note}" if row.note else ""
+        return Text(printable(segment_title(row.segment, expanded) + by))
     if row.kind == RowKind.SEAM and row.run:
         status = row.status or row.run.status
         # lovia web's own record says why a run that looks running is not.
@@ -120,6 +129,8 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
     (``clip``) the text also stops after FOLD_CHARS or FULL_CHARS characters:
     wrapping a 10 MB tool output would freeze the app. $PAGER gets it whole.
     """
+    if row.record is not None:
+        return _fold(record_details(row.record), full, None)
     if row.entry is None:
         return []
     data = row.entry.data

@@ -15,6 +15,7 @@ from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession, 
 
 from lovia_tui.demo import DemoWorkspace, agent, build_demo
 from lovia_tui.demo.crash import DONE, READY, AgentProcess, crash_run
+from lovia_tui.demo.web_history import REJECTED, REJECTED_RUN, SMOKE_RUN, STOPPED_RUN
 
 MARKER = "archived to a result store]"
 
@@ -237,6 +238,37 @@ def test_crash_window_orphan_and_completed_checkpoint(demo_dir: DemoWorkspace) -
     assert [
         run_id for run_id, _ in _segments(ws.sessions_db, ws.cli_completed_session)
     ] == [ws.cli_completed_run]
+
+
+def test_web_history(demo_dir: DemoWorkspace) -> None:
+    """lovia web's records: runs that saved nothing, a task, a schedule, a fork."""
+    ws = demo_dir
+    for run_id, status, error in (
+        (REJECTED_RUN, "failed", REJECTED),
+        (STOPPED_RUN, "cancelled", "cancelled"),
+    ):
+        assert _chat_run(ws, run_id)[:3] == (ws.launch_session, status, error)
+        assert not _in_sessions(ws.web_db, run_id)
+        assert not _rows(
+            ws.web_db, "SELECT 1 FROM snapshot_heads WHERE run_id = ?", run_id
+        )
+    assert _rows(
+        ws.web_db,
+        "SELECT parent_id FROM chat_sessions WHERE id = ?",
+        ws.launch_task_session,
+    ) == [(ws.launch_session,)]
+    assert _rows(
+        ws.web_db,
+        "SELECT origin_kind, origin_ref FROM chat_sessions WHERE origin_session_id = ?",
+        ws.launch_session,
+    ) == [("fork", f"{SMOKE_RUN}:0")]
+    fires = _rows(
+        ws.web_db,
+        "SELECT session_id, status FROM chat_runs WHERE source = ? ORDER BY started_at",
+        f"schedule:{ws.digest_schedule}",
+    )
+    assert [status for _, status in fires] == ["completed", "completed", "failed"]
+    assert fires[-1][0] is None  # the fire that started no run
 
 
 def test_refuses_directory_with_databases(tmp_path: Path) -> None:

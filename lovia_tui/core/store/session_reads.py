@@ -21,6 +21,7 @@ from lovia_tui.core.models import (
     SessionSummary,
 )
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.web_chats import parent_ids
 from lovia_tui.core.store.web_reads import (
     checkpoint_only_sessions,
     web_chat_rows,
@@ -272,6 +273,8 @@ async def session_summaries(
             pinned=pinned,
             last_activity=max(summary.last_activity or 0, updated) or None,
         )
+    for sid, parent in (await parent_ids(db, list(found))).items():
+        found[sid] = replace(found[sid], parent_id=parent)
     return found
 
 

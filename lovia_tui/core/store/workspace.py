@@ -13,7 +13,7 @@ from typing import Any
 
 from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
-from lovia_tui.core.store import session_reads
+from lovia_tui.core.store import session_reads, web_chats
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import Database, open_database
 from lovia_tui.core.store.run_segments import RunSegments
@@ -101,11 +101,20 @@ class Workspace:
         """(file, session_id) of the ``limit`` newest sessions of each file: pinned
         web chats first, then newest first (lovia web's order)."""
         rank: dict[tuple[str, str], tuple[bool, float]] = {}
+        parents: dict[tuple[str, str], tuple[str, str]] = {}
         for db in self.session_dbs:
             file = str(db.path)
-            for sid, when, pinned in await session_reads.ranked_sessions(db, limit):
+            ranked = await session_reads.ranked_sessions(db, limit)
+            for sid, when, pinned in ranked:
                 rank[(file, sid)] = (pinned, when or 0)
-        return sorted(rank, key=rank.__getitem__, reverse=True)
+            found = await web_chats.parent_ids(db, [sid for sid, _, _ in ranked])
+            parents.update(
+                ((file, sid), (file, parent)) for sid, parent in found.items()
+            )
+        # lovia web lists a subagent task under its chat, not among the chats.
+        return web_chats.under_parents(
+            sorted(rank, key=rank.__getitem__, reverse=True), parents.get
+        )
 
     async def summaries(
         self, keys: Iterable[tuple[str, str]]
