@@ -139,7 +139,22 @@ def _json(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-def _os_user() -> str:
+SERVE_USER_ENV = "LOVIA_TUI_SERVE_USER"
+"""Set by ``lovia-tui serve`` for each app it starts: "NAME from ADDRESS"."""
+
+
+def _who(explained: bool) -> str:
+    """Who acts: the OS user, or the person and address ``serve`` passed on.
+
+    Through ``serve`` many people share one OS user, so their name and address
+    are what the journal keeps, and each action must say why (an undo is
+    explained by the entry it undoes).
+    """
+    served = os.environ.get(SERVE_USER_ENV)
+    if served:
+        if not explained:
+            raise ActionError("a reason is required for actions taken through serve")
+        return f"{served} (serve)"
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -212,12 +227,13 @@ class Journal:
         adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
         databases = sorted({str(c.group.file.resolve()) for c in captured})
+        who = _who(bool(reason) or undoes is not None)
         with self._write() as conn:
             entry_id = conn.execute(
                 "INSERT INTO entries (created_at, user, action, params_json, reason, "
                 "databases_json, status, undoes, subject) "
                 "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                (time.time(), _os_user(), action, _json(params), reason,
+                (time.time(), who, action, _json(params), reason,
                  _json(databases), undoes, subject),
             ).lastrowid  # fmt: skip
             for position, item in enumerate(captured):
