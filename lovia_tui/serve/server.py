@@ -23,7 +23,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from lovia_tui.core.actions.journal import SERVE_USER_ENV
+from lovia_tui.core.actions.actor import SERVE_USER_ENV
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.serve.gate import COOKIE, TOKEN_USER, Gate
 
@@ -31,6 +31,8 @@ DEFAULT_MAX_SESSIONS = 4
 _STOP_GRACE = 5.0
 """Seconds an app gets to quit when asked before it is killed."""
 
+WHO = web.RequestKey("who", str)
+"""The person behind a request's cookie (set by the gate)."""
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -123,6 +125,7 @@ class LockedServer(Server):
         self.gate = Gate(users)
         self.services: set[ArgvAppService] = set()
         self._open = 0
+        self._ending: set[asyncio.Future[None]] = set()
         """Open tabs (counted from before the socket is ready: no race past the cap)."""
 
     @property
@@ -152,7 +155,9 @@ class LockedServer(Server):
         self.console.print("Press Ctrl+C to stop (every app process it started ends).")
 
     async def on_shutdown(self, app: web.Application) -> None:
-        await asyncio.gather(*(service.end() for service in list(self.services)))
+        await asyncio.gather(
+            *(self._end(service) for service in list(self.services)), *self._ending
+        )
 
     @web.middleware
     async def _guard(
@@ -162,20 +167,20 @@ class LockedServer(Server):
             return await handler(request)
         offered = request.query.get("token")
         if offered is not None:
-            return self._swap_token(request, offered)
+            raise self._swap_token(request, offered)
         who = self.gate.who(request.cookies.get(COOKIE))
         if who is None:
             raise web.HTTPUnauthorized(text="lovia-tui serve: open the printed URL\n")
-        request["who"] = who
+        request[WHO] = who
         return await handler(request)
 
-    def _swap_token(self, request: web.Request, offered: str) -> web.StreamResponse:
+    def _swap_token(self, request: web.Request, offered: str) -> web.HTTPSeeOther:
         """The start token becomes a cookie, and the URL loses it."""
         if not self.gate.token_matches(offered):
             raise web.HTTPUnauthorized(text="lovia-tui serve: wrong or expired token\n")
         return self._enter(request.path, TOKEN_USER)
 
-    def _enter(self, path: str, who: str) -> web.StreamResponse:
+    def _enter(self, path: str, who: str) -> web.HTTPSeeOther:
         """A session cookie for ``who``, and a redirect to ``path`` (no query)."""
         response = web.HTTPSeeOther(location=f"{self.public_url}{path}")
         response.set_cookie(
@@ -210,7 +215,7 @@ class LockedServer(Server):
             response = await self._login_page(request, "wrong name or password")
             response.set_status(401)
             return response
-        return self._enter("/", name)
+        raise self._enter("/", name)
 
     def _own_origin(self) -> str:
         public = urlsplit(self.public_url)
@@ -235,7 +240,7 @@ class LockedServer(Server):
         await websocket.prepare(request)
         service = ArgvAppService(
             self.argv,
-            f"{request['who']} from {request.remote}",
+            f"{request[WHO]} from {request.remote}",
             write_bytes=websocket.send_bytes,
             write_str=websocket.send_str,
             close=websocket.close,
@@ -249,6 +254,16 @@ class LockedServer(Server):
             )
             await self._process_messages(websocket, service)
         finally:
-            await service.end()
-            self.services.discard(service)
+            # aiohttp cancels this handler once the tab's connection drops: the
+            # ending runs as its own task so the app process is ended regardless.
+            ending = asyncio.ensure_future(self._end(service))
+            self._ending.add(ending)
+            ending.add_done_callback(self._ending.discard)
+            await asyncio.shield(ending)
         return websocket
+
+    async def _end(self, service: ArgvAppService) -> None:
+        try:
+            await service.end()
+        finally:
+            self.services.discard(service)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import os
 import sqlite3
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from lovia_tui.core.actions.actor import who_acts
 from lovia_tui.core.actions.row_undo import after_state
 from lovia_tui.core.actions.undo import UndoResult, read_journaled, undo_rows
 from lovia_tui.core.errors import ActionError
@@ -139,28 +139,6 @@ def _json(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-SERVE_USER_ENV = "LOVIA_TUI_SERVE_USER"
-"""Set by ``lovia-tui serve`` for each app it starts: "NAME from ADDRESS"."""
-
-
-def _who(explained: bool) -> str:
-    """Who acts: the OS user, or the person and address ``serve`` passed on.
-
-    Through ``serve`` many people share one OS user, so their name and address
-    are what the journal keeps, and each action must say why (an undo is
-    explained by the entry it undoes).
-    """
-    served = os.environ.get(SERVE_USER_ENV)
-    if served:
-        if not explained:
-            raise ActionError("a reason is required for actions taken through serve")
-        return f"{served} (serve)"
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
 class Journal:
     """The journal file: record actions, list them, and undo one.
 
@@ -227,7 +205,7 @@ class Journal:
         adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
         databases = sorted({str(c.group.file.resolve()) for c in captured})
-        who = _who(bool(reason) or undoes is not None)
+        who = who_acts(explained=bool(reason) or undoes is not None)
         with self._write() as conn:
             entry_id = conn.execute(
                 "INSERT INTO entries (created_at, user, action, params_json, reason, "
