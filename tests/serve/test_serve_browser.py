@@ -76,6 +76,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        cwd=demo,
     )
     assert server.stdout is not None
     url = ""
@@ -89,7 +90,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     server.wait(timeout=30)
 
 
-def _browser(profile: Path):
+def _browser(profile: Path, downloads: Path | None = None):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -107,6 +108,10 @@ def _browser(profile: Path):
         "--window-size=1280,900",
     ):
         options.add_argument(flag)
+    if downloads is not None:
+        options.add_experimental_option(
+            "prefs", {"download.default_directory": str(downloads)}
+        )
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.execute_cdp_cmd(
         "Page.addScriptToEvaluateOnNewDocument", {"source": _RECORD_SCREEN}
@@ -144,5 +149,30 @@ def test_a_second_browser_without_the_token_is_refused(served, tmp_path: Path) -
         assert "open the printed URL" in driver.page_source
         driver.get(url)  # the token works once per browser, not only once at all
         _wait_for(driver, "chat-weekly")
+    finally:
+        driver.quit()
+
+
+def test_export_arrives_as_a_download(served, tmp_path: Path) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    url, demo = served
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver = _browser(tmp_path / "profile", downloads)
+    try:
+        driver.get(url)
+        _wait_for(driver, "chat-weekly")
+        terminal = driver.find_element(By.CSS_SELECTOR, ".textual-terminal")
+        ActionChains(driver).click(terminal).send_keys("x").perform()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not [
+            p for p in downloads.iterdir() if p.suffix == ".md"
+        ]:
+            time.sleep(0.2)
+        (arrived,) = [p for p in downloads.iterdir() if p.suffix == ".md"]
+        assert arrived.stat().st_size > 0
+        assert not list(demo.glob("*.md"))  # no file on the server (its cwd)
     finally:
         driver.quit()

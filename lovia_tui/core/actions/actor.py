@@ -15,6 +15,11 @@ SERVE_USER_ENV = "LOVIA_TUI_SERVE_USER"
 """Set by ``lovia-tui serve`` for each app it starts: "NAME from ADDRESS"."""
 
 
+def serving() -> bool:
+    """Whether this app runs in a browser tab of ``lovia-tui serve``."""
+    return bool(os.environ.get(SERVE_USER_ENV))
+
+
 def who_acts(*, explained: bool) -> str:
     """Who acts: the OS user, or the person and address ``serve`` passed on.
 
