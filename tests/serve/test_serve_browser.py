@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.ports import free_port
 
 from lovia_tui.demo import build_demo
 
@@ -52,12 +52,6 @@ Object.assign(window.WebSocket, Native);
 """Keeps every byte the app sends the page: xterm.js draws on a canvas."""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """``lovia-tui serve`` on the demo, as started on a host; yields the printed URL."""
@@ -71,7 +65,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
             "serve",
             str(demo),
             "--port",
-            str(_free_port()),
+            str(free_port()),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -13,18 +12,13 @@ from pathlib import Path
 import pytest
 from aiohttp import WSServerHandshakeError, test_utils
 from support.lovia_factory import SCRIPTS, write_session
+from support.ports import free_port
 
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.serve.gate import COOKIE, add_user, read_users
 from lovia_tui.serve.server import LockedServer, app_argv
 
 ROUTES = ["/", "/ws", "/static/css/xterm.css", "/download/anything", "/nope"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -43,7 +37,7 @@ async def _client(server: LockedServer) -> test_utils.TestClient:
 
 
 def _server(paths: list[Path], **options) -> LockedServer:
-    port = _free_port()
+    port = free_port()
     return LockedServer(
         app_argv([str(p) for p in paths], readonly=False),
         port=port,
