@@ -34,6 +34,7 @@ SUBCOMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "search": "search",
     "index": "search",
+    "serve": "serve",
 }
 """Each subcommand's module under ``lovia_tui.cli``, in ``--help`` order."""
 

@@ -10,6 +10,7 @@ flow's worker, its writes in a thread; a failure is one notification.
 from __future__ import annotations
 
 import asyncio
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,8 +23,16 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from lovia_tui.core.actions.actor import serving
 from lovia_tui.core.errors import os_error_text
-from lovia_tui.core.export import ExportError, export_to_file, free_path, target_state
+from lovia_tui.core.export import (
+    ExportError,
+    export_name,
+    export_session,
+    export_to_file,
+    free_path,
+    target_state,
+)
 from lovia_tui.core.formatting import printable
 
 if TYPE_CHECKING:
@@ -117,6 +126,9 @@ def _problem(path: Path, state: str) -> str:
 async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:
     """Ask for the file (run as a worker of ``screen``), then export into it."""
     session_id = key[1]
+    if serving():
+        await _deliver(screen, key, fmt)
+        return
     path = await asyncio.to_thread(free_path, Path.cwd(), session_id, fmt)
     databases = [db.path for db in screen.workspace.databases]
     problem, state = "", "free"
@@ -149,3 +161,25 @@ async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> 
         screen.notify(f"export failed: {os_error_text(exc)}", severity="error")
         return
     screen.notify(f"exported {count} entries of {session_id} to {path}")
+
+
+async def _deliver(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:
+    """Under ``serve`` the export is the browser's download, never a server file."""
+    session_id = key[1]
+    text = io.StringIO()
+    try:
+        count = await export_session(
+            screen.workspace.database(Path(key[0])),
+            session_id,
+            fmt,
+            text,
+            ws=screen.workspace,
+            stale_after=screen.stale_after,
+        )
+    except ExportError as exc:
+        screen.notify(f"export refused: {exc}", severity="error")
+        return
+    text.seek(0)
+    name = export_name(session_id, fmt)
+    screen.app.deliver_text(text, save_filename=name)
+    screen.notify(f"exported {count} entries of {session_id} as download {name}")

@@ -19,7 +19,6 @@ interrupted one is settled from the rows themselves before anything else
 from __future__ import annotations
 
 import asyncio
-import getpass
 import os
 import sqlite3
 import time
@@ -31,6 +30,7 @@ from typing import Any
 import orjson
 
 from lovia_tui.core.actions import journal_file
+from lovia_tui.core.actions.actor import who_acts
 from lovia_tui.core.actions.entry_locks import EntryLock, running_in
 from lovia_tui.core.actions.row_undo import after_state
 from lovia_tui.core.errors import ActionError
@@ -87,13 +87,6 @@ def _json(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
 class Journal:
     """The journal file: record actions, list them, and undo one.
 
@@ -147,6 +140,7 @@ class Journal:
     ) -> int:
         """:meth:`begin` on the caller's thread (an undo, a fork under its write lock)."""
         databases = sorted({str(c.group.file.resolve()) for c in captured})
+        who = who_acts(explained=bool(reason) or undoes is not None)
         lock: EntryLock | None = None
         try:
             with self._write() as conn:
@@ -154,7 +148,7 @@ class Journal:
                     "INSERT INTO entries (created_at, user, action, params_json, reason, "
                     "databases_json, status, undoes, subject) "
                     "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                    (time.time(), _os_user(), action, _json(params), reason,
+                    (time.time(), who, action, _json(params), reason,
                      _json(databases), undoes, subject),
                 ).lastrowid  # fmt: skip
                 assert entry_id is not None
