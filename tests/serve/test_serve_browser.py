@@ -130,7 +130,7 @@ def test_printed_url_shows_the_demo_sessions(served, tmp_path: Path) -> None:
         assert "token=" not in driver.current_url  # swapped for the cookie
         assert not [c for c in driver.get_cookies() if not c.get("httpOnly")]
         _wait_for(driver, "chat-weekly")
-        _wait_for(driver, "Weekly summary")
+        _wait_for(driver, "chat-kyoto")
     finally:
         driver.quit()
 
