@@ -113,13 +113,22 @@ def _browser(profile: Path, downloads: Path | None = None):
     return driver
 
 
-def _wait_for(driver, text: str, timeout: float = 60) -> None:
+def _until(check, what: str, timeout: float = 60) -> None:
+    """Poll ``check`` until it is true (bounded by ``timeout``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if text in driver.execute_script("return window.__screen || ''"):
+        if check():
             return
-        time.sleep(0.2)
-    raise AssertionError(f"{text!r} never reached the browser")
+        time.sleep(0.2)  # bounded by the deadline
+    raise AssertionError(f"{what} within {timeout:g} s")
+
+
+def _wait_for(driver, text: str, timeout: float = 60) -> None:
+    _until(
+        lambda: text in driver.execute_script("return window.__screen || ''"),
+        f"{text!r} never reached the browser",
+        timeout,
+    )
 
 
 def test_printed_url_shows_the_demo_sessions(served, tmp_path: Path) -> None:
@@ -160,11 +169,10 @@ def test_export_arrives_as_a_download(served, tmp_path: Path) -> None:
         _wait_for(driver, "chat-weekly")
         terminal = driver.find_element(By.CSS_SELECTOR, ".textual-terminal")
         ActionChains(driver).click(terminal).send_keys("x").perform()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not [
-            p for p in downloads.iterdir() if p.suffix == ".md"
-        ]:
-            time.sleep(0.2)
+        _until(
+            lambda: any(p.suffix == ".md" for p in downloads.iterdir()),
+            "no Markdown download arrived",
+        )
         (arrived,) = [p for p in downloads.iterdir() if p.suffix == ".md"]
         assert arrived.stat().st_size > 0
         assert not list(demo.glob("*.md"))  # no file on the server (its cwd)

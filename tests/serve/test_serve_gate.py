@@ -144,7 +144,7 @@ async def test_max_sessions_503_and_every_app_process_ends(served) -> None:
     for _ in range(200):
         if not server.services:
             break
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # bounded: 200 polls
     assert server.services == set() and not _alive(pid)
 
 
