@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
 """An action's preview from the dialog's option values and whether to force."""
 
-FORK_INSTEAD = "Fork instead (keeps this session)"
+FORK_INSTEAD = "Fork (keeps this session)"
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:
