@@ -114,7 +114,9 @@ class SessionList:
         summaries = self.summaries.values()
         self._columns = [
             # Ids by length, not cells: a walk of 130,000 keys must stay cheap.
-            Column("id", longest((key[1] for key in self.shown), 40, 10), 0),
+            Column(
+                "id", longest((key[1] for key in self.shown), 40, 10), 0, share=0.45
+            ),
             Column(
                 "title",
                 widest((printable(summary.title) for summary in summaries), 32, 8),
@@ -136,7 +138,7 @@ class SessionList:
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        text.append(cell(printable(key[1]), widths["id"]), style="bold")
+        text.append(cell(printable(key[1]), widths["id"], middle=True), style="bold")
         if summary is None:
             text.append(" …", style="dim")
             return text
