@@ -187,7 +187,7 @@ async def test_an_unfinished_action_is_found_and_undone_from_the_doctor(
         screen = await open_doctor_view(pilot)
         assert ("unfinished-action", None) in subjects(screen)
         await select(pilot, screen, "unfinished-action", None)
-        assert "undo PATH... 1 --yes" in str(
+        assert f"undo {db.resolve()} 1 --yes" in str(
             screen.query_one("#doctor-detail").render()
         )
         audits = screen.audits

@@ -33,6 +33,7 @@ from lovia_tui.core.actions.session_plans import (
 )
 from lovia_tui.core.actions.web_settle import chat_store
 from lovia_tui.core.errors import ActionError, RowsChangedError
+from lovia_tui.core.formatting import command_line
 from lovia_tui.core.store.rows import Captured, RowGroup, capture, identity
 from lovia_tui.core.store.workspace import Workspace
 
@@ -261,7 +262,8 @@ async def perform_fork(
                 entry_id, "failed", {}, error, list(zip(before, after, strict=True))
             )
             raise ActionError(
-                f"fork failed ({error}); `lovia-tui undo PATH... {entry_id} --yes` "
+                f"fork failed ({error}); "
+                f"`{command_line('undo', *ws.paths, entry_id, '--yes')}` "
                 "removes what it copied"
             ) from exc
         after = [await capture(db, group)]

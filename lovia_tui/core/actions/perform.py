@@ -33,6 +33,7 @@ from lovia_tui.core.actions.previews import (
     subject,
 )
 from lovia_tui.core.errors import ActionError, RowsChangedError
+from lovia_tui.core.formatting import command_line
 from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
@@ -113,7 +114,8 @@ async def perform(
         await journal.finish(entry_id, "failed", {}, str(exc))
         raise ActionError(
             f"{preview.action} was interrupted half way ({exc}); "
-            f"`lovia-tui undo PATH... {entry_id} --yes` puts back every row it removed"
+            f"`{command_line('undo', *ws.paths, entry_id, '--yes')}` puts back "
+            "every row it removed"
         ) from exc
     except Exception as exc:
         error = str(exc) or type(exc).__name__
