@@ -206,16 +206,19 @@ class DoctorScreen(WorkerErrors, Screen):
             + "\n",
             style=SEVERITY_STYLES[finding.severity],
         )
-        text.append(printable(finding.message, multiline=True) + "\n")
+        # What x does before the finding's long story: at 60x15 the detail
+        # has four lines and the fix was cut off.
         if finding.fix is not None:
             text.append(
                 printable(
                     f"x (or enter) applies the fix: {finding.fix.text}", multiline=True
-                ),
+                )
+                + "\n",
                 style="cyan",
             )
         else:
-            text.append("no one-key fix for this finding", style="dim")
+            text.append("no one-key fix for this finding\n", style="dim")
+        text.append(printable(finding.message, multiline=True))
         detail.update(text)
 
     # ----- fixes -----
