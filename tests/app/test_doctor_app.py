@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from support.app import confirm, snapshot_app
+from support.reliability import until
 from textual.widgets import Select
 
 from lovia_tui.app import make_app
@@ -99,6 +100,29 @@ async def test_the_doctor_view_offers_no_fix_when_read_only(snap_dir, monkeypatc
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is screen, "no dialog: nothing can be changed"
+
+
+async def test_the_doctor_list_moves_with_j_and_k_and_its_detail_names_x(demo_dir):
+    """Like every list: j down, k up; the detail says the key the bar shows."""
+    from textual.widgets import Static
+
+    from lovia_tui.widgets.key_bar import KeyBar
+
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = await open_doctor_view(pilot)
+        await until(pilot, lambda: screen.audits == 1)
+        assert len(screen.findings) >= 2
+        table = screen.query_one("#doctor-table")
+        await pilot.press("j")
+        assert table.cursor_row == 1
+        await pilot.press("k")
+        assert table.cursor_row == 0
+        await settle(pilot)
+        detail = str(screen.query_one("#doctor-detail", Static).render())
+        bar = str(screen.query_one(KeyBar).render())
+        assert "x (or enter) applies the fix" in detail and "x Apply fix" in bar
 
 
 async def test_the_demo_is_healed_from_the_doctor_view(
