@@ -1,8 +1,8 @@
 """A new user's stories on the demo, each counted in keys from launch, at
 160x45 and at 80x24 (where one pane shows at a time).
 
-``BEFORE`` is what each story took when it was first measured by hand on a
-fresh demo (in tmux); ``KEYS`` is what it takes now, asserted exactly so a
+``KEYS`` holds, for each story and size, what it took when first measured by
+hand on a fresh demo (in tmux) and what it takes now, asserted exactly so a
 change that adds a key shows up here. docs/stories.md tells the same stories
 with the same keys.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing
@@ -30,28 +29,24 @@ from lovia_tui.screens.doctor import DoctorScreen
 
 WIDE, NARROW = (160, 45), (80, 24)
 SIZES = [WIDE, NARROW]
-BEFORE = {
-    "crashed run's dangling call": {WIDE: 5, NARROW: 8},
-    "rewind, read the preview, undo": {WIDE: 13, NARROW: 16},
-    "follow a live run": {WIDE: 2, NARROW: 2},
-    "search and land on the hit": {WIDE: 11, NARROW: 11},
-    "doctor and one fix": {WIDE: 6, NARROW: 6},
-    "fork": {WIDE: 11, NARROW: 11},
+KEYS = {  # story: {size: (keys when first measured, keys now)}
+    "crashed run's dangling call": {WIDE: (5, 2), NARROW: (8, 2)},
+    "rewind, read the preview, undo": {WIDE: (13, 13), NARROW: (16, 13)},
+    "follow a live run": {WIDE: (2, 2), NARROW: (2, 2)},
+    "search and land on the hit": {WIDE: (11, 9), NARROW: (11, 10)},
+    "doctor and one fix": {WIDE: (6, 3), NARROW: (6, 3)},
+    "fork": {WIDE: (11, 11), NARROW: (11, 11)},
 }
-KEYS = {
-    "crashed run's dangling call": {WIDE: 2, NARROW: 2},
-    "rewind, read the preview, undo": {WIDE: 13, NARROW: 13},
-    "follow a live run": {WIDE: 2, NARROW: 2},
-    "search and land on the hit": {WIDE: 9, NARROW: 10},
-    "doctor and one fix": {WIDE: 3, NARROW: 3},
-    "fork": {WIDE: 11, NARROW: 11},
-}
+
+
+def now(story: str, size: tuple[int, int]) -> int:
+    return KEYS[story][size][1]
 
 
 def test_no_story_takes_more_keys_than_before() -> None:
     for story, counts in KEYS.items():
-        for size, count in counts.items():
-            assert count <= BEFORE[story][size], (story, size)
+        for size, (before, keys) in counts.items():
+            assert keys <= before, (story, size)
 
 
 class Keys:
@@ -82,14 +77,6 @@ def integrity(db: Path) -> str:
         return conn.execute("PRAGMA integrity_check").fetchone()[0]
 
 
-@pytest.fixture
-def demo(demo_dir: DemoWorkspace, tmp_path: Path) -> DemoWorkspace:
-    """A private copy of the demo, free to change."""
-    copy = DemoWorkspace(tmp_path / "demo")
-    shutil.copytree(demo_dir.directory, copy.directory)
-    return copy
-
-
 @asynccontextmanager
 async def launched(demo: DemoWorkspace, size: tuple[int, int]) -> AsyncIterator:
     """The app as ``lovia-tui demo`` opens it: (app, pilot, keys)."""
@@ -114,7 +101,7 @@ async def test_the_crashed_run_and_its_dangling_call(demo, size) -> None:
         assert "call_run-crashed_job" in shown
         # The demo's two crashed runs are first, newest first: which one saved
         # last depends on its build, so j is needed once or not at all.
-        assert keys.count <= KEYS["crashed run's dangling call"][size]
+        assert keys.count <= now("crashed run's dangling call", size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["160x45", "80x24"])
@@ -138,7 +125,7 @@ async def test_rewind_read_the_preview_and_undo(demo, size) -> None:
         assert "undo" in on_screen(app).lower()
         await keys("enter")
         await until(pilot, lambda: rows(demo.web_db) == before)
-        assert keys.count == KEYS["rewind, read the preview, undo"][size]
+        assert keys.count == now("rewind, read the preview, undo", size)
     assert integrity(demo.web_db) == "ok"
 
 
@@ -164,7 +151,7 @@ async def test_follow_a_live_run(tmp_path, size) -> None:
 
             first = entries()
             await until(pilot, lambda: entries() > first, timeout=30.0)
-            assert keys.count == KEYS["follow a live run"][size]
+            assert keys.count == now("follow a live run", size)
     finally:
         await writer.close()
 
@@ -187,7 +174,7 @@ async def test_search_lands_on_the_hit(demo, size) -> None:
         assert pane.transcript.current_row.key == pane.hits.rows[0]
         shown = on_screen(app)
         assert "hit 1/1" in shown and "Kinkaku" in shown
-        assert keys.count == KEYS["search and land on the hit"][size]
+        assert keys.count == now("search and land on the hit", size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["160x45", "80x24"])
@@ -204,7 +191,7 @@ async def test_the_doctor_and_one_fix(demo, size) -> None:
         await keys("enter", "enter")
         await until(pilot, lambda: app.screen is doctor and doctor.audits >= 2, 30.0)
         assert "crash-window" not in {f.kind for f in doctor.findings}
-        assert keys.count == KEYS["doctor and one fix"][size]
+        assert keys.count == now("doctor and one fix", size)
     assert integrity(demo.web_db) == "ok"
 
 
@@ -224,7 +211,7 @@ async def test_fork(demo, size) -> None:
         assert on_screen(app).count("fork chat-kyoto: copy its first") == 1
         await keys("enter", "enter")
         await until(pilot, lambda: len(app.screen.sessions.keys) == sessions + 1)
-        assert keys.count == KEYS["fork"][size]
+        assert keys.count == now("fork", size)
     after = [
         row for row in rows(demo.web_db)["session_runs"] if demo.trip_session in row
     ]
