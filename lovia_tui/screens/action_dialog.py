@@ -7,7 +7,9 @@ Confirming is a deliberate act: the focus starts in the Reason (so what the
 user types at once is kept; option fields are above it, shift+tab), Enter in
 a field moves on to the next one and then to Confirm, and an action that removes more than one run
 or checkpoint, or a whole session, is confirmed only once its count or the
-session's id is typed (:func:`confirm_token`).
+session's id is typed (:func:`confirm_token`): the line above the field says
+so, and Enter there before it matches marks that line instead of moving on.
+The layout (preview on top, in a scroll of its own) is :mod:`dialog_frame`'s.
 """
 
 from __future__ import annotations
