@@ -35,6 +35,11 @@ from lovia_tui.view.selection import (
 SESSIONS, TRANSCRIPT, RUNS = Pane.SESSIONS, Pane.TRANSCRIPT, Pane.RUNS
 
 
+def key_label(key: str) -> str:
+    """A binding's key as a person reads it (``slash`` is ``/``)."""
+    return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(key, key)
+
+
 @dataclass(frozen=True)
 class CommandDef:
     """One command: the action it runs, its key, how it is described, the
@@ -61,9 +66,7 @@ class CommandDef:
 
     @property
     def key_label(self) -> str:
-        return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(
-            self.key, self.key
-        )
+        return key_label(self.key)
 
     def why_not(self, selection: Selection) -> str | None:
         """Why the command does not apply to ``selection`` (None: it does)."""
@@ -102,6 +105,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry or run head under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
+    CommandDef("copy_id", "y", "Copy id", "Copy the whole id under the cursor (session, run or tool call) to the clipboard", needs=(UNDER_CURSOR,), footer=(RUNS,)),
     CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
     CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),
     CommandDef("rewind_turn", "W", "Rewind turn", "Rewind to before the user turn holding the cursor (edit and resend)", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),
@@ -118,7 +122,6 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
-    CommandDef("copy_id", "y", "Copy id", "Copy the id under the cursor (session, run or tool call) to the clipboard", show=False, needs=(UNDER_CURSOR,)),
     CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),
     CommandDef("follow", "f", "Follow", "Follow: tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", footer=(TRANSCRIPT, RUNS)),
     CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),

@@ -33,6 +33,7 @@ from lovia_tui.core.actions.session_plans import (
     preview_rewind,
     preview_trim,
 )
+from lovia_tui.core.formatting import command_line
 from lovia_tui.core.run_status import STATUS_FILTERS
 from lovia_tui.core.store.workspace import Workspace
 
@@ -94,7 +95,8 @@ async def _act(
             f"{k.replace('_', ' ')} {v}" for k, v in result.counts.items()
         )
         console().print(
-            f"done: {counts}; undo with `lovia-tui undo PATH... {result.journal_id}`",
+            f"done: {counts}; undo with "
+            f"`{command_line('undo', *ws.paths, result.journal_id)}`",
             style="green",
             markup=False,
         )

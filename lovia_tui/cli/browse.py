@@ -53,7 +53,11 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
     add_json(parser)
     add_readonly(parser)
     parser.add_argument(
-        "--search", metavar="TEXT", help="only sessions whose messages contain TEXT"
+        "--search",
+        metavar="TEXT",
+        help="only sessions whose stored messages contain TEXT (a scan of the "
+        "sessions' segments: a run still in flight is not looked at; "
+        "`lovia-tui search` and the app's s cover those too)",
     )
     parser.add_argument(
         "--limit", type=int, default=50, help="at most N sessions (default 50)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 
 from lovia_tui.core.stored import UNREADABLE_SHOWN
@@ -124,3 +125,9 @@ def size(num_bytes: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GB"
+
+
+def command_line(*words: object) -> str:
+    """A lovia-tui command to suggest, with the real paths and ids (quoted for
+    a shell): ``PATH...`` told a person nothing they could paste."""
+    return " ".join(["lovia-tui", *(shlex.quote(str(word)) for word in words)])

@@ -19,7 +19,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -76,7 +76,7 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
         """``path`` holds a regular file: the button replaces it."""
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog"):
+        with Vertical(classes="dialog"):
             yield Label(
                 printable(
                     f"Export session {self.session_id} as {FORMAT_NAMES[self.fmt]}"
@@ -84,19 +84,20 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
                 classes="dialog-title",
                 markup=False,
             )
-            yield Label("Write to (a new file)", markup=False)
-            yield Input(str(self.path), id="export-path")
-            if self.problem:
-                yield Static(
-                    Text(printable(self.problem), style="bold yellow"),
-                    id="export-problem",
-                )
+            with VerticalScroll(classes="dialog-form"):
+                yield Label("Write to (a new file)", markup=False)
+                yield Input(str(self.path), id="export-path", compact=True)
+                if self.problem:
+                    yield Static(
+                        Text(printable(self.problem), style="bold yellow"),
+                        id="export-problem",
+                    )
             with Horizontal(classes="dialog-buttons"):
                 if self.taken:
-                    yield Button("Replace", id="export", variant="error")
+                    yield Button("Replace", id="export", variant="error", compact=True)
                 else:
-                    yield Button("Export", id="export", variant="primary")
-                yield Button("Cancel", id="cancel")
+                    yield Button("Export", id="export", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#export")

@@ -263,11 +263,13 @@ class RunDetail(WorkerErrors, VerticalScroll):
                 Text(printable_json(json.dumps(run.head, ensure_ascii=False, indent=2)))
             )
             return
-        parts: list[RenderableType] = [
-            head_table(run, link, now, stale_after),
-            Text(""),
-            dangling_panel(dangling, live=run.is_live(now, stale_after)),
-        ]
+        table = head_table(run, link, now, stale_after)
+        panel = dangling_panel(dangling, live=run.is_live(now, stale_after))
+        # The calls first when there are any: what a crashed run left is what
+        # a person came for, and below the head it was out of sight at 80x24.
+        parts: list[RenderableType] = (
+            [panel, table] if dangling else [table, Text(""), panel]
+        )
         for problem in [run.unreadable, *problems]:
             if problem:
                 parts.append(data_text(f"{UNREADABLE_SHOWN}: {problem}", "bold red"))

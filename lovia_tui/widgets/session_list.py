@@ -116,7 +116,9 @@ class SessionList:
         summaries = self.summaries.values()
         self._columns = [
             # Ids by length, not cells: a walk of 130,000 keys must stay cheap.
-            Column("id", longest((key[1] for key in self.shown), 40, 10), 0),
+            Column(
+                "id", longest((key[1] for key in self.shown), 40, 10), 0, share=0.45
+            ),
             Column(
                 "title",
                 widest((printable(summary.title) for summary in summaries), 32, 8),
@@ -143,7 +145,7 @@ class SessionList:
             # A subagent task chat, listed under its parent chat as lovia web groups it.
             text.append(TASK, style="dim")
             room -= len(TASK)
-        text.append(cell(printable(key[1]), room), style="bold")
+        text.append(cell(printable(key[1]), room, middle=True), style="bold")
         if summary is None:
             text.append(" …", style="dim")
             return text

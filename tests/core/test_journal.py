@@ -283,7 +283,9 @@ async def test_a_commit_failing_after_another_files_is_undone(
         with pytest.raises(ActionError, match="interrupted half way") as raised:
             await perform(ws, preview)
         failing.clear()
-        assert "undo PATH... 1 --yes" in str(raised.value)
+        assert f"undo {sessions.resolve()} {runs.resolve()} 1 --yes" in str(
+            raised.value
+        )
         assert rows(sessions) == before[0] and rows(runs) != before[1]
         [entry] = await Journal().entries([runs])
         assert (entry.status, entry.unfinished) == ("failed", True)

@@ -103,7 +103,7 @@ def test_killed_action_is_undone_exactly(
     assert main(["doctor", str(db), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     [finding] = [f for f in report["findings"] if f["kind"] == "unfinished-action"]
-    assert f"undo PATH... {entry.id} --yes" in finding["fix"]
+    assert f"undo {db.resolve()} {entry.id} --yes" in finding["fix"]
 
     assert main(["undo", str(db)]) == 0  # the preview says what it will do
     out = capsys.readouterr().out

@@ -186,9 +186,15 @@ def describe_fork(p: ForkPreview) -> list[str]:
         return [
             f"fork {p.session_id}: nothing to copy (keeping {p.keep_entries} entries)"
         ]
+    where = (
+        f"everything before entry {p.keep_entries}"
+        + (", where its user turn starts (lovia web forks there)" if p.web else "")
+        if p.keep_entries < p.total_entries
+        else "all of it"
+    )
     lines = [
         f"fork {p.session_id}: copy its first {p.entries_copied} of {p.total_entries} "
-        f"entries into {target}; {p.session_id!r} is left as it is"
+        f"entries ({where}) into {target}; {p.session_id!r} is left as it is"
     ]
     whole = [r for r in p.runs_copied if not p.truncated or r != p.truncated.run_id]
     if whole:

@@ -35,6 +35,7 @@ from lovia_tui.core.actions.previews import (
 )
 from lovia_tui.core.actions.undo import UndoResult
 from lovia_tui.core.errors import ActionError, RowsChangedError
+from lovia_tui.core.formatting import command_line
 from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
@@ -104,13 +105,17 @@ async def perform(
         subject=subject(preview), adds=_adds(preview),
     )  # fmt: skip
     try:
-        return await _perform_journaled(preview, before, journal, entry_id)
+        return await _perform_journaled(ws, preview, before, journal, entry_id)
     finally:
         journal.release(entry_id)  # however it ends: the entry runs no more
 
 
 async def _perform_journaled(
-    preview: Preview, before: list[Captured], journal: Journal, entry_id: int
+    ws: Workspace,
+    preview: Preview,
+    before: list[Captured],
+    journal: Journal,
+    entry_id: int,
 ) -> ActionResult:
     """Act under the entry's lock, and record the outcome."""
     locked_stores = load_lovia()
@@ -125,7 +130,8 @@ async def _perform_journaled(
         await journal.finish(entry_id, "failed", {}, str(exc))
         raise ActionError(
             f"{preview.action} was interrupted half way ({exc}); "
-            f"`lovia-tui undo PATH... {entry_id} --yes` puts back every row it removed"
+            f"`{command_line('undo', *ws.paths, entry_id, '--yes')}` puts back "
+            "every row it removed"
         ) from exc
     except Exception as exc:
         error = str(exc) or type(exc).__name__

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lovia_tui.core.doctor.checkpoints import checkpoint_findings
-from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, Severity
+from lovia_tui.core.doctor.findings import (
+    Finding,
+    FindingList,
+    Fix,
+    Progress,
+    Severity,
+    with_open_files,
+)
 from lovia_tui.core.doctor.journal import journal_findings
 from lovia_tui.core.doctor.segments import segment_findings
 from lovia_tui.core.doctor.web import WebState, unsaved_run_findings, web_findings
@@ -99,7 +106,8 @@ async def diagnose(
     for db in ws.databases:
         if db.stores.session:
             await segment_findings(db, found, progress=report)
-    return Report(tuple(found.finished()), tuple(files))
+    findings = (with_open_files(f, ws.paths) for f in found.finished())
+    return Report(tuple(findings), tuple(files))
 
 
 def _journal_finding(db: Database) -> Finding:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from lovia_tui.core.formatting import command_line
 from lovia_tui.core.stored import non_text
 
 Severity = Literal["error", "warning", "info"]
@@ -151,6 +152,21 @@ def summary(findings: Iterable[Finding]) -> str:
     )
 
 
+OPEN_FILES = "\0files"
+"""Where a suggested command names the files: :func:`with_open_files` puts
+the real ones there once the audit knows them."""
+
+
 def command(verb: str, *args: str) -> str:
-    """How to do it from a shell (the files are the doctor's own PATH arguments)."""
-    return " ".join(["lovia-tui", verb, "PATH...", *args, "--yes"])
+    """How to do it from a shell, the open files still to be filled in."""
+    return " ".join(["lovia-tui", verb, OPEN_FILES, *args, "--yes"])
+
+
+def with_open_files(finding: Finding, paths: Iterable[Path]) -> Finding:
+    """``finding`` with the files the doctor read in its suggested command
+    (quoted for a shell): ``PATH...`` told a person nothing to paste."""
+    if finding.fix is None or OPEN_FILES not in finding.fix.text:
+        return finding
+    files = command_line(*paths).removeprefix("lovia-tui ")
+    text = finding.fix.text.replace(OPEN_FILES, files)
+    return replace(finding, fix=replace(finding.fix, text=text))

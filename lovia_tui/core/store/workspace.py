@@ -79,6 +79,12 @@ class Workspace:
         return cls(opened)
 
     @property
+    def paths(self) -> list[Path]:
+        """The open files, in the order given, absolute: what a suggested
+        command names works from any directory."""
+        return [db.path.absolute() for db in self.databases]
+
+    @property
     def readonly(self) -> bool:
         return all(db.readonly for db in self.databases)
 
