@@ -29,12 +29,13 @@ SUBCOMMANDS: dict[str, str] = {
     "finalize": "actions",
     "keep-partial": "actions",
     "clear": "actions",
-    "journal": "actions",
-    "undo": "actions",
+    "journal": "journal",
+    "undo": "journal",
     "fork": "fork",
     "doctor": "doctor",
     "search": "search",
     "index": "search",
+    "serve": "serve",
 }
 """Each subcommand's module under ``lovia_tui.cli``, in ``--help`` order."""
 

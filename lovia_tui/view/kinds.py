@@ -40,6 +40,10 @@ class RowKind(StrEnum):
     UNREADABLE = "unreadable"
     HELD_BACK = "held-back"
     """The entries of a large segment the app does not hold (its middle)."""
+    RECORD = "record"
+    """lovia web's record of a run that left no entries in the chat."""
+    CHAT = "chat"
+    """A line of what lovia web says of the chat (task of, forked from, schedules)."""
 
 
 class Group(StrEnum):

@@ -50,6 +50,8 @@ class Transcript(LineView, can_focus=True):
         "transcript--newer",
         "transcript--held-back",
         "transcript--unreadable",
+        "transcript--record",
+        "transcript--chat",
         "transcript--user",
         "transcript--system",
         "transcript--assistant-text",

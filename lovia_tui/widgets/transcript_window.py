@@ -26,6 +26,8 @@ from lovia_tui.view.rows import (
 )
 from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
 
+UNFOLDS = (RowKind.ENTRY, RowKind.RECORD)
+"""Rows Enter unfolds to show their details."""
 SUMMARIES = 4096
 """Summary lines remembered (a few screens of rows in every state)."""
 WINDOW = 2_000
@@ -132,7 +134,7 @@ class TranscriptWindow:
         then whole (if that shows more), then folds again."""
         if row.kind in (RowKind.SEGMENT, RowKind.SEAM):
             self.collapsed.symmetric_difference_update({row.key})
-        elif row.kind == RowKind.ENTRY:
+        elif row.kind in UNFOLDS:
             raw = row.key in self.raw
             state = self.expanded.get(row.key)
             if state is None:
@@ -166,7 +168,7 @@ class TranscriptWindow:
         for visible_position, position in enumerate(self.visible):
             row = self.rows[position]
             lines.append((visible_position, 0))
-            if row.key in self.expanded and row.kind == RowKind.ENTRY:
+            if row.key in self.expanded and row.kind in UNFOLDS:
                 details = self.details_for(row, width, console)
                 lines.extend(
                     (visible_position, offset + 1) for offset in range(len(details))

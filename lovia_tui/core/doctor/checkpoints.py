@@ -25,7 +25,7 @@ from lovia_tui.core.doctor.web import WebState
 from lovia_tui.core.entries import (
     drop_dangling,
 )
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store.checkpoint_reads import run_info
@@ -163,7 +163,7 @@ class _Checkup:
             if link
             else "nothing links it to a session"
         )
-        ago = age(self.now - run.updated_at)
+        when = ago(self.now, run.updated_at)
         if run.status == RunStatus.COMPLETED:
             chats = self.web.chats(rid)
             doom = (
@@ -188,7 +188,7 @@ class _Checkup:
         if link is None:
             return self._found(
                 "orphan", "info",
-                f"{self.status} {ago} ago; nothing records its session (no segment, no web UI "
+                f"{self.status} {when}; nothing records its session (no segment, no web UI "
                 "record), as for any run checkpointed without one: plain lovia resumes it when "
                 "the same run_id is issued again (resume_only), with the session named by the caller",
                 Fix(
@@ -199,10 +199,11 @@ class _Checkup:
                     "Deleting it loses the only copy of its entries",
                 ),
             )  # fmt: skip
-        if self.now - run.updated_at >= self.older_than_days * 86_400:
+        saved = run.updated_at  # a save time that does not read is never old
+        if saved is not None and self.now - saved >= self.older_than_days * 86_400:
             return self._found(
                 "old-unfinished", "warning",
-                f"{self.status} {ago} ago in session {sid!r} and never resumed",
+                f"{self.status} {when} in session {sid!r} and never resumed",
                 Fix("finalize", _settle(rid, link.session_id, link.kind == "web"), sid),
             )  # fmt: skip
         return None  # resumable, as it should be
