@@ -27,7 +27,7 @@ from lovia_tui.core.private_files import (
     open_private_file,
 )
 from lovia_tui.core.search.index import IndexFile, index_path
-from lovia_tui.core.store import chat_schema
+from lovia_tui.core import lovia_facts
 
 
 def mode(path: Path) -> int:
@@ -211,6 +211,12 @@ def test_a_link_planted_for_the_search_index_is_refused(
     assert not elsewhere.exists() or not any(elsewhere.iterdir())
 
 
+def _chat_version() -> int:
+    """The chat store's version as a new process finds it: through the cache file."""
+    lovia_facts.installed.cache_clear()
+    return lovia_facts.installed().versions["chat"]
+
+
 def test_the_schema_cache_is_never_read_or_written_through_a_link(
     isolated_cache: Path, victim: Path
 ) -> None:
@@ -218,15 +224,15 @@ def test_the_schema_cache_is_never_read_or_written_through_a_link(
     a planted link there had its target overwritten with JSON. Reading the
     cache through a link to a database would also have put a Python descriptor
     on it (the open guard of this test suite fails the test if so)."""
-    expected = chat_schema.chat_version()
+    expected = _chat_version()
     cache = isolated_cache / "lovia-tui"
-    name = cache / chat_schema.CACHE_NAME
+    name = cache / lovia_facts.CACHE_NAME
     name.unlink()
     name.symlink_to(victim)
-    old_temporary = cache / f".{chat_schema.CACHE_NAME}.{os.getpid()}"
+    old_temporary = cache / f".{lovia_facts.CACHE_NAME}.{os.getpid()}"
     old_temporary.symlink_to(victim)
     before = fingerprint(victim)
-    assert chat_schema.chat_version() == expected
+    assert _chat_version() == expected
     assert fingerprint(victim) == before and integrity(victim) == "ok"
     assert old_temporary.is_symlink()
     # The link at the cache's name was replaced by a rename, not written through.
@@ -237,7 +243,7 @@ def test_the_schema_cache_is_never_read_or_written_through_a_link(
             open_private_file(old_temporary, os.O_WRONLY | flags)
     assert fingerprint(victim) == before
     assert sorted(p.name for p in cache.iterdir()) == sorted(
-        [chat_schema.CACHE_NAME, old_temporary.name]
+        [lovia_facts.CACHE_NAME, old_temporary.name]
     )
 
 
@@ -247,7 +253,7 @@ def test_a_cache_directory_that_is_a_link_is_not_used(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     (isolated_cache / "lovia-tui").symlink_to(elsewhere)
-    assert chat_schema.chat_version() >= 1  # counted, not cached
+    assert _chat_version() >= 1  # counted, not cached
     assert list(elsewhere.iterdir()) == []
 
 
