@@ -19,7 +19,7 @@ import pytest
 from support.lovia_factory import copy_db
 
 from lovia_tui.cli import main
-from lovia_tui.core import private_files
+from lovia_tui.core import lovia_facts, private_files
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.private_files import (
     PrivateFileError,
@@ -27,7 +27,6 @@ from lovia_tui.core.private_files import (
     open_private_file,
 )
 from lovia_tui.core.search.index import IndexFile, index_path
-from lovia_tui.core import lovia_facts
 
 
 def mode(path: Path) -> int:
