@@ -63,6 +63,10 @@ class SegmentInfo:
     unreadable: Unreadable | None = None
     counting: bool = False
     """Its ``first_index`` is still being counted (the view shows it later)."""
+    meta: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """Its ``meta`` as stored, where a batch is listed for the app (``r`` on its
+    header shows it; its compaction notice is a row): a list of a whole session
+    keeps only the flags above, the meta of every run being unbounded."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,21 @@ class Row:
     """An "older" row's first unloaded id from above, a "newer" row's from below."""
 
     @property
+    def unfolds(self) -> bool:
+        """Enter shows more of it below: an entry, or a compaction notice."""
+        return self.kind in (RowKind.ENTRY, RowKind.NOTICE)
+
+    @property
+    def has_raw(self) -> bool:
+        """``r`` shows what is stored behind it: an entry's JSON, a notice's,
+        or a segment header's meta."""
+        return (
+            self.entry is not None
+            or self.kind == RowKind.NOTICE
+            or (self.kind == RowKind.SEGMENT and self.segment is not None)
+        )
+
+    @property
     def label(self) -> str:
         data = self.entry.data if self.entry else {}
         kind = data.get("type")

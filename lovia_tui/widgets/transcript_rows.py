@@ -11,6 +11,13 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from lovia_tui.core.attachments import (
+    attachments,
+    is_attachment,
+    part_label,
+    without_blobs,
+)
+from lovia_tui.core.context_meta import notice_details, notice_line, notice_of
 from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import SegmentInfo
@@ -48,6 +55,10 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         return Text(printable(f"⚠ unreadable: {row.problem}"))
     if row.kind == RowKind.SEGMENT and row.segment:
         return Text(printable(segment_title(row.segment, expanded)))
+    if row.kind == RowKind.NOTICE:
+        marker = "▾" if expanded else "▸"
+        notice = notice_of(row.segment.meta if row.segment else None) or {}
+        return Text(printable(f"{'':>6} {marker} ⟲ {notice_line(notice)}"))
     if row.kind == RowKind.SEAM and row.run:
         status = row.status or row.run.status
         # lovia web's own record says why a run that looks running is not.
@@ -85,6 +96,9 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         head.append(printable(shorten(output, 200)))
         if len(output) > 200:
             head.append(f"  ({size(len(output.encode()))})", style="dim")
+        attached = len(attachments(data))
+        if attached:
+            head.append(f"  📎 {attached} attached", style="dim")
         return head
     if kind == "reasoning":
         head.append(printable(shorten(entry_text(data), 200)), style="italic")
@@ -100,15 +114,20 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     span = f"{started} → {finished[11:]}" if finished else started
     count = "?" if segment.entry_count is None else segment.entry_count
     badges = []
-    if segment.has_context_state:
-        badges.append("ctx")
-    if segment.has_notice:
-        badges.append("compacted")
     if segment.unreadable:
         badges.append("⚠ unreadable")
-    return (
-        f"{marker} run {segment.run_id} · {span} · {count} entries · {size(segment.stored_bytes)}"
-        + (" · " + " · ".join(badges) if badges else "")
+    if segment.has_notice:
+        badges.append("⟲ compacted")
+    if segment.has_context_state:
+        badges.append("ctx")
+    # Badges first: a line is cut at the pane's width, and a run id is long.
+    return " · ".join(
+        [
+            f"{marker} " + " · ".join([*badges, f"run {segment.run_id}"]),
+            span,
+            f"{count} entries",
+            size(segment.stored_bytes),
+        ]
     )
 
 
@@ -119,13 +138,19 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
     (``clip``) the text also stops after FOLD_CHARS or FULL_CHARS characters:
     wrapping a 10 MB tool output would freeze the app. $PAGER gets it whole.
     """
+    limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
+    meta = row.segment.meta if row.segment else None
+    if row.kind == RowKind.SEGMENT:
+        return _fold(raw_json(meta).splitlines(), full, limit) if raw else []
+    if row.kind == RowKind.NOTICE:
+        notice = notice_of(meta) or {}
+        lines = raw_json(notice).splitlines() if raw else notice_details(notice)
+        return _fold(lines, full, limit)
     if row.entry is None:
         return []
     data = row.entry.data
-    limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
     if raw:
-        body = printable_json(json.dumps(data, ensure_ascii=False, indent=2))
-        return _fold(body.splitlines(), full, limit)
+        return _fold(raw_json(data).splitlines(), full, limit)
     kind = data.get("type")
     if kind == "tool_call":
         body = pretty_arguments(str(data.get("arguments", "")))
@@ -137,8 +162,33 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
         marks = (
             [match.span() for match in TRIM_MARKER.finditer(output)] if trimmed else []
         )
-        return _fold(_split_lines(output), full, limit, marks)
+        attached = [f"📎 {part_label(part)}" for part in attachments(data)]
+        return _fold(_split_lines(output) + attached, full, limit, marks)
+    content = data.get("content")
+    if kind == "input" and isinstance(content, list):
+        # Each attachment on a line of its own, below the text it came with.
+        lines = [
+            line
+            for part in content
+            if isinstance(part, dict)
+            for line in (
+                [f"📎 {part_label(part)}"]
+                if is_attachment(part)
+                else part_label(part).splitlines()
+            )
+        ]
+        return _fold(lines, full, limit)
     return _fold(entry_text(data).splitlines(), full, limit)
+
+
+def raw_json(value: object) -> str:
+    """Stored JSON as ``r`` shows it: exact, escaped, but for the base64 of
+    attachments and encrypted reasoning, each told by its size instead."""
+    if value is None:
+        return "null (nothing stored)"
+    return printable_json(
+        json.dumps(without_blobs(value), ensure_ascii=False, indent=2)
+    )
 
 
 def pretty_arguments(arguments: str) -> str:
