@@ -25,6 +25,7 @@ from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
     "run_id", "status", "agent", "turns", "usage", "started_at", "updated_at",
+    "last_input_tokens", "output", "error", "pending_handoff", "context_state",
     "age_s", "stale", "stale_reason", "web_record", "entries", "dangling",
     "session_id", "session_link", "file",
 }  # fmt: skip
@@ -180,7 +181,10 @@ def test_sessions_json(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert all(set(s) == SESSION_KEYS for s in sessions)
     chats = dict(raw(demo.web_db, "SELECT id, title FROM chat_sessions"))
     by_id = {s["session_id"]: s for s in sessions}
-    assert set(by_id) == set(chats) | {demo.cli_session, demo.cli_completed_session}
+    assert set(by_id) == set(chats) | {
+        demo.cli_session, demo.cli_completed_session,
+        demo.compacted_session, demo.attachments_session,
+    }  # fmt: skip
     assert (by_id[demo.batch_session]["runs"], by_id[demo.batch_session]["title"]) == (
         0, "Parallel jobs (cancelled)",
     )  # fmt: skip
