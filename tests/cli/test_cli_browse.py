@@ -127,6 +127,40 @@ def test_runs_json_reports_every_checkpoint(
     ]
 
 
+@pytest.mark.parametrize("form", ["--json", "--jsonl"])
+def test_runs_json_carries_every_head_field_as_lovia_loads_it(
+    demo: Any, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    import asyncio
+
+    from lovia import SQLiteCheckpointer
+
+    code, out, err = cli(capsys, "runs", demo.directory, form, "--readonly")
+    assert (code, err) == (0, "")
+    records = (
+        json.loads(out)
+        if form == "--json"
+        else [json.loads(line) for line in out.splitlines()]
+    )
+    fields = ("usage", "last_input_tokens", "output", "error", "pending_handoff",
+              "context_state", "turns", "status", "started_at")  # fmt: skip
+    for record in records:
+        checkpointer = SQLiteCheckpointer(Path(record["file"]))
+        head = asyncio.run(checkpointer.load(record["run_id"])).head.to_dict()
+        assert {f: record[f] for f in fields} == {f: head[f] for f in fields}
+        assert record["agent"] == head["agent_name"]
+        assert set(record["usage"]) == {
+            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+        }  # fmt: skip
+    by_id = {record["run_id"]: record for record in records}
+    report = by_id[demo.cli_completed_run]
+    assert report["usage"]["cache_read_tokens"] == 900
+    assert report["usage"]["cache_write_tokens"] == 300
+    assert report["output"] == "Report ready: 3 services, 0 incidents. 🟢"
+    assert by_id[demo.failed_run]["error"]["message"]
+    assert by_id[demo.failed_run]["output"] is None
+
+
 @pytest.mark.parametrize(
     ("status", "stale_after", "expected"),
     [
