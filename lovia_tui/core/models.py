@@ -56,7 +56,9 @@ class SegmentInfo:
     started_at: float | None
     finished_at: float | None
     has_context_state: bool
+    """Its meta holds compaction decisions (results offloaded or cleared, a summary)."""
     has_notice: bool
+    """Its meta holds a compaction notice (the run compacted its context)."""
     stored_bytes: int
     """Bytes of its stored ``entries_json``, read from the value's header
     (SQLite's ``length()`` reads a TEXT whole to count its characters)."""

@@ -9,7 +9,7 @@ import asyncio
 import sqlite3
 from typing import Any
 
-from lovia_tui.core.context_meta import NOTICE_KEY, STATE_KEY, TIMING_KEY
+from lovia_tui.core.context_meta import NOTICE_KEY, STATE_KEY, TIMING_KEY, context_line
 from lovia_tui.core.entries import (
     UnreadableError,
     parse_entries,
@@ -79,7 +79,7 @@ def _segment(
         created_at=created_at,
         started_at=stored_number(timing.get("started_at")),
         finished_at=stored_number(timing.get("finished_at")),
-        has_context_state=bool(meta.get(STATE_KEY)),
+        has_context_state=context_line(meta.get(STATE_KEY)) is not None,
         has_notice=bool(meta.get(NOTICE_KEY)),
         stored_bytes=size or 0,
         unreadable=unreadable,
