@@ -29,12 +29,24 @@ from lovia.parts import FilePart, ImagePart, TextPart
 from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import EntryCompletedDelta, ModelDelta, ReasoningEntry
 
-from .agent import fetch_logs
-
 SUMMARY = (
     "The user is chasing API errors. The API and worker logs (~12 KB each) show "
-    "an ERROR every ~97 requests, all from shard 6. Next: check the gateway."
+    "an upstream reset every ~97 requests, all on shard 6. Next: check the gateway."
 )
+
+
+@lovia_tool
+def tail_log(service: str, kb: int = 12) -> str:
+    """Tail about ``kb`` kilobytes of a service's log, by shard."""
+    lines, size = [], 0
+    while size < kb * 1024:
+        n = len(lines)
+        state = "upstream reset" if n % 97 == 13 else "served"
+        lines.append(
+            f"{service} shard={6 if n % 97 == 13 else n % 6} seq={n:05d} {state}"
+        )
+        size += len(lines[-1]) + 1
+    return "\n".join(lines)
 
 
 class _FixedSummarizer:
@@ -79,12 +91,12 @@ async def compacted_session(session: SQLiteSession, session_id: str) -> None:
     """Three runs that fill the context until lovia compacts it."""
     for prompt, turns in [
             ("Why do the API and the worker fail?", [
-                call("fetch_logs", {"service": "api", "kb": 12}, call_id="call_cmp_api"),
-                call("fetch_logs", {"service": "worker", "kb": 12}, call_id="call_cmp_worker"),
-                text("Both log an ERROR every ~97 requests, all from shard 6."),
+                call("tail_log", {"service": "api", "kb": 12}, call_id="call_cmp_api"),
+                call("tail_log", {"service": "worker", "kb": 12}, call_id="call_cmp_worker"),
+                text("Both show an upstream reset every ~97 requests, all on shard 6."),
             ]),
             ("Is the gateway the same?", [
-                call("fetch_logs", {"service": "gateway", "kb": 6}, call_id="call_cmp_gateway"),
+                call("tail_log", {"service": "gateway", "kb": 6}, call_id="call_cmp_gateway"),
                 text("No: the gateway is clean, so shard 6 is behind it."),
             ]),
             ("Summarise where we are.", [
@@ -95,7 +107,7 @@ async def compacted_session(session: SQLiteSession, session_id: str) -> None:
             name="assistant",
             instructions="You are a helpful assistant.",
             model=ScriptedProvider([cached(t, 900, 300) for t in turns]),
-            tools=[fetch_logs],
+            tools=[tail_log],
             context_policy=_policy(),
         )
         await Runner.run(agent, prompt, session=session, session_id=session_id)

@@ -85,7 +85,10 @@ def test_show_prints_the_notices_after_their_runs(
     assert len(notices) == 3
     for at in notices:  # each closes its run: the next line is the next run's rule
         assert at + 1 == len(lines) or lines[at + 1].startswith("─")
-    assert "13,637 → 7,235 tokens (-47%)" in " ".join(lines)
+    first = _lovia_segments(extras, COMPACTED)[0].meta["context_notice"]
+    before, after = first["tokens_before"], first["tokens_after"]
+    saving = round((1 - after / before) * 100)  # as lovia web's page shows it
+    assert f"{before:,} → {after:,} tokens (-{saving}%)" in lines[notices[0]]
     assert (
         "context: 1 tool result offloaded · summary of the first 9 entries"
         in " ".join(lines)
