@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import re
 import shutil
@@ -93,6 +94,34 @@ def test_show_prints_the_notices_after_their_runs(
         "context: 1 tool result offloaded · summary of the first 9 entries"
         in " ".join(lines)
     )
+
+
+def test_export_carries_each_runs_meta_and_attachments(extras: Path) -> None:
+    from lovia_tui.core.export import export_session
+    from lovia_tui.core.store.database import open_database
+
+    async def exported(session_id: str, fmt: str) -> str:
+        db = await open_database(extras, readonly=True)
+        try:
+            out = io.StringIO()
+            await export_session(db, session_id, fmt, out)
+            return out.getvalue()
+        finally:
+            await db.close()
+
+    as_json = json.loads(asyncio.run(exported(COMPACTED, "json")))
+    theirs = _lovia_segments(extras, COMPACTED)
+    assert [s["meta"] for s in as_json["segments"]] == [s.meta for s in theirs]
+    markdown = asyncio.run(exported(COMPACTED, "md"))
+    assert markdown.count("> ⟲ context compacted · proactive") == 3
+    assert (
+        "_context state: 1 tool result offloaded · summary of the first 9 entries"
+        in markdown
+    )
+    attached = asyncio.run(exported(ATTACHED, "md"))
+    assert "📎 [file errors-export.pdf · application/pdf · 2.0 KB]" in attached
+    assert "[encrypted reasoning · anthropic · 768 B]" in attached
+    assert not BASE64_RUN.search(attached)
 
 
 def test_attachments_are_told_by_lovias_own_facts(extras: Path) -> None:
