@@ -11,6 +11,7 @@ untrusted: any field may be missing or of another shape.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lovia_tui.core.entries import stored_number
@@ -45,7 +46,8 @@ def notice_line(notice: dict[str, Any]) -> str:
         stored_number(notice.get("tokens_after")),
     )
     if before is not None and after is not None:
-        saving = round((1 - after / before) * 100) if before > 0 else 0
+        ratio = 1 - after / before if before > 0 else 0.0
+        saving = round(ratio * 100) if math.isfinite(ratio) else 0
         change = f" ({-saving:+d}%)" if saving else ""
         bits.append(f"{_count(before)} → {_count(after)} tokens{change}")
     detail = notice.get("detail")

@@ -38,7 +38,8 @@ SUMMARY = (
 @lovia_tool
 def tail_log(service: str, kb: int = 12) -> str:
     """Tail about ``kb`` kilobytes of a service's log, by shard."""
-    lines, size = [], 0
+    lines: list[str] = []
+    size = 0
     while size < kb * 1024:
         n = len(lines)
         state = "upstream reset" if n % 97 == 13 else "served"

@@ -141,7 +141,13 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
     limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
     meta = row.segment.meta if row.segment else None
     if row.kind == RowKind.SEGMENT:
-        return _fold(raw_json(meta).splitlines(), full, limit) if raw else []
+        if not raw:
+            return []
+        if meta is None:
+            problem = row.segment.unreadable if row.segment else None
+            why = f"unreadable: {problem}" if problem else "lovia stored none"
+            return [Text(printable(f"no meta to show ({why})"), style="dim italic")]
+        return _fold(raw_json(meta).splitlines(), full, limit)
     if row.kind == RowKind.NOTICE:
         notice = notice_of(meta) or {}
         lines = raw_json(notice).splitlines() if raw else notice_details(notice)
@@ -184,8 +190,6 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
 def raw_json(value: object) -> str:
     """Stored JSON as ``r`` shows it: exact, escaped, but for the base64 of
     attachments and encrypted reasoning, each told by its size instead."""
-    if value is None:
-        return "null (nothing stored)"
     return printable_json(
         json.dumps(without_blobs(value), ensure_ascii=False, indent=2)
     )
