@@ -212,3 +212,70 @@ def _zero() -> Any:
     from lovia.messages import Usage
 
     return Usage()
+
+
+def test_hostile_attachments_notices_and_reasoning_stay_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored through lovia's own entry classes and ``session.append``: every
+    new line (notice, attachment, encrypted reasoning, raw meta) is printable."""
+    from support.hostile_text_db import assert_inert, hostile
+
+    from lovia_tui.core.store import segment_reads
+    from lovia_tui.core.store.database import open_database
+    from lovia_tui.view.rows import pair_tool_calls
+    from lovia_tui.view.transcript_loader import segment_rows
+    from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
+
+    path, sid = tmp_path / "hostile.db", "hostile"
+    png = base64.b64encode(b"\x89PNG" + bytes(300)).decode()
+    entries = [
+        InputEntry("user", [
+            ImagePart(url=hostile("https://x.invalid/a.png"), detail="high"),
+            ImagePart(data=png, mime_type=hostile("image/png")),
+            FilePart.from_bytes(b"x" * 200, mime_type="text/plain", filename=hostile("f.txt")),
+        ]),
+        ReasoningEntry("", provider=hostile("provider"), metadata={"redacted": png}),
+        ToolResultEntry("c1", hostile("out"), parts=[
+            ImagePart(data=png, mime_type="image/png"),
+            FilePart.from_url(hostile("https://x.invalid/r.pdf"), filename=hostile("r.pdf")),
+        ]),
+    ]  # fmt: skip
+    meta = {
+        "context_notice": {
+            "reason": hostile("reason"), "reactive": True, "summary": hostile("summary"),
+            "tokens_before": 0, "tokens_after": "many", "detail": [hostile("d"), None],
+        },
+        "context_state": {"context": {"offloaded": {hostile("c"): {}}, "summary": {"text": 1}}},
+    }  # fmt: skip
+    asyncio.run(
+        SQLiteSession(path).append(sid, entries, run_id=hostile("run"), meta=meta)
+    )
+
+    async def rendered() -> list[str]:
+        db = await open_database(path, readonly=True)
+        try:
+            batch, _ = await segment_reads.newest_segments(db, sid, 10)
+            rows = await segment_rows(db, batch, None)
+        finally:
+            await db.close()
+        pair_tool_calls(rows)
+        seen = []
+        for row in rows:
+            seen.append(summary_line(row, rows, True).plain)
+            for raw in (False, True):
+                seen += [line.plain for line in detail_lines(row, raw, True)]
+        return seen
+
+    seen = asyncio.run(rendered())
+    assert any("⟲ context compacted · reactive" in line for line in seen)
+    assert any("📎 [file f.txt|" in line for line in seen)
+    assert any(
+        line.startswith("[encrypted reasoning · provider|") for line in seen if line
+    )
+    for line in seen:
+        assert_inert(line)
+        assert not BASE64_RUN.search(line)
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["show", str(path), sid, "--readonly"]) == 0
+    assert_inert(capsys.readouterr().out)
