@@ -27,6 +27,7 @@ from lovia_tui.cli import main
 from lovia_tui.core.attachments import part_label, without_blobs
 from lovia_tui.core.entries import entry_text
 from lovia_tui.core.formatting import size
+from lovia_tui.core.markdown_text import plain
 from lovia_tui.core.runs.agents import load_agent
 from lovia_tui.core.runs.preflight import preflight
 from lovia_tui.core.runs.resume import resume
@@ -113,13 +114,15 @@ def test_export_carries_each_runs_meta_and_attachments(extras: Path) -> None:
     theirs = _lovia_segments(extras, COMPACTED)
     assert [s["meta"] for s in as_json["segments"]] == [s.meta for s in theirs]
     markdown = asyncio.run(exported(COMPACTED, "md"))
-    assert markdown.count("> ⟲ context compacted · proactive") == 3
-    assert (
-        "_context state: 1 tool result offloaded · summary of the first 9 entries"
-        in markdown
-    )
+    # Stored text goes into Markdown escaped (core/markdown_text.plain).
+    assert markdown.count("**⟲ context compacted · proactive · ") == 3
+    assert markdown.count(f"{' '.join(SUMMARY.split()[:6])}") == 2
+    context = "1 tool result offloaded · summary of the first 9 entries (153 chars)"
+    assert f"_context state: {plain(context)}_" in markdown
     attached = asyncio.run(exported(ATTACHED, "md"))
-    assert "📎 [file errors-export.pdf · application/pdf · 2.0 KB]" in attached
+    assert (
+        f"📎 {plain('[file errors-export.pdf · application/pdf · 2.0 KB]')}" in attached
+    )
     assert "[encrypted reasoning · anthropic · 768 B]" in attached
     assert not BASE64_RUN.search(attached)
 
