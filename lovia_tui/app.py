@@ -17,7 +17,7 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from lovia_tui.commands import INSPECTOR_COMMANDS
+from lovia_tui.commands import BY_ACTION, INSPECTOR_COMMANDS
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
@@ -129,6 +129,15 @@ class LoviaTui(App):
             severity=severity,
             timeout=timeout,
             markup=False,
+        )
+
+    def action_help_quit(self) -> None:
+        """Ctrl+C does not quit (in a field it copies): say which key does.
+        Textual's own words are markup, and every notification here is shown
+        as text, so it is said here in plain words."""
+        self.notify(
+            f"Press {BY_ACTION['quit'].key_label} to quit the app",
+            title="Do you want to quit?",
         )
 
     def action_command_palette(self) -> None:

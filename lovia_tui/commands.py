@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 
 from lovia_tui.view.kinds import Pane
 from lovia_tui.view.selection import (
+    APPROVAL_WAITING,
     ENTRY,
     RAW,
     REPLAYABLE,
@@ -23,6 +24,8 @@ from lovia_tui.view.selection import (
     RUN,
     RUN_GOING,
     SESSION,
+    TEXT_RUN,
+    TEXT_SESSION,
     UNDER_CURSOR,
     WRITABLE,
     Need,
@@ -30,6 +33,11 @@ from lovia_tui.view.selection import (
 )
 
 SESSIONS, TRANSCRIPT, RUNS = Pane.SESSIONS, Pane.TRANSCRIPT, Pane.RUNS
+
+
+def key_label(key: str) -> str:
+    """A binding's key as a person reads it (``slash`` is ``/``)."""
+    return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(key, key)
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,8 @@ class CommandDef:
     needs: tuple[Need, ...] = ()
     footer: tuple[Pane, ...] | None = None
     """The panes whose key bar shows it (None: wherever it acts)."""
+    urgent: bool = False
+    """On the key bar only while it applies, and then in every pane."""
 
     @property
     def name(self) -> str:
@@ -56,9 +66,7 @@ class CommandDef:
 
     @property
     def key_label(self) -> str:
-        return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(
-            self.key, self.key
-        )
+        return key_label(self.key)
 
     def why_not(self, selection: Selection) -> str | None:
         """Why the command does not apply to ``selection`` (None: it does)."""
@@ -97,26 +105,29 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry, run head or run meta under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
+    CommandDef("copy_id", "y", "Copy id", "Copy the whole id under the cursor (session, run or tool call) to the clipboard", needs=(UNDER_CURSOR,), footer=(RUNS,)),
     CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
-    CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
-    CommandDef("rewind_turn", "W", "Rewind turn", "Rewind to before the user turn holding the cursor (edit and resend)", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
-    CommandDef("fork_here", "b", "Fork here", "Copy the session up to the cursor into a new session (nothing is removed; a web chat forks before the user turn, as lovia web does)", show=False, group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, ENTRY)),
-    CommandDef("export('md')", "x", "Export", "Export the session's transcript to Markdown", panes=(SESSIONS, TRANSCRIPT), needs=(SESSION,)),
-    CommandDef("export('json')", "X", "Export JSON", "Export the session's transcript to JSON", show=False, panes=(SESSIONS, TRANSCRIPT), needs=(SESSION,)),
-    CommandDef("trim", "t", "Trim", "Trim old tool outputs of the session (keep_chars, keep_runs)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION)),
-    CommandDef("clear_session", "C", "Clear", "Delete every run of the session (lovia clear)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION)),
+    CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),
+    CommandDef("rewind_turn", "W", "Rewind turn", "Rewind to before the user turn holding the cursor (edit and resend)", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),
+    CommandDef("fork_here", "b", "Fork here", "Copy the session up to the cursor into a new session (nothing is removed; a web chat forks before the user turn, as lovia web does)", show=False, group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),
+    CommandDef("export('md')", "x", "Export", "Export the session's transcript to Markdown", panes=(SESSIONS, TRANSCRIPT), needs=(SESSION, TEXT_SESSION)),
+    CommandDef("export('json')", "X", "Export JSON", "Export the session's transcript to JSON", show=False, panes=(SESSIONS, TRANSCRIPT), needs=(SESSION, TEXT_SESSION)),
+    CommandDef("trim", "t", "Trim", "Trim old tool outputs of the session (keep_chars, keep_runs)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION, TEXT_SESSION)),
+    CommandDef("clear_session", "C", "Clear", "Delete every run of the session (lovia clear)", group="Actions", panes=(SESSIONS, TRANSCRIPT), needs=(WRITABLE, SESSION, TEXT_SESSION)),
     CommandDef("jump_to_session", "J", "Jump to session", "Show the selected run in its session (Enter does too)", show=False, group="Runs", panes=(RUNS,), needs=(RUN,)),
-    CommandDef("resume", "R", "Resume", "Resume the selected run through lovia (preflight first)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, RESUMABLE)),
-    CommandDef("replay", "P", "Replay", "Replay the selected completed run (heals a lost session append)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, REPLAYABLE)),
-    CommandDef("delete_run", "d", "Delete", "Delete the selected run's checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
+    CommandDef("resume", "R", "Resume", "Resume the selected run through lovia (preflight first)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN, RESUMABLE)),
+    CommandDef("replay", "P", "Replay", "Replay the selected completed run (heals a lost session append)", group="Runs", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN, REPLAYABLE)),
+    CommandDef("delete_run", "d", "Delete", "Delete the selected run's checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
     CommandDef("delete_runs_by_filter", "D", "Delete…", "Delete checkpoints by status and age", group="Actions", panes=(RUNS,), needs=(WRITABLE,)),
-    CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN)),
+    CommandDef("finalize", "F", "Finalize", "Append an abandoned run to its session and drop its checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
-    CommandDef("copy_id", "y", "Copy id", "Copy the id under the cursor (session, run or tool call) to the clipboard", show=False, needs=(UNDER_CURSOR,)),
     CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),
     CommandDef("follow", "f", "Follow", "Follow: tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", footer=(TRANSCRIPT, RUNS)),
     CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),
+    CommandDef("approval('approve')", "A", "Approve", "Approve the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
+    CommandDef("approval('deny')", "V", "Deny", "Deny the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
+    CommandDef("approval('reason')", "E", "Reason", "Type a reason for your answer to the waiting call (Enter keeps it; then A or V)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
     CommandDef("cancel_run", "K", "Cancel run", "Cancel the run in the console at lovia's next safe point", group="Runs", needs=(RUN_GOING,), footer=(RUNS,)),
     CommandDef("undo", "u", "Undo", "Undo the last action from the journal (rows restored exactly)", group="Actions", needs=(WRITABLE,)),
     CommandDef("refresh", "ctrl+r", "Reload", "Re-read every pane from the databases", show=False),

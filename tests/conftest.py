@@ -61,6 +61,27 @@ def hostile_text(hostile_text_template, scratch):
     return copy_db(hostile_text_template, scratch / "db" / "web.db")
 
 
+@pytest.fixture(scope="session")
+def web_history_template(tmp_path_factory: pytest.TempPathFactory):
+    """lovia web's records around a chat (tests/support/web_history_db.py)."""
+    import asyncio
+
+    from support.web_history_db import build_web_history
+
+    return asyncio.run(build_web_history(tmp_path_factory.mktemp("history")))
+
+
+@pytest.fixture
+def web_history(web_history_template, scratch):
+    """A private copy of the web-history database."""
+    from dataclasses import replace
+
+    from support.lovia_factory import copy_db
+
+    path = copy_db(web_history_template.path, scratch / "web.db")
+    return replace(web_history_template, path=path)
+
+
 @pytest.fixture(autouse=True)
 def isolated_journal(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -23,6 +23,7 @@ PACKAGE = Path(lovia_tui.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("lovia_tui.__main__",),
     ("lovia_tui.cli", "lovia_tui.screenshots"),
+    ("lovia_tui.serve",),
     ("lovia_tui.app", "lovia_tui.demo", "lovia_tui.pilot"),
     ("lovia_tui.screens",),
     ("lovia_tui.widgets",),

@@ -28,12 +28,13 @@ SUBCOMMANDS: dict[str, str] = {
     "delete-run": "actions",
     "finalize": "actions",
     "clear": "actions",
-    "journal": "actions",
-    "undo": "actions",
+    "journal": "journal",
+    "undo": "journal",
     "fork": "fork",
     "doctor": "doctor",
     "search": "search",
     "index": "search",
+    "serve": "serve",
 }
 """Each subcommand's module under ``lovia_tui.cli``, in ``--help`` order."""
 

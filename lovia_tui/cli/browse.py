@@ -24,9 +24,9 @@ from lovia_tui.cli.command import (
 )
 from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, notice_of
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.formatting import PIN, age, printable, timestamp
+from lovia_tui.core.formatting import PIN, age_since, printable, timestamp
 from lovia_tui.core.huge_text import shortened
-from lovia_tui.core.models import Entry, RunInfo, SessionLink
+from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionLink
 from lovia_tui.core.run_status import (
     DANGLING_CALL,
     RUNNING_CALL,
@@ -34,7 +34,7 @@ from lovia_tui.core.run_status import (
     stale_reason,
 )
 from lovia_tui.core.search import substring
-from lovia_tui.core.store import segment_reads, session_reads
+from lovia_tui.core.store import segment_reads, session_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
 from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_runs
@@ -45,6 +45,8 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import UNREADABLE_SHOWN, time_order
+from lovia_tui.core.web_models import RunRecord, chat_lines, record_line
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +54,11 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
     add_json(parser)
     add_readonly(parser)
     parser.add_argument(
-        "--search", metavar="TEXT", help="only sessions whose messages contain TEXT"
+        "--search",
+        metavar="TEXT",
+        help="only sessions whose stored messages contain TEXT (a scan of the "
+        "sessions' segments: a run still in flight is not looked at; "
+        "`lovia-tui search` and the app's s cover those too)",
     )
     parser.add_argument(
         "--limit", type=int, default=50, help="at most N sessions (default 50)"
@@ -77,7 +83,10 @@ async def _sessions(args: argparse.Namespace) -> int:
             else:
                 summaries.extend(await session_reads.list_sessions(db, args.limit))
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
-        summaries = summaries[: args.limit]
+        listed = {(s.file, s.session_id): s for s in summaries[: args.limit]}
+        summaries = web_chats.under_parents(
+            list(listed.values()), lambda s: listed.get((s.file, s.parent_id or ""))
+        )
     finally:
         await ws.close()
     if args.json:
@@ -87,6 +96,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                     "session_id": s.session_id,
                     "title": s.title,
                     "pinned": s.pinned,
+                    "parent_id": s.parent_id,
                     "runs": s.runs,
                     "last_activity": s.last_activity,
                     "file": str(s.file),
@@ -100,10 +110,10 @@ async def _sessions(args: argparse.Namespace) -> int:
     table = Table("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
-            s.session_id,
+            f"↳ {s.session_id}" if s.parent_id else s.session_id,
             f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
-            timestamp(s.last_activity),
+            timestamp(s.last_activity, UNREADABLE_SHOWN),
             s.file.name,
         )
     console().print(table)
@@ -123,20 +133,37 @@ async def _show(args: argparse.Namespace) -> int:
         flights = await in_flight(
             ws, db, session_id, total_entries(segments), stale_after=args.stale_after
         )
-        out = _segment_items(db, segments)
+        chat = await web_chats.chat_info(db, session_id)
+        records = web_records.session_records(db, session_id)
         if args.json:
             await print_json_lazy(
                 {
                     "session_id": session_id,
                     "file": str(db.path),
-                    "segments": out,
+                    "chat": chat.as_dict() if chat else None,
+                    "segments": _segment_items(db, segments),
                     **in_flight_fields(flights),
+                    "runs": (record.as_dict() async for record in records),
                 }
             )
             return EXIT_OK
         out_console = console()
-        async for item in out:
-            out_console.rule(f"run {item['run_id']} · {timestamp(item['created_at'])}")
+        for line in chat_lines(chat) if chat else []:
+            out_console.print(printable(line), style="bold")
+        starters = await web_records.started_by_others(
+            db, session_id, [segment.run_id for segment in segments]
+        )
+        async for placed in web_records.interleave(
+            segments, lambda segment: segment.created_at, web_records.unsaved(records)
+        ):
+            if isinstance(placed, RunRecord):
+                out_console.print(printable(f"  ✖ {record_line(placed)}"), style="red")
+                continue
+            item = await _segment_item(db, placed)
+            by = f" · by {starters[placed.run_id]}" if placed.run_id in starters else ""
+            out_console.rule(
+                f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}{by}"
+            )
             meta = item.get("meta")
             context = context_line(meta.get(STATE_KEY)) if meta else None
             if context:
@@ -164,24 +191,28 @@ async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
     state and compaction notice lovia keeps there), its entries an iterator:
     one segment's entries are read at a time, a large one entry by entry."""
     for segment in segments:
-        item: dict[str, Any] = {
-            "run_id": segment.run_id,
-            "created_at": segment.created_at,
-            "started_at": segment.started_at,
-            "finished_at": segment.finished_at,
-            "entry_count": segment.entry_count,
-            "first_index": segment.first_index,
-        }
-        try:
-            item["meta"] = await segment_reads.segment_meta(db, segment)
-        except UnreadableError as exc:
-            item["meta_unreadable"] = str(exc)
-        try:
-            entries = await segment_entries_stream(db, segment, spare=True)
-            item["entries"] = ({"index": e.index, **e.data} for e in entries)
-        except UnreadableError as exc:
-            item["unreadable"] = str(exc)
-        yield item
+        yield await _segment_item(db, segment)
+
+
+async def _segment_item(db: Database, segment: SegmentInfo) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "run_id": segment.run_id,
+        "created_at": segment.created_at,
+        "started_at": segment.started_at,
+        "finished_at": segment.finished_at,
+        "entry_count": segment.entry_count,
+        "first_index": segment.first_index,
+    }
+    try:
+        item["meta"] = await segment_reads.segment_meta(db, segment)
+    except UnreadableError as exc:
+        item["meta_unreadable"] = str(exc)
+    try:
+        entries = await segment_entries_stream(db, segment, spare=True)
+        item["entries"] = ({"index": e.index, **e.data} for e in entries)
+    except UnreadableError as exc:
+        item["unreadable"] = str(exc)
+    return item
 
 
 def _print_flights(out_console, flights: list) -> None:
@@ -267,7 +298,7 @@ async def merge_newest(
     """Records of several newest-first streams, newest first (one held per stream)."""
     heads = {n: await anext(s, None) for n, s in enumerate(streams)}
     while live := {n: r for n, r in heads.items() if r is not None}:
-        n = max(live, key=lambda k: live[k]["updated_at"])
+        n = max(live, key=lambda k: time_order(live[k]["updated_at"]))
         yield live[n]
         heads[n] = await anext(streams[n], None)
 
@@ -297,7 +328,7 @@ def _record(
         **{field: run.head.get(field) for field in STORED_HEAD_FIELDS},
         "started_at": run.started_at,
         "updated_at": run.updated_at,
-        "age_s": round(now - run.updated_at, 3),
+        "age_s": None if run.updated_at is None else round(now - run.updated_at, 3),
         "stale": run.is_stale(now, wanted.stale_after),
         "stale_reason": stale_reason(run, now, wanted.stale_after),
         "web_record": run.web_status,
@@ -339,7 +370,7 @@ async def _runs(args: argparse.Namespace) -> int:
             status,
             r["agent"],
             str(r["turns"]),
-            age(r["age_s"]),
+            age_since(wanted.now, r["updated_at"]),
             dangling,
             session,
             r["file"],

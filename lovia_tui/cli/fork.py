@@ -18,6 +18,7 @@ from lovia_tui.cli.command import (
 )
 from lovia_tui.core.actions.describe import describe
 from lovia_tui.core.actions.fork import perform_fork, preview_fork
+from lovia_tui.core.formatting import command_line
 
 
 def _configure_fork(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +68,7 @@ async def _fork(args: argparse.Namespace) -> int:
     elif result.journal_id is not None:
         out.print(
             f"done: new session {result.new_session_id}; undo with "
-            f"`lovia-tui undo PATH... {result.journal_id}`",
+            f"`{command_line('undo', *ws.paths, result.journal_id)}`",
             style="green",
         )
     return EXIT_OK

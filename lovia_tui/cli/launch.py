@@ -29,7 +29,8 @@ def configure_app(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _check_opens(args: argparse.Namespace) -> None:
+async def check_opens(args: argparse.Namespace) -> None:
+    """Fail on paths that do not open, before anything starts (nothing is created)."""
     workspace = await Workspace.open(args.paths, readonly=args.readonly)
     await workspace.close()
 
@@ -37,7 +38,7 @@ async def _check_opens(args: argparse.Namespace) -> None:
 def launch_app(args: argparse.Namespace) -> int:
     """Open the app; bad paths fail before the screen is taken, as one line."""
     try:
-        asyncio.run(_check_opens(args))
+        asyncio.run(check_opens(args))
     except LoviaTuiError as exc:
         return fail(str(exc))
     from lovia_tui.app import make_app

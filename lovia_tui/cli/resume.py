@@ -16,6 +16,12 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from lovia_tui.cli.approvals import (
+    TerminalAnswers,
+    add_approval_flags,
+    answering,
+    describe,
+)
 from lovia_tui.cli.command import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -28,11 +34,13 @@ from lovia_tui.cli.command import (
     open_workspace,
     split_paths_and_id,
 )
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.runs.agents import load_agent, load_deps
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
 from lovia_tui.core.runs.redact import error_line
-from lovia_tui.core.runs.resume import RunControl, replay, resume
+from lovia_tui.core.runs.resume import Answering, RunControl, replay, resume
 
 _STYLES = {
     "info": "",
@@ -97,6 +105,7 @@ def _configure_resume(parser: argparse.ArgumentParser) -> None:
         help="turn limit, counting the turns already taken",
     )
     add_stale_after(parser)
+    add_approval_flags(parser)
 
 
 def _configure_replay(parser: argparse.ArgumentParser) -> None:
@@ -156,24 +165,31 @@ async def _carry_out(
     start: Callable[[Preflight, RunControl], AsyncIterator[ConsoleEvent]],
 ) -> int:
     show = _print_json if args.json else _TextPrinter()
-    show(
-        ConsoleEvent(
-            "preflight", f"{pf.mode} run {pf.run.run_id}", "info", _preflight_data(pf)
-        )
-    )
+    try:
+        answer: Answering | None = answering(pf, args)
+        refusal = None
+    except LoviaTuiError as exc:
+        answer, refusal = None, str(exc)
+    data = _preflight_data(pf, answer, refusal)
+    show(ConsoleEvent("preflight", f"{pf.mode} run {pf.run.run_id}", "info", data))
     if pf.problems:
         return fail(f"cannot {pf.mode} run {pf.run.run_id!r}: {'; '.join(pf.problems)}")
     if not args.yes:
         if not args.json:
             console().print(f"nothing done: add --yes to {pf.mode} it")
         return EXIT_OK
-    control = RunControl()
+    if answer is None:
+        return fail(refusal or "nobody can answer this run's approvals")
+    control = RunControl(answering=answer, journal=Journal())
+    asker = TerminalAnswers() if answer == "ask" else None
     last: ConsoleEvent | None = None
     try:
-        with _ctrl_c_cancels(control):
+        with _ctrl_c_cancels(control, asker):
             async for event in start(pf, control):
                 show(event)
                 last = event
+                if asker and event.kind == "approval_required" and event.data["asking"]:
+                    await asker.answer(event.data, control)
     except asyncio.CancelledError:
         return fail(f"stopped at once: run {pf.run.run_id!r} is left interrupted")
     completed = last is not None and last.kind == "run_completed"
@@ -181,8 +197,11 @@ async def _carry_out(
 
 
 @contextmanager
-def _ctrl_c_cancels(control: RunControl) -> Iterator[None]:
-    """The first Ctrl-C cancels at lovia's next safe point; a second stops at once."""
+def _ctrl_c_cancels(
+    control: RunControl, asker: TerminalAnswers | None
+) -> Iterator[None]:
+    """The first Ctrl-C cancels at lovia's next safe point (a question waiting
+    for an answer is left unanswered); a second stops at once."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
 
@@ -191,6 +210,8 @@ def _ctrl_c_cancels(control: RunControl) -> Iterator[None]:
             task.cancel()
             return
         control.cancel("interrupted from the terminal")
+        if asker is not None:
+            asker.stop()
         print(
             "cancelling at lovia's next safe point; Ctrl-C again to stop at once",
             file=sys.stderr,
@@ -210,7 +231,9 @@ def _ctrl_c_cancels(control: RunControl) -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-def _preflight_data(pf: Preflight) -> dict[str, Any]:
+def _preflight_data(
+    pf: Preflight, answer: Answering | None, refusal: str | None
+) -> dict[str, Any]:
     run = pf.run
     return {
         "mode": pf.mode,
@@ -231,6 +254,13 @@ def _preflight_data(pf: Preflight) -> dict[str, Any]:
             {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
             for c in pf.dangling
         ],
+        "asks_approval": [
+            {"call_id": g.call.call_id, "name": g.call.name, "why": g.why}
+            for g in pf.approvals.gated
+        ],
+        "agent_answers": pf.approvals.agent_answers,
+        "approvals": describe(pf, answer, refusal),
+        "may_ask_approval": list(pf.approvals.tools),
         "max_turns": pf.max_turns if pf.mode == "resume" else None,
         "delete_on_success": pf.delete_on_success,
         "stale_reason": pf.stale_reason,
@@ -286,10 +316,15 @@ class _TextPrinter:
             )
         if data["error"]:
             self._line(f"  error       {error_line(data['error'])}")
+        asking = {call["call_id"]: call["why"] for call in data["asks_approval"]}
         for call in data["dangling"]:
             self._line(
                 f"  runs again  {call['name']}({call['arguments']}) [{call['call_id']}]"
             )
+            if why := asking.get(call["call_id"]):
+                self._line(f"              asks for approval: {why}", "yellow")
+        if data["mode"] == "resume":
+            self._line(f"  approvals   {data['approvals']}")
         if data["max_turns"] is not None:
             self._line(f"  max turns   {data['max_turns']}")
         for line in data["afterwards"]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from lovia_tui.core.entries import stored_number
+from lovia_tui.core.stored import stored_number
 
 NOTICE_KEY = "context_notice"
 STATE_KEY = "context_state"

@@ -197,12 +197,3 @@ def shorten(text: str, width: int) -> str:
             return flat[: max(0, width - 1)] + "…"
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
-
-
-def stored_number(value: Any) -> int | float | None:
-    """A stored number, else None: a hostile row may hold any JSON where lovia writes one."""
-    return (
-        value
-        if isinstance(value, int | float) and not isinstance(value, bool)
-        else None
-    )

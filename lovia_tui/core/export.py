@@ -25,9 +25,9 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from lovia_tui.core.attachments import attachments, part_label
 from lovia_tui.core.context_meta import (
@@ -44,7 +44,7 @@ from lovia_tui.core.huge_text import expand, holds_huge, json_piece
 from lovia_tui.core.markdown_text import code_span, fenced, message, plain
 from lovia_tui.core.private_files import COMPANIONS, FILE_MODE, create_new_file
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
-from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store import segment_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
 from lovia_tui.core.store.spliced import (
@@ -54,6 +54,8 @@ from lovia_tui.core.store.spliced import (
     total_entries,
 )
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import UNREADABLE_SHOWN, refuse_non_text
+from lovia_tui.core.web_models import RunRecord, chat_lines, record_line
 
 FORMATS = ("md", "json")
 NAME_CHARS = 40
@@ -216,6 +218,7 @@ async def export_session(
     history, behind the seam, as ``show`` prints them."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
+    refuse_non_text("session", session_id)
     neutral: Callable[[str], str] = (
         (printable_json if fmt == "json" else _printable_lines) if terminal else str
     )
@@ -253,10 +256,14 @@ async def export_session(
             await drain()
 
     segments = await segment_reads.segments(db, session_id)
+    chat = await web_chats.chat_info(db, session_id)
     if fmt == "md":
         await write(
             f"# Session {code_span(session_id)}\n\n"
             f"_{len(segments)} runs, from {code_span(db.path)}_\n"
+            + "".join(
+                f"\n> {plain(line)}\n" for line in (chat_lines(chat) if chat else [])
+            )
         )
     else:
         await write(
@@ -266,7 +273,19 @@ async def export_session(
             + ', "segments": [\n'
         )
     written = 0
-    for number, segment in enumerate(segments):
+    # Markdown tells the chat's story: a run that saved nothing, where it happened.
+    placed = web_records.interleave(
+        segments,
+        lambda segment: segment.created_at,
+        web_records.unsaved(web_records.session_records(db, session_id))
+        if fmt == "md"
+        else _no_records(),
+    )
+    number = 0
+    async for segment in placed:
+        if isinstance(segment, RunRecord):
+            await write(f"\n> ✖ {plain(record_line(segment))}\n", flush=False)
+            continue
         try:
             meta = await segment_reads.segment_meta(db, segment)
             entries = await segment_entries_stream(db, segment, spare=True)
@@ -276,7 +295,9 @@ async def export_session(
         if fmt == "md":
             await write(
                 _markdown_header(
-                    segment.run_id, timestamp(segment.created_at), problem
+                    segment.run_id,
+                    timestamp(segment.created_at, UNREADABLE_SHOWN),
+                    problem,
                 ),
                 flush=False,
             )
@@ -287,7 +308,10 @@ async def export_session(
                 written += 1
             await write(_markdown_context(meta), flush=False)
             continue
-        head = {"run_id": segment.run_id, "created_at": segment.created_at}
+        head: dict[str, Any] = {
+            "run_id": segment.run_id,
+            "created_at": segment.created_at,
+        }
         if meta is not None:
             head["meta"] = meta
         if problem:
@@ -298,6 +322,7 @@ async def export_session(
             + ', "entries": [',
             flush=False,
         )
+        number += 1
         # One entry at a time: a segment of a million is never whole in memory.
         for count, entry in enumerate(entries):
             if count:
@@ -333,9 +358,27 @@ async def export_session(
         await write("")
         return written
     written += sum(len(flight.entries) for flight in flights)
-    tail = json.dumps(in_flight_fields(flights), ensure_ascii=False)
-    await write(f"], {tail[1:]}\n")
+    tail = json.dumps(
+        {**in_flight_fields(flights), "chat": chat.as_dict() if chat else None},
+        ensure_ascii=False,
+    )
+    await write(f"], {tail[1:-1]}, " + '"runs": [', flush=False)
+    # lovia web's record of every run, a page of records at a time.
+    count = 0
+    async for record in web_records.session_records(db, session_id):
+        await write(
+            ("," if count else "") + json.dumps(record.as_dict(), ensure_ascii=False),
+            flush=False,
+        )
+        count += 1
+    await write("]}\n")
     return written
+
+
+async def _no_records() -> AsyncIterator[RunRecord]:
+    """No record to place (the JSON export lists them apart)."""
+    return
+    yield
 
 
 def _printable_lines(text: str) -> str:

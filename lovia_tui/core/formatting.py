@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
+
+from lovia_tui.core.stored import UNREADABLE_SHOWN
 
 _C0 = "\x00-\x08\x0b-\x1f"
 """C0 controls but tab and newline: ESC starts every escape sequence."""
@@ -79,10 +82,11 @@ def printable_json_bytes(dumped: bytes) -> bytes:
     )
 
 
-def timestamp(epoch: float | None) -> str:
-    """Local time of ``epoch``; "?" for a stored value that is no usable time."""
+def timestamp(epoch: float | None, missing: str = "-") -> str:
+    """Local time of ``epoch``; ``missing`` for None (``UNREADABLE_SHOWN`` where
+    lovia always stores a time), "?" for a stored value that is no usable time."""
     if epoch is None:
-        return "-"
+        return missing
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
     except (TypeError, ValueError, OverflowError, OSError):
@@ -91,6 +95,18 @@ def timestamp(epoch: float | None) -> str:
 
 PIN = "⚑ "
 """The badge of a chat pinned in lovia web's sidebar."""
+
+
+def age_since(now: float, epoch: float | None) -> str:
+    """The :func:`age` of a stored time; ``unreadable`` where it was no number."""
+    if epoch is None:
+        return UNREADABLE_SHOWN
+    return age(now - epoch)
+
+
+def ago(now: float, epoch: float | None) -> str:
+    """When a stored time was, for a sentence: "5m ago", or that it does not read."""
+    return "at an unreadable time" if epoch is None else f"{age(now - epoch)} ago"
 
 
 def age(seconds: float) -> str:
@@ -135,3 +151,9 @@ def usage_line(usage: object, last_input_tokens: object = None) -> str:
 def _tokens(value: object) -> str:
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     return f"{value:,}" if is_number else "?"
+
+
+def command_line(*words: object) -> str:
+    """A lovia-tui command to suggest, with the real paths and ids (quoted for
+    a shell): ``PATH...`` told a person nothing they could paste."""
+    return " ".join(["lovia-tui", *(shlex.quote(str(word)) for word in words)])

@@ -40,6 +40,8 @@ class SessionSummary:
     title: str = ""
     pinned: bool = False
     """Pinned in lovia web's sidebar (listed first, as there)."""
+    parent_id: str | None = None
+    """A subagent task chat's parent chat (lovia web's ``chat_sessions.parent_id``)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class SegmentInfo:
     run_id: str
     entry_count: int | None
     first_index: int | None
-    created_at: float
+    created_at: float | None
+    """None where the stored value is no number (shown as unreadable)."""
     started_at: float | None
     finished_at: float | None
     has_context_state: bool
@@ -112,7 +115,8 @@ class RunInfo:
     """A number as stored (lovia writes an int; a hostile head may hold a float)."""
     context_state: dict[str, Any]
     pending_handoff: str | None
-    updated_at: float
+    updated_at: float | None
+    """The last save; None where the stored value is no number (unreadable)."""
     started_at: float | None
     entries: int
     last_seq: int | None

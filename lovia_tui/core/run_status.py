@@ -8,9 +8,12 @@ the CLI and doctor all label runs and explain them from here.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lovia_tui.core.formatting import age
+import orjson
+
+from lovia_tui.core.formatting import age_since
+from lovia_tui.core.stored import UNREADABLE
 
 if TYPE_CHECKING:  # the records carry their status; this module only reads them
     from lovia_tui.core.models import RunInfo
@@ -35,8 +38,13 @@ STATUS_FILTERS = tuple(status.value for status in RunStatus)
 """What ``--status`` and the runs pane's filter accept (besides :data:`ALL_RUNS`)."""
 ALL_RUNS = "all"
 """The runs pane's filter that hides nothing."""
-UNREADABLE = "unreadable"
-"""The status of a head that does not parse: listed with the unfinished runs."""
+# UNREADABLE: the status of a head that does not parse, listed with the
+# unfinished runs (defined with the other stored values that do not read).
+OTHER = "other"
+"""Where a head status lovia does not write is counted (a future lovia's, a
+foreign writer's: ``"bogus"``, a number, an object); shown as it is stored."""
+STATUS_GROUPS = frozenset({*STATUS_FILTERS, UNREADABLE})
+"""The statuses counted under their own name; any other is :data:`OTHER`."""
 DEFAULT_STALE_AFTER = 300.0
 """Seconds without a save after which a running head counts as stale (``--stale-after``)."""
 WEB_SETTLED = frozenset({"interrupted", "failed", "cancelled", "completed"})
@@ -48,18 +56,42 @@ DANGLING_CALL = "⚠ no result: a resume re-executes it"
 """A dead run's pending call: no result will come unless it is resumed."""
 
 
+def status_text(value: Any) -> str:
+    """A stored head status as shown: text as it is, any other JSON value as its
+    JSON text (as SQLite's ``json_extract`` gives it), ``unreadable`` if none."""
+    if value is None:
+        return UNREADABLE
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def status_group(label: str) -> str:
+    """Which count a status label goes to: its own, or :data:`OTHER`."""
+    return label if label in STATUS_GROUPS else OTHER
+
+
 def head_is_stale(
-    status: str, updated_at: float, web_settled: bool, now: float, stale_after: float
+    status: str,
+    updated_at: float | None,
+    web_settled: bool,
+    now: float,
+    stale_after: float,
 ) -> bool:
     """The rule: running in its head, yet dead (lovia web settled it, or no save
-    for ``stale_after`` seconds). Shared by full records and the run index's marks."""
+    for ``stale_after`` seconds). Shared by full records and the run index's marks.
+    A save time that does not read is no evidence of death: such a run may be live."""
     return status == RunStatus.RUNNING and (
-        web_settled or now - updated_at >= stale_after
+        web_settled or (updated_at is not None and now - updated_at >= stale_after)
     )
 
 
 def effective_status(
-    status: str, updated_at: float, web_settled: bool, now: float, stale_after: float
+    status: str,
+    updated_at: float | None,
+    web_settled: bool,
+    now: float,
+    stale_after: float,
 ) -> str:
     """``stale`` where :func:`head_is_stale`, else the head's own status."""
     stale = head_is_stale(status, updated_at, web_settled, now, stale_after)
@@ -84,5 +116,5 @@ def stale_reason(run: RunInfo, now: float, stale_after: float) -> str | None:
     if run.web_settled:
         return web_reason(run)
     if run.is_stale(now, stale_after):
-        return f"no save for {age(now - run.updated_at)}: likely crashed"
+        return f"no save for {age_since(now, run.updated_at)}: likely crashed"
     return None

@@ -25,6 +25,7 @@ from lovia.web.store import ChatStore
 from .agent import make_agent, slow_jobs
 from .compaction import attachments_session, cached, compacted_session
 from .crash import READY, AgentProcess
+from .web_history import SMOKE_RUN, fork_of, launch_chat, morning_digest
 from .webui import chat, open_record, web_run
 
 
@@ -50,6 +51,10 @@ class DemoWorkspace:
     handoff_session: str = "chat-handoff"
     trimmed_session: str = "chat-api-logs"
     untrimmed_session: str = "chat-gateway-logs"
+    # lovia web's history: records of runs that saved nothing, a task, a schedule, a fork.
+    launch_session: str = "chat-launch"
+    launch_task_session: str = "chat-launch-t1"
+    digest_schedule: str = "sched-digest"
     # Two-file layout: sessions.db (SQLiteSession) + runs.db (SQLiteCheckpointer).
     cli_session: str = "cli-daily"
     cli_crashed_run: str = "run-cli-crashed"  # in cli_session, linked by nothing
@@ -209,6 +214,14 @@ async def _web_layout(ws: DemoWorkspace, store: ChatStore) -> None:
         ]),
     ])  # fmt: skip
     await _unfinished_web_runs(ws, store)
+    await _web_history(ws, store)
+
+
+async def _web_history(ws: DemoWorkspace, store: ChatStore) -> None:
+    """Run records with no transcript, a subagent task, a schedule, a fork."""
+    await launch_chat(store, ws.launch_session, ws.launch_task_session)
+    await morning_digest(store, ws.digest_schedule)
+    await fork_of(store, ws.launch_session, SMOKE_RUN)
 
 
 async def _results_saved(store: ChatStore, run_id: str, call_ids: set[str]) -> None:

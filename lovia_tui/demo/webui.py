@@ -30,13 +30,17 @@ async def chat(
 
 
 async def open_record(
-    store: ChatStore, sid: str, run_id: str, title: str | None = None
+    store: ChatStore,
+    sid: str,
+    run_id: str,
+    title: str | None = None,
+    source: str = "user",
 ) -> None:
     """What the web UI writes before a run starts: chat row, active pointer, run record."""
     await store.upsert(sid, agent=ASSISTANT, title=title)
     await store.set_active_run_id(sid, run_id)
     await store.start_run(
-        RunRow(run_id, sid, ASSISTANT, "user", "running", None, time.time(), None, None)
+        RunRow(run_id, sid, ASSISTANT, source, "running", None, time.time(), None, None)
     )
 
 
@@ -52,15 +56,17 @@ async def web_run(
     max_turns: int = 50,
     lose_append: bool = False,
     finished: asyncio.Queue[str] | None = None,
+    source: str = "user",
 ) -> None:
     """Run one chat message as lovia's web UI does, and settle its records the same way.
 
     ``lose_append`` drops the session so the run completes in its checkpoint
     only, and leaves the records as a process dying right then would.
-    ``finished`` receives the id of each tool call as it completes.
+    ``finished`` receives the id of each tool call as it completes; ``source``
+    is what started the run, as lovia web records it (``schedule:<id>``, …).
     """
     run_id = run_id or uuid.uuid4().hex
-    await open_record(store, sid, run_id, title)
+    await open_record(store, sid, run_id, title, source)
     assert store.checkpointer is not None
     handle = Runner.stream(
         make_agent(script, researcher),

@@ -7,7 +7,9 @@ Confirming is a deliberate act: the focus starts in the Reason (so what the
 user types at once is kept; option fields are above it, shift+tab), Enter in
 a field moves on to the next one and then to Confirm, and an action that removes more than one run
 or checkpoint, or a whole session, is confirmed only once its count or the
-session's id is typed (:func:`confirm_token`).
+session's id is typed (:func:`confirm_token`): the line above the field says
+so, and Enter there before it matches marks that line instead of moving on.
+The layout (preview on top, in a scroll of its own) is :mod:`dialog_frame`'s.
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select
 
 if TYPE_CHECKING:
     from lovia_tui.core.actions.fork import ForkPreview
     from lovia_tui.core.actions.previews import Preview
 from lovia_tui.core.formatting import printable
+from lovia_tui.screens.dialog_frame import dialog_head
 
 
 @dataclass(frozen=True)
@@ -118,32 +121,10 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         self.fields = list(fields)
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog"):
-            yield Label(
-                printable(self.title_text), classes="dialog-title", markup=False
-            )
-            yield Static(preview_text(self.lines), id="preview")
-            for spec in self.fields:
-                yield Label(spec.label, markup=False)
-                if spec.choices:
-                    options = [(Text(printable(c)), c) for c in spec.choices]
-                    value = spec.value if spec.value in spec.choices else Select.NULL
-                    yield Select(
-                        options, value=value, id=f"field-{spec.name}", prompt=spec.label
-                    )
-                else:
-                    yield Input(spec.value, id=f"field-{spec.name}")
-            if self.ask_reason:
-                yield Label("Reason (kept in the journal, optional)")
-                yield Input(id="reason", placeholder="why")
-                yield Label(
-                    "The rows are journaled first: u (undo) puts back what the last line above says.",
-                    classes="dim",
-                )
-            if self.token:
-                value, why = self.token
-                yield Label(f"{why.capitalize()}: type {value} to confirm")
-                yield Input(id="typed", placeholder=value)
+        with Vertical(classes="dialog"):
+            yield from dialog_head(self.title_text, preview_text(self.lines))
+            with VerticalScroll(classes="dialog-form"):
+                yield from self._form()
             with Horizontal(classes="dialog-buttons"):
                 if not self.noop:
                     yield Button(
@@ -151,12 +132,48 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                         id="confirm",
                         variant="error",
                         disabled=self.token is not None,
+                        compact=True,
                     )
                 if self.alternative:
-                    yield Button(self.alternative, id="alternative", variant="success")
+                    yield Button(
+                        self.alternative,
+                        id="alternative",
+                        variant="success",
+                        compact=True,
+                    )
                 if self.fields:
-                    yield Button("Preview again", id="again")
-                yield Button("Cancel", id="cancel")
+                    yield Button("Preview again", id="again", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def _form(self) -> ComposeResult:
+        for spec in self.fields:
+            yield Label(spec.label, markup=False)
+            if spec.choices:
+                options = [(Text(printable(c)), c) for c in spec.choices]
+                value = spec.value if spec.value in spec.choices else Select.NULL
+                yield Select(
+                    options,
+                    value=value,
+                    id=f"field-{spec.name}",
+                    prompt=spec.label,
+                    compact=True,
+                )
+            else:
+                yield Input(spec.value, id=f"field-{spec.name}", compact=True)
+        if self.ask_reason:
+            yield Label("Reason (optional; kept in the journal u (undo) restores from)")
+            yield Input(id="reason", placeholder="why", compact=True)
+        if self.token:
+            value, why = self.token
+            yield Label(
+                printable(
+                    f"{why.capitalize()}: type {value} below to confirm"
+                    " (Confirm stays off until it matches)"
+                ),
+                id="typed-why",
+                markup=False,
+            )
+            yield Input(id="typed", placeholder=printable(value), compact=True)
 
     @property
     def AUTO_FOCUS(self) -> str:  # type: ignore[override]  # Textual reads it per screen
@@ -177,6 +194,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         event.stop()
         confirm = self.query("#confirm").results(Button)
         if event.input.id == "typed" and any(button.disabled for button in confirm):
+            self.query_one("#typed-why", Label).add_class("needed")
             return
         self.focus_next()
 
@@ -237,21 +255,24 @@ class ForceScreen(ModalScreen[bool]):
         self.token = token
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog"):
-            yield Label("Refused: a run looks live", classes="dialog-title")
-            yield Static(
-                Text(printable(self.message, multiline=True), style="bold red")
+        with Vertical(classes="dialog"):
+            yield from dialog_head(
+                "Refused: a run looks live",
+                Text(printable(self.message, multiline=True), style="bold red"),
             )
-            yield Label(
-                printable(
-                    f"If its process is really gone, type {self.token} to force:"
-                ),
-                markup=False,
-            )
-            yield Input(id="typed", placeholder=printable(self.token))
+            with VerticalScroll(classes="dialog-form"):
+                yield Label(
+                    printable(
+                        f"If its process is really gone, type {self.token} to force:"
+                    ),
+                    markup=False,
+                )
+                yield Input(id="typed", placeholder=printable(self.token), compact=True)
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Force", id="force", variant="error", disabled=True)
-                yield Button("Cancel", id="cancel")
+                yield Button(
+                    "Force", id="force", variant="error", disabled=True, compact=True
+                )
+                yield Button("Cancel", id="cancel", compact=True)
 
     @on(Input.Changed, "#typed")
     def _typed(self, event: Input.Changed) -> None:

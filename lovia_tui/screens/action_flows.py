@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 Build = Callable[[dict[str, str], bool], Awaitable["Preview | ForkPreview"]]
 """An action's preview from the dialog's option values and whether to force."""
 
-FORK_INSTEAD = "Fork instead (keeps this session)"
+FORK_INSTEAD = "Fork (keeps this session)"
 
 
 def _int(values: dict[str, str], name: str, default: int) -> int:
@@ -93,7 +93,9 @@ class ActionFlows:
             keep = await fork_point(self.workspace, sid, index)
             return await preview_fork(self.workspace, sid, keep)
 
-        self.flow(f"Fork {sid} before entry {index} (nothing is removed)", build)
+        # Where it cuts is the preview's to say: a web chat forks before the
+        # user turn, not at the cursor ("before entry 12" over a copy of 9).
+        self.flow(f"Fork {sid} (nothing is removed)", build)
 
     def rewind_turn(self, selection: Selection) -> None:
         from lovia_tui.core.actions.session_plans import preview_rewind, user_turn_start

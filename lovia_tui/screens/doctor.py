@@ -55,6 +55,15 @@ async def _finished(worker: Worker) -> None:
         await worker.wait()
 
 
+class FindingsTable(DataTable[str | Text]):
+    """The findings, one a row: j/k move like every other list's."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False, tooltip="Next finding"),
+        Binding("k", "cursor_up", "Up", show=False, tooltip="Previous finding"),
+    ]
+
+
 class DoctorScreen(WorkerErrors, Screen):
     """Findings in a table, the highlighted one in full below with its fix."""
 
@@ -110,9 +119,7 @@ class DoctorScreen(WorkerErrors, Screen):
     def compose(self) -> ComposeResult:
         yield Label("Doctor · reading…", id="doctor-title", markup=False)
         yield ProgressBar(total=1.0, show_eta=False, id="doctor-progress")
-        table: DataTable[str | Text] = DataTable(
-            id="doctor-table", cursor_type="row", zebra_stripes=True
-        )
+        table = FindingsTable(id="doctor-table", cursor_type="row", zebra_stripes=True)
         table.add_columns("severity", "kind", "run", "session", "finding")
         yield table
         yield Static(id="doctor-detail")
@@ -199,14 +206,19 @@ class DoctorScreen(WorkerErrors, Screen):
             + "\n",
             style=SEVERITY_STYLES[finding.severity],
         )
-        text.append(printable(finding.message, multiline=True) + "\n")
+        # What x does before the finding's long story: at 60x15 the detail
+        # has four lines and the fix was cut off.
         if finding.fix is not None:
             text.append(
-                printable(f"fix (enter): {finding.fix.text}", multiline=True),
+                printable(
+                    f"x (or enter) applies the fix: {finding.fix.text}", multiline=True
+                )
+                + "\n",
                 style="cyan",
             )
         else:
-            text.append("no one-key fix for this finding", style="dim")
+            text.append("no one-key fix for this finding\n", style="dim")
+        text.append(printable(finding.message, multiline=True))
         detail.update(text)
 
     # ----- fixes -----

@@ -10,6 +10,7 @@ flow's worker, its writes in a thread; a failure is one notification.
 from __future__ import annotations
 
 import asyncio
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,12 +19,20 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from lovia_tui.core.actions.actor import serving
 from lovia_tui.core.errors import os_error_text
-from lovia_tui.core.export import ExportError, export_to_file, free_path, target_state
+from lovia_tui.core.export import (
+    ExportError,
+    export_name,
+    export_session,
+    export_to_file,
+    free_path,
+    target_state,
+)
 from lovia_tui.core.formatting import printable
 
 if TYPE_CHECKING:
@@ -67,7 +76,7 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
         """``path`` holds a regular file: the button replaces it."""
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog"):
+        with Vertical(classes="dialog"):
             yield Label(
                 printable(
                     f"Export session {self.session_id} as {FORMAT_NAMES[self.fmt]}"
@@ -75,19 +84,20 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
                 classes="dialog-title",
                 markup=False,
             )
-            yield Label("Write to (a new file)", markup=False)
-            yield Input(str(self.path), id="export-path")
-            if self.problem:
-                yield Static(
-                    Text(printable(self.problem), style="bold yellow"),
-                    id="export-problem",
-                )
+            with VerticalScroll(classes="dialog-form"):
+                yield Label("Write to (a new file)", markup=False)
+                yield Input(str(self.path), id="export-path", compact=True)
+                if self.problem:
+                    yield Static(
+                        Text(printable(self.problem), style="bold yellow"),
+                        id="export-problem",
+                    )
             with Horizontal(classes="dialog-buttons"):
                 if self.taken:
-                    yield Button("Replace", id="export", variant="error")
+                    yield Button("Replace", id="export", variant="error", compact=True)
                 else:
-                    yield Button("Export", id="export", variant="primary")
-                yield Button("Cancel", id="cancel")
+                    yield Button("Export", id="export", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#export")
@@ -117,6 +127,9 @@ def _problem(path: Path, state: str) -> str:
 async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:
     """Ask for the file (run as a worker of ``screen``), then export into it."""
     session_id = key[1]
+    if serving():
+        await _deliver(screen, key, fmt)
+        return
     path = await asyncio.to_thread(free_path, Path.cwd(), session_id, fmt)
     databases = [db.path for db in screen.workspace.databases]
     problem, state = "", "free"
@@ -149,3 +162,25 @@ async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> 
         screen.notify(f"export failed: {os_error_text(exc)}", severity="error")
         return
     screen.notify(f"exported {count} entries of {session_id} to {path}")
+
+
+async def _deliver(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:
+    """Under ``serve`` the export is the browser's download, never a server file."""
+    session_id = key[1]
+    text = io.StringIO()
+    try:
+        count = await export_session(
+            screen.workspace.database(Path(key[0])),
+            session_id,
+            fmt,
+            text,
+            ws=screen.workspace,
+            stale_after=screen.stale_after,
+        )
+    except ExportError as exc:
+        screen.notify(f"export refused: {exc}", severity="error")
+        return
+    text.seek(0)
+    name = export_name(session_id, fmt)
+    screen.app.deliver_text(text, save_filename=name)
+    screen.notify(f"exported {count} entries of {session_id} as download {name}")

@@ -9,11 +9,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from lovia_tui.commands import INSPECTOR_COMMANDS, CommandDef
+from lovia_tui.commands import INSPECTOR_COMMANDS, CommandDef, key_label
 from lovia_tui.widgets.transcript import Transcript
 
 MOVING = [
-    ("tab / shift+tab", "Next / previous pane"),
     ("↑ ↓ j k, PgUp PgDn, Home End", "Move in a list or the transcript"),
     ("enter", "Open a session, jump from a run to its session, fold/unfold an entry"),
     (
@@ -21,10 +20,6 @@ MOVING = [
         "Command palette: every command, go to session or run by id, filter runs",
     ),
 ]
-
-
-def key_label(key: str) -> str:
-    return {"slash": "/", "question_mark": "?", "escape": "esc"}.get(key, key)
 
 
 class HelpScreen(ModalScreen):

@@ -146,11 +146,18 @@ class InspectorBase(WorkerErrors, Screen):
             run_status=self.runs.status_of(run) if run else None,
             readonly=self.workspace.readonly,
             run_going=self.run_flows.running,
+            approval_waiting=self.run_flows.approval_waiting,
         )
 
     def _on_key_bar(self, action: str) -> bool:
         command = BY_ACTION.get(action)
+        if command is not None and command.urgent:
+            return self.is_mounted and command.state(self.selection) is True
         return command is None or command.on_key_bar(self.focused_pane)
+
+    def action_approval(self, what: str) -> None:
+        """A, V, E: answer the call waiting in the console, or type a reason."""
+        self.run_flows.approval(what)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         command = COMMANDS.get(action)

@@ -17,13 +17,14 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.runs.preflight import Preflight
 from lovia_tui.core.runs.redact import error_line
+from lovia_tui.screens.dialog_frame import dialog_head
 from lovia_tui.widgets.run_detail import dangling_panel, data_text
 
 WRONG_SESSION = (
@@ -117,6 +118,15 @@ def describe(pf: Preflight) -> RenderableType:
     parts: list[RenderableType] = [table, Text("")]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
+    for gated in pf.approvals.gated:
+        call = gated.call
+        parts.append(
+            data_text(
+                f"⚠ {call.name} [{call.call_id}] asks for approval when it runs again "
+                f"({gated.why}): you answer in the console: A approves, V denies, E types a reason",
+                "yellow",
+            )
+        )
     for warning in pf.warnings:
         parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
     for problem in pf.problems:
@@ -127,10 +137,16 @@ def describe(pf: Preflight) -> RenderableType:
 class PreflightScreen(ModalScreen[PreflightChoice | None]):
     """Shows a :class:`Preflight`; its button runs only when nothing blocks."""
 
-    AUTO_FOCUS = "Input, Select, #recheck"
-    """Not the Resume button: Enter at once would re-run dangling tool calls.
-    The first field, else Check again (Enter moves on from there), focused
-    as the dialog is composed so no later focus takes back a fast user's."""
+    @property
+    def AUTO_FOCUS(self) -> str:  # type: ignore[override]  # Textual reads it per screen
+        """A resume opens in its first field, never on its button: Enter at
+        once would re-run dangling tool calls; Enter there moves on to the
+        button. A replay that nothing blocks opens on Replay (it runs no
+        model and re-appends idempotently), a blocked one on Cancel: Check
+        again re-opened the same dialog, so Enter seemed to do nothing."""
+        if self.pf.mode == "resume" or self.pf.session_source in (None, "given"):
+            return "Input, Select"
+        return "#go" if self.pf.ok else "#cancel"
 
     BINDINGS = [
         Binding(
@@ -150,46 +166,54 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
 
     def compose(self) -> ComposeResult:
         pf = self.pf
-        with VerticalScroll(id="dialog", classes="dialog"):
-            yield Label(
-                printable(f"{pf.mode.capitalize()} run {pf.run.run_id}"),
-                classes="dialog-title",
-                markup=False,
+        with Vertical(id="dialog", classes="dialog"):
+            yield from dialog_head(
+                f"{pf.mode.capitalize()} run {pf.run.run_id}", describe(pf)
             )
-            yield Static(describe(pf))
-            if pf.session_source in (None, "given"):
-                yield Label("Session (your choice; " + WRONG_SESSION + ")")
-                options = self.session_options()
-                ids = {sid for _, sid in self.sessions}
-                current = pf.session_id if pf.session_id in ids else Select.NULL
-                yield Select(
-                    options,
-                    value=current,
-                    id="session",
-                    prompt="choose the run's session",
-                )
-            if pf.mode == "resume":
-                yield Label("Max turns (turns carry over into a resume)")
-                yield Input(str(pf.max_turns), id="max-turns", type="integer")
-            yield Checkbox(
-                "Delete the checkpoint once the run is stored",
-                pf.delete_on_success,
-                id="delete",
-            )
-            if self.live:
-                yield Label(
-                    printable(
-                        f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):"
-                    ),
-                    markup=False,
-                )
-                yield Input(id="typed", placeholder=printable(pf.run.run_id))
+            with VerticalScroll(classes="dialog-form"):
+                yield from self._form()
             with Horizontal(classes="dialog-buttons"):
                 yield Button(
-                    pf.mode.capitalize(), id="go", variant="warning", disabled=not pf.ok
+                    pf.mode.capitalize(),
+                    id="go",
+                    variant="warning",
+                    disabled=not pf.ok,
+                    compact=True,
                 )
-                yield Button("Check again", id="recheck")
-                yield Button("Cancel", id="cancel")
+                yield Button("Check again", id="recheck", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def _form(self) -> ComposeResult:
+        pf = self.pf
+        if pf.session_source in (None, "given"):
+            yield Label("Session (your choice; " + WRONG_SESSION + ")")
+            options = self.session_options()
+            ids = {sid for _, sid in self.sessions}
+            current = pf.session_id if pf.session_id in ids else Select.NULL
+            yield Select(
+                options,
+                value=current,
+                id="session",
+                prompt="choose the run's session",
+                compact=True,
+            )
+        if pf.mode == "resume":
+            yield Label("Max turns (turns carry over into a resume)")
+            yield Input(str(pf.max_turns), id="max-turns", type="integer", compact=True)
+        yield Checkbox(
+            "Delete the checkpoint once the run is stored",
+            pf.delete_on_success,
+            id="delete",
+            compact=True,
+        )
+        if self.live:
+            yield Label(
+                printable(
+                    f"This run looks live. To resume it anyway, type its id ({pf.run.run_id}):"
+                ),
+                markup=False,
+            )
+            yield Input(id="typed", placeholder=printable(pf.run.run_id), compact=True)
 
     def session_options(self) -> list[tuple[str | Text, str]]:
         """(label, session id) for the session picker: each with its file."""

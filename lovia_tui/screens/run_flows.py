@@ -36,7 +36,8 @@ NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an 
 
 
 class RunFlows:
-    """Resume (R), replay (P), the console (c) and cancelling a run (K)."""
+    """Resume (R), replay (P), the console (c), answering an approval (A, V,
+    a reason: E) and cancelling a run (K)."""
 
     def __init__(
         self,
@@ -162,6 +163,20 @@ class RunFlows:
             self.host.notify(str(exc), severity="error")
             return
         (await self.console()).start(pf, resume if mode == "resume" else replay)
+
+    @property
+    def approval_waiting(self) -> bool:
+        """Whether the run in the console waits for the user's approval."""
+        return self.run_console is not None and self.run_console.waiting is not None
+
+    def approval(self, what: str) -> None:
+        """``approve`` or ``deny`` the call waiting in the console, or type a ``reason``."""
+        if self.run_console is None:
+            return
+        if what == "reason":
+            self.run_console.query_one("#approval-reason").focus()
+        else:
+            self.run_console.answer(what == "approve")
 
     async def toggle_console(self) -> None:
         (await self.console()).toggle_class("hidden")

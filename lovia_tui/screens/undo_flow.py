@@ -37,14 +37,22 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
         host.notify("nothing to undo in the journal for these files")
         return False
     what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
-    lines = [
-        f"undo journal entry #{entry.id}: {what} by {entry.user}",
-        (
+    running = journal.running(entry.id) if entry.unfinished else None
+    if running:
+        state = (
+            f"it is running right now in {running}: undo waits a few seconds for "
+            "it to finish, then refuses"
+        )
+    elif entry.unfinished:
+        state = (
             "it never finished (interrupted): puts back the journaled rows now "
             "missing or altered, leaves the others as they are"
-            if entry.unfinished
-            else f"restores the rows exactly as they were before it ({counts_text(entry.counts)})"
-        ),
+        )
+    else:
+        state = f"restores the rows exactly as they were before it ({counts_text(entry.counts)})"
+    lines = [
+        f"undo journal entry #{entry.id}: {what} by {entry.user}",
+        state,
         "refused if anything changed those rows since",
     ]
     answer = await host.app.push_screen_wait(
@@ -57,6 +65,12 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
     except ActionError as exc:
         host.notify(str(exc), severity="error")
         return False
+    if result.recorded:
+        host.notify(
+            f"journal #{entry.id} was undone already: its undo #{result.undo_entry_id} "
+            "had committed before it was interrupted; the journal now says so"
+        )
+        return True
     in_place = (
         f"; {result.rows_in_place} were already in place"
         if entry.unfinished and result.rows_in_place

@@ -42,6 +42,10 @@ class RowKind(StrEnum):
     """The entries of a large segment the app does not hold (its middle)."""
     NOTICE = "notice"
     """A run's compaction notice, after its entries (where lovia web replays it)."""
+    RECORD = "record"
+    """lovia web's record of a run that left no entries in the chat."""
+    CHAT = "chat"
+    """A line of what lovia web says of the chat (task of, forked from, schedules)."""
 
 
 class Group(StrEnum):

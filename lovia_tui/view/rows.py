@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, Unreadable
 from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.web_models import RunRecord
 from lovia_tui.view.kinds import RowKind, newer_key, older_key
 
 KIND_LABELS = {
@@ -43,11 +44,17 @@ class Row:
     segment held in part): not known to be dangling."""
     boundary: int = 0
     """An "older" row's first unloaded id from above, a "newer" row's from below."""
+    record: RunRecord | None = None
+    """lovia web's record of a run that left no entries here (a record row)."""
+    note: str = ""
+    """What a chat row or a record row with no record says; on a segment
+    header, what started its run (stored text, raw)."""
 
     @property
     def unfolds(self) -> bool:
-        """Enter shows more of it below: an entry, or a compaction notice."""
-        return self.kind in (RowKind.ENTRY, RowKind.NOTICE)
+        """Enter shows more of it below: an entry, a compaction notice, or
+        lovia web's record of a run that left no entries."""
+        return self.kind in (RowKind.ENTRY, RowKind.NOTICE, RowKind.RECORD)
 
     @property
     def has_raw(self) -> bool:

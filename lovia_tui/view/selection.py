@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
+from lovia_tui.core.stored import non_text
 from lovia_tui.view.kinds import Pane, RowKind
 from lovia_tui.view.rows import Row
 
@@ -37,6 +38,8 @@ class Selection:
     readonly: bool
     run_going: bool
     """A resume or replay is running in the console."""
+    approval_waiting: bool = False
+    """The run in the console waits for an approval only the user can give."""
 
     @property
     def entry_index(self) -> int | None:
@@ -61,6 +64,8 @@ class Selection:
             return str(row.entry.data["call_id"])
         if row.segment is not None:
             return row.segment.run_id
+        if row.record is not None:
+            return row.record.run_id
         return row.run.run_id if row.run else None
 
 
@@ -104,6 +109,16 @@ SESSION = Need(
         else "the transcript shows a run on its own: no session is known for it"
     ),
 )
+TEXT_SESSION = Need(
+    lambda s: non_text("session", s.session[1] if s.session else None) is None,
+    lambda s: str(non_text("session", s.session[1] if s.session else None)),
+)
+"""lovia's methods take text ids: a session stored under another type is shown, never acted on."""
+TEXT_RUN = Need(
+    lambda s: non_text("run", s.run.run_id if s.run else None) is None,
+    lambda s: str(non_text("run", s.run.run_id if s.run else None)),
+)
+"""As :data:`TEXT_SESSION`, for a run."""
 ENTRY = Need(lambda s: s.entry_index is not None, _entry_missing)
 ROW_ENTRY = Need(
     lambda s: s.row is not None and s.row.entry is not None,
@@ -123,6 +138,10 @@ RUN_GOING = Need(
     lambda s: (
         "nothing is running in the console (R or P in the Runs pane starts a run)"
     ),
+)
+APPROVAL_WAITING = Need(
+    lambda s: s.approval_waiting,
+    lambda s: "no tool call is waiting for approval in the console",
 )
 UNDER_CURSOR = Need(
     lambda s: s.id_under_cursor is not None,

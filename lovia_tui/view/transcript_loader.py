@@ -22,6 +22,7 @@ from lovia_tui.core.store.segment_parts import SegmentPart
 from lovia_tui.core.store.spliced import InFlight, read_flight, splice
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind, notice_key, seam_key, segment_key
+from lovia_tui.view.record_rows import with_records
 from lovia_tui.view.rows import Row, newer_row, older_row
 
 BATCH = 30
@@ -216,9 +217,10 @@ async def session_rows(
     then each linked run not yet appended; and, per such run, the last batch
     seq read (to follow it from there)."""
     batch, older = listed
-    rows = (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
-        db, batch, starts
+    rows = await _batch_rows(
+        db, session_id, batch, starts, at_start=not older, next_id=None
     )
+    rows = (older_row(older, batch[0].row_id) if batch else []) + rows
     more, seqs = await _seam_rows(db, session_id, seams)
     return rows + more, seqs
 
@@ -228,9 +230,10 @@ async def older_rows(
 ) -> list[Row]:
     """The next older batch above what is shown, with a new "older" row if needed."""
     batch, older = await segment_reads.newest_segments(db, session_id, BATCH, before_id)
-    return (older_row(older, batch[0].row_id) if batch else []) + await segment_rows(
-        db, batch, starts
+    rows = await _batch_rows(
+        db, session_id, batch, starts, at_start=not older, next_id=before_id
     )
+    return (older_row(older, batch[0].row_id) if batch else []) + rows
 
 
 async def newer_rows(
@@ -243,11 +246,35 @@ async def newer_rows(
     """The next newer batch below what is shown: with a "newer" row if more
     follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
     batch, newer = await segment_reads.oldest_segments(db, session_id, BATCH, after_id)
-    rows = await segment_rows(db, batch, starts)
+    rows = await _batch_rows(
+        db,
+        session_id,
+        batch,
+        starts,
+        at_start=not after_id,
+        next_id=batch[-1].row_id + 1 if newer else None,
+    )
     if newer:
         return rows + newer_row(newer, batch[-1].row_id), {}
     more, seqs = await _seam_rows(db, session_id, seams)
     return rows + more, seqs
+
+
+async def _batch_rows(
+    db: Database,
+    session_id: str,
+    batch: list[SegmentInfo],
+    starts: Starts | None,
+    *,
+    at_start: bool,
+    next_id: int | None,
+) -> list[Row]:
+    """A batch's rows with lovia web's records among them (as
+    :func:`~lovia_tui.view.record_rows.with_records` places them)."""
+    rows = await segment_rows(db, batch, starts)
+    return await with_records(
+        db, session_id, rows, batch, at_start=at_start, next_id=next_id
+    )
 
 
 async def _seam_rows(

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from rich.cells import cell_len, set_cell_size
 
 GAP = 1
+KEPT_WHOLE = 20
+"""Cells a capped column keeps whatever its share: ids such as ``chat-gateway-logs`` stay whole."""
 SELECTORS = "\ufe0e\ufe0f"
 """Emoji and text presentation selectors: terminals disagree on whether
 ``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
@@ -39,6 +41,9 @@ class Column:
     rank: int
     least: int = 4
     grows: bool = False
+    share: float = 1.0
+    """The most of the row it takes beyond ``KEPT_WHOLE`` cells: a 32-hex id
+    filled a narrow pane and pushed every title out."""
 
 
 def fit(columns: list[Column], width: int) -> dict[str, int]:
@@ -48,8 +53,9 @@ def fit(columns: list[Column], width: int) -> dict[str, int]:
     for column in sorted(columns, key=lambda c: c.rank):
         gap = GAP if widths else 0
         room = width - used - gap
-        if room >= column.natural:
-            shown = column.natural
+        natural = min(column.natural, max(KEPT_WHOLE, int(width * column.share)))
+        if room >= natural:
+            shown = natural
         elif column.rank == 0 or room >= column.least:
             shown = max(0, room)
         else:
@@ -63,16 +69,36 @@ def fit(columns: list[Column], width: int) -> dict[str, int]:
     return widths
 
 
-def cell(text: str, width: int, *, right: bool = False) -> str:
+MIDDLE_CUT_FROM = 12
+"""Cells from which an id is cut in the middle: in fewer, its start reads better."""
+
+
+def cell(text: str, width: int, *, right: bool = False, middle: bool = False) -> str:
     """``text`` in exactly ``width`` cells (cut with an ellipsis, or padded),
-    measured as the terminal draws it."""
+    measured as the terminal draws it. ``middle``: cut in the middle, as ids
+    are (their start and end tell them apart; the detail and `y` have them whole)."""
     if width <= 0:
         return ""
     text = as_drawn_text(text)
     if cell_len(text) > width:
-        text = set_cell_size(text, width - 1) + "…"
+        if middle and width >= MIDDLE_CUT_FROM:
+            tail = (width - 1) // 2
+            start = set_cell_size(text, width - 1 - tail)
+            text = start + "…" + _last_cells(text, tail)
+        else:
+            text = set_cell_size(text, width - 1) + "…"
     pad = width - cell_len(text)
     return " " * pad + text if right else text + " " * pad
+
+
+def _last_cells(text: str, width: int) -> str:
+    """The end of ``text`` in at most ``width`` cells."""
+    end = ""
+    for char in reversed(text):
+        if cell_len(char + end) > width:
+            break
+        end = char + end
+    return end
 
 
 def widest(values: Iterable[str], cap: int, least: int = 1) -> int:

@@ -7,7 +7,7 @@ session). This bar shows the same keys (bindings with ``show=True``, disabled
 ones dimmed, the command palette's key at the right) as one line of text and
 repaints only itself. The ``pinned`` keys (help, quit) and the palette's
 stay at the right end; the others are cut, with an ellipsis, when the
-terminal is too narrow for all of them.
+terminal is too narrow for all of them (whole keys, then an ellipsis).
 """
 
 from __future__ import annotations
@@ -118,8 +118,10 @@ class KeyBar(Widget):
         shift = max(0, self.size.width - right.cell_len)
         room = max(0, shift - len(SEPARATOR))
         if left.cell_len > room:
-            left.truncate(room, overflow="ellipsis")
-            left_spans = [span for span in left_spans if span[1] <= room]
+            # Whole keys only: "C Cle…" named no command.
+            left_spans = [span for span in left_spans if span[1] + 2 <= room]
+            left = left[: left_spans[-1][1] if left_spans else 0]
+            left.append(" …")
         left.append(" " * (shift - left.cell_len))
         self._spans = left_spans + [
             (start + shift, end + shift, key) for start, end, key in right_spans

@@ -2,21 +2,24 @@
 
 Owns the run's worker: lovia's events stream in as lines, text deltas grow
 the line in progress, and cancelling asks lovia to stop at its next safe point
-while the stream is drained to its end (the run ends ``interrupted``).
+while the stream is drained to its end (the run ends ``interrupted``). A call
+that needs approval waits in a bar of its own (tool, arguments, why) until the
+user approves or denies it, with the reason typed there if any.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Label, RichLog, Static
+from textual.widgets import Input, Label, RichLog, Static
 
+from lovia_tui.core.entries import shorten
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.runs.console import one_line
 from lovia_tui.view.kinds import Group
@@ -55,18 +58,26 @@ class RunConsole(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.control: RunControl | None = None
+        self.waiting: Mapping[str, Any] | None = None
+        """The call waiting for the user's approval (its console event's data)."""
         self._partial = Text()
 
     def compose(self) -> ComposeResult:
         yield Label("Console", id="console-title", classes="pane-title", markup=False)
         yield RichLog(id="console-log", wrap=True, markup=False, max_lines=5_000)
         yield Static(id="console-partial")
+        with Horizontal(id="approval", classes="hidden"):
+            yield Static(id="approval-call")
+            yield Input(
+                id="approval-reason", placeholder="reason (optional), then A or V"
+            )
 
     @property
     def running(self) -> bool:
         return self.control is not None
 
     def start(self, pf: Preflight, starter: Starter) -> None:
+        from lovia_tui.core.actions.journal import Journal
         from lovia_tui.core.runs.resume import (
             RunControl,  # imports lovia: on first run only
         )
@@ -76,13 +87,60 @@ class RunConsole(Vertical):
         self.query_one("#console-title", Label).update(
             printable(f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)")
         )
-        self.control = RunControl()
+        self.control = RunControl(answering="ask", journal=Journal())
         self._run(pf, starter, self.control)
 
     def cancel(self) -> None:
         if self.control is not None:
             self.control.cancel("cancelled from lovia-tui")
             self._line(Text("cancelling at lovia's next safe point…", style="yellow"))
+
+    def answer(self, approved: bool) -> None:
+        """Approve or deny the waiting call, with the reason typed in the bar."""
+        call, control = self.waiting, self.control
+        if call is None or control is None:
+            return
+        reason = self.query_one("#approval-reason", Input).value.strip()
+        (control.approve if approved else control.reject)(call["call_id"], reason)
+        self._answered()
+
+    def _ask(self, call: Mapping[str, Any]) -> None:
+        self.waiting = call
+        self.remove_class("hidden")
+        what = f"{call['name']}({shorten(call['arguments'], 300)})"
+        self.query_one("#approval-call", Static).update(
+            Text.assemble(
+                ("needs approval  ", "bold yellow"),
+                (printable(what), "bold"),
+                "\n",
+                (
+                    printable(f"{call['why']} · A approves · V denies · E: a reason"),
+                    "yellow",
+                ),
+            )
+        )
+        self.query_one("#approval").remove_class("hidden")
+        self.screen.refresh_bindings()
+        self.notify(
+            printable(
+                f"{call['name']} needs your approval in the console: A approves, V denies"
+            ),
+            severity="warning",
+            markup=False,
+        )
+
+    def _answered(self) -> None:
+        if self.waiting is None:
+            return
+        self.waiting = None
+        self.query_one("#approval").add_class("hidden")
+        self.query_one("#approval-reason", Input).value = ""
+        self.screen.refresh_bindings()
+
+    @on(Input.Submitted, "#approval-reason")
+    def _reason_typed(self) -> None:
+        """Enter keeps the reason and hands the keys back: A or V answers."""
+        self.screen.set_focus(None)
 
     @work(exclusive=True, group=Group.CONSOLE)
     async def _run(self, pf: Preflight, starter: Starter, control: RunControl) -> None:
@@ -96,6 +154,7 @@ class RunConsole(Vertical):
             self._line(Text(printable(f"✗ {one_line(exc)}"), style="bold red"))
         finally:
             self.control = None
+            self._answered()
             self._flush()
             self.query_one("#console-title", Label).update(
                 printable(f"Console · {pf.mode} {pf.run.run_id} · {status}")
@@ -110,6 +169,10 @@ class RunConsole(Vertical):
             return
         self._flush()
         self._line(Text(printable(event.text, multiline=True), style=style))
+        if event.kind == "approval_required" and event.data.get("asking"):
+            self._ask(event.data)
+        elif event.kind == "approval_decided":
+            self._answered()
 
     def _flush(self) -> None:
         if self._partial:

@@ -23,7 +23,7 @@ from lovia_tui import messages
 from lovia_tui.core.context_meta import context_line
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import (
-    age,
+    age_since,
     printable,
     printable_json,
     timestamp,
@@ -34,6 +34,7 @@ from lovia_tui.core.run_status import stale_reason, status_label
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import UNREADABLE_SHOWN
 from lovia_tui.view.kinds import Group as Workers
 from lovia_tui.widgets.transcript_rows import pretty_arguments
 from lovia_tui.widgets.worker_errors import WorkerErrors
@@ -94,7 +95,10 @@ def head_table(
     table.add_row("entries", data_text(f"{run.entries} (last seq {run.last_seq})"))
     table.add_row("started", timestamp(run.started_at))
     table.add_row(
-        "updated", f"{timestamp(run.updated_at)} ({age(now - run.updated_at)} ago)"
+        "updated",
+        f"{timestamp(run.updated_at)} ({age_since(now, run.updated_at)} ago)"
+        if run.updated_at is not None
+        else UNREADABLE_SHOWN,
     )
     if link:
         how = "appended to it" if link.kind == "segment" else "web UI record"
@@ -225,20 +229,22 @@ class RunDetail(WorkerErrors, VerticalScroll):
             body.update(Text("No run selected.", style="dim"))
             return
         now = time.time()
-        self._age = age(now - run.updated_at)
+        self._age = age_since(now, run.updated_at)
         if raw:
             body.update(
                 Text(printable_json(json.dumps(run.head, ensure_ascii=False, indent=2)))
             )
             return
-        parts: list[RenderableType] = [
-            head_table(run, link, now, stale_after),
-            Text(""),
-            dangling_panel(dangling, live=run.is_live(now, stale_after)),
-        ]
+        table = head_table(run, link, now, stale_after)
+        panel = dangling_panel(dangling, live=run.is_live(now, stale_after))
+        # The calls first when there are any: what a crashed run left is what
+        # a person came for, and below the head it was out of sight at 80x24.
+        parts: list[RenderableType] = (
+            [panel, table] if dangling else [table, Text(""), panel]
+        )
         for problem in [run.unreadable, *problems]:
             if problem:
-                parts.append(data_text(f"⚠ unreadable: {problem}", "bold red"))
+                parts.append(data_text(f"{UNREADABLE_SHOWN}: {problem}", "bold red"))
         body.update(Group(*parts))
 
     @property
@@ -251,5 +257,5 @@ class RunDetail(WorkerErrors, VerticalScroll):
         if self._shown is None or self._shown[0] is None:
             return
         run, link, dangling, problems, raw, stale_after = self._shown
-        if not raw and age(time.time() - run.updated_at) != self._age:
+        if not raw and age_since(time.time(), run.updated_at) != self._age:
             self.show(run, link, dangling, problems, raw=raw, stale_after=stale_after)

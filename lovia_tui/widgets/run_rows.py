@@ -8,7 +8,7 @@ import time
 
 from rich.text import Text
 
-from lovia_tui.core.formatting import age, printable
+from lovia_tui.core.formatting import age_since, printable
 from lovia_tui.core.run_status import status_label
 from lovia_tui.core.runs.listing import RunList
 from lovia_tui.widgets.columns import Column, cell, fit, longest
@@ -39,11 +39,13 @@ class RunColumns:
         sessions = [session_of(source, run.run_id)[0] for run in runs]
         self._columns = [
             Column("status", 11, 1),
-            Column("id", longest((r.run_id for r in runs), 40, 8), 0),
+            Column("id", longest((r.run_id for r in runs), 40, 8), 0, share=0.35),
             Column("agent", longest((r.agent_name for r in runs), 16), 4),
             Column("turns", 3, 5),
             Column("age", 4, 2),
-            Column("session", longest(sessions, 40, 8), 3, least=6, grows=True),
+            Column(
+                "session", longest(sessions, 40, 8), 3, least=6, grows=True, share=0.35
+            ),
         ]
         self._widths = (-1, {})
 
@@ -69,7 +71,7 @@ class RunColumns:
             "id": (printable(run.run_id), "bold"),
             "agent": (printable(run.agent_name), ""),
             "turns": (f"{run.turns}t", "dim"),
-            "age": (age(now - run.updated_at), "dim"),
+            "age": (age_since(now, run.updated_at), "dim"),
             "session": session_of(source, run.run_id),
         }
         for column in self._columns:
@@ -78,5 +80,9 @@ class RunColumns:
                     text.append(" ")
                 value, style = values[column.name]
                 right = column.name in ("turns", "age")
-                text.append(cell(value, widths[column.name], right=right), style=style)
+                middle = column.name in ("id", "session")
+                text.append(
+                    cell(value, widths[column.name], right=right, middle=middle),
+                    style=style,
+                )
         return text

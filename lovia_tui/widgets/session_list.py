@@ -12,10 +12,12 @@ import time
 
 from rich.text import Text
 
-from lovia_tui.core.formatting import PIN, age, printable
+from lovia_tui.core.formatting import PIN, age_since, printable
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 
+TASK = "↳ "
+"""Before a subagent task chat's id."""
 BADGE_STYLES = {
     "live": "bold green",
     "stale": "bold red",
@@ -114,7 +116,9 @@ class SessionList:
         summaries = self.summaries.values()
         self._columns = [
             # Ids by length, not cells: a walk of 130,000 keys must stay cheap.
-            Column("id", longest((key[1] for key in self.shown), 40, 10), 0),
+            Column(
+                "id", longest((key[1] for key in self.shown), 40, 10), 0, share=0.45
+            ),
             Column(
                 "title",
                 widest((printable(summary.title) for summary in summaries), 32, 8),
@@ -136,13 +140,16 @@ class SessionList:
         badge = self.badges.get(key)
         text = Text()
         text.append("● " if badge else "  ", style=BADGE_STYLES.get(badge or "", ""))
-        text.append(cell(printable(key[1]), widths["id"]), style="bold")
+        room = widths["id"]
+        if summary is not None and summary.parent_id is not None and room > 4:
+            # A subagent task chat, listed under its parent chat as lovia web groups it.
+            text.append(TASK, style="dim")
+            room -= len(TASK)
+        text.append(cell(printable(key[1]), room, middle=True), style="bold")
         if summary is None:
             text.append(" …", style="dim")
             return text
-        when = (
-            age(time.time() - summary.last_activity) if summary.last_activity else "-"
-        )
+        when = age_since(time.time(), summary.last_activity)
         if "title" in widths:
             room = widths["title"]
             text.append(" ")

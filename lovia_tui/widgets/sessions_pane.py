@@ -176,7 +176,6 @@ class SessionsPane(WorkerErrors, Vertical):
     def _show_keys(self, keys: list[SessionKey]) -> None:
         self.list.keys = keys
         self.apply_filter()
-        self.fetch_visible_summaries()
 
     def bring_to_front(self, keys: list[SessionKey]) -> None:
         """Sessions that just gained a run move to the top, their summaries renewed."""
@@ -205,6 +204,9 @@ class SessionsPane(WorkerErrors, Vertical):
         cursor = shown.index(current) if current in shown else 0
         self.row_list.set_count(len(shown), cursor=cursor)
         self.show_title()
+        # Rows the filter hid come back without their titles read: read them
+        # now, not at the next key (they showed "…" until then).
+        self.fetch_visible_summaries()
         if shown and self.selected != current:
             # Another session is under the cursor now: say so, as a move would,
             # so that the transcript follows the list.
@@ -287,6 +289,14 @@ class SessionsPane(WorkerErrors, Vertical):
         (await self._box()).open("filter", self.list.filter_text)
 
     async def open_search(self) -> None:
+        """The search box, over every session: a filter left from `/` would
+        narrow the results without a word, so it is cleared, and said."""
+        if self.list.filter_text:
+            self.notify(
+                f"filter {self.list.filter_text!r} cleared: a search looks in every session"
+            )
+            self.list.filter_text = ""
+            self.apply_filter()
         (await self._box()).open("search", "")
 
     async def _box(self) -> SearchBox:

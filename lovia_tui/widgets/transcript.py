@@ -51,6 +51,8 @@ class Transcript(LineView, can_focus=True):
         "transcript--held-back",
         "transcript--notice",
         "transcript--unreadable",
+        "transcript--record",
+        "transcript--chat",
         "transcript--user",
         "transcript--system",
         "transcript--assistant-text",

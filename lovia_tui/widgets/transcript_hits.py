@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 from lovia_tui import messages
 from lovia_tui.core.models import SessionKey
-from lovia_tui.view.kinds import Group, held_back_key
+from lovia_tui.core.search.query import QueryError, parse_query
+from lovia_tui.core.search.text import entry_matches
+from lovia_tui.view.kinds import Group, RowKind, held_back_key, seam_key
 
 if TYPE_CHECKING:
     from lovia_tui.core.search.workspace import WorkspaceSearch
@@ -63,9 +65,34 @@ class Hits:
         self.pane.post_message(messages.SearchHits(key, query, rows))
 
     def found(self, message: messages.SearchHits) -> None:
+        """The index's hits in the session's segments, then those in the
+        entries of its in-flight runs below them (the index has those by run,
+        not by session; they are loaded whole, so they are searched here)."""
         if message.key == self.pane.session_key and message.needle == self.query:
-            self.rows = message.rows
+            self.rows = message.rows + self._inflight_hits()
             self._show(0)
+
+    def _inflight_hits(self) -> list[str]:
+        try:
+            words = parse_query(self.query).words
+        except QueryError:
+            return []
+        return [
+            row.key
+            for row in self.pane.transcript.rows
+            if row.kind == RowKind.ENTRY
+            and row.run is not None
+            and row.key.startswith(seam_key(row.run.run_id))
+            and row.entry is not None
+            and entry_matches(words, row.entry.data)
+        ]
+
+    @property
+    def title(self) -> str:
+        """Where the cursor is among the hits, for the pane's title."""
+        if not self.rows or self.at < 0:
+            return ""
+        return f" · hit {self.at + 1}/{len(self.rows)}"
 
     def step(self, step: int) -> None:
         if self.rows:

@@ -354,6 +354,7 @@ class TranscriptPane(WorkerErrors, Vertical):
             title = f"Run {self.run_view} · session unknown · {transcript.window.entries:,} entries · {transcript.position}"
         else:
             return
+        title += self.hits.title
         if self.followed:
             title += f" · following {self.followed[1]}"
         if transcript.new_below:

@@ -22,6 +22,8 @@ from lovia_tui.core.entries import entry_text, is_trimmed, shorten
 from lovia_tui.core.formatting import printable, printable_json, size, timestamp
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
+from lovia_tui.core.stored import UNREADABLE_SHOWN
+from lovia_tui.core.web_models import record_details, record_line
 from lovia_tui.view.kinds import RowKind
 from lovia_tui.view.rows import Row, index_text, partner_text
 
@@ -52,9 +54,17 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
             f"⋯ {row.older:,} entries not held here (show or export prints them all)"
         )
     if row.kind == RowKind.UNREADABLE and row.problem:
-        return Text(printable(f"⚠ unreadable: {row.problem}"))
+        return Text(printable(f"{UNREADABLE_SHOWN}: {row.problem}"))
+    if row.kind == RowKind.CHAT:
+        return Text(printable(row.note))
+    if row.kind == RowKind.RECORD:
+        if row.record is None:
+            return Text(printable(row.note))
+        marker = "▾" if expanded else "▸"
+        return Text(printable(f"     {marker} ✖ {record_line(row.record, 200)}"))
     if row.kind == RowKind.SEGMENT and row.segment:
-        return Text(printable(segment_title(row.segment, expanded)))
+        by = f" · {row.note}" if row.note else ""
+        return Text(printable(segment_title(row.segment, expanded) + by))
     if row.kind == RowKind.NOTICE:
         marker = "▾" if expanded else "▸"
         notice = notice_of(row.segment.meta if row.segment else None) or {}
@@ -109,13 +119,13 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
 
 def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     marker = "▼" if expanded else "▶"
-    started = timestamp(segment.started_at or segment.created_at)
+    started = timestamp(segment.started_at or segment.created_at, UNREADABLE_SHOWN)
     finished = timestamp(segment.finished_at) if segment.finished_at else ""
     span = f"{started} → {finished[11:]}" if finished else started
     count = "?" if segment.entry_count is None else segment.entry_count
     badges = []
     if segment.unreadable:
-        badges.append("⚠ unreadable")
+        badges.append(UNREADABLE_SHOWN)
     if segment.has_notice:
         badges.append("⟲ compacted")
     if segment.has_context_state:
@@ -138,6 +148,8 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
     (``clip``) the text also stops after FOLD_CHARS or FULL_CHARS characters:
     wrapping a 10 MB tool output would freeze the app. $PAGER gets it whole.
     """
+    if row.record is not None:
+        return _fold(record_details(row.record), full, None)
     limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
     meta = row.segment.meta if row.segment else None
     if row.kind == RowKind.SEGMENT:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from support.app import snapshot_app
-from support.reliability import until
+from support.reliability import AppWatch, until
 
 from lovia_tui.core.export import export_name
 from lovia_tui.pilot import settle
@@ -212,3 +212,16 @@ async def test_palette_paged_in_the_same_burst_that_opens_it(snap_dir, monkeypat
             await pilot.press("escape")
             await settle(pilot)
         assert app.is_running and app.return_code is None
+
+
+async def test_ctrl_c_says_which_key_quits_in_plain_words(snap_dir, monkeypatch):
+    """Textual's own "Press [b]q[/b] to quit" showed its markup as text."""
+    app = snapshot_app(snap_dir, monkeypatch)
+    watch = AppWatch()
+    async with app.run_test(size=(120, 30), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        await pilot.press("ctrl+c")
+        await settle(pilot)
+        assert watch.notes == [("information", "Press q to quit the app")]
+        assert app.is_running

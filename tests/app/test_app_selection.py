@@ -3,12 +3,9 @@ says in one line why it does nothing (issue 15, items 2 and 7)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
-import pytest
 from support.reliability import AppWatch, until
 
 from lovia_tui.app import make_app
@@ -17,14 +14,6 @@ from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.screens.preflight import PreflightScreen
 from lovia_tui.widgets.key_bar import KeyBar
-
-
-@pytest.fixture
-def demo(demo_dir: DemoWorkspace, tmp_path: Path) -> DemoWorkspace:
-    """A private copy of the demo, free to mutate."""
-    copy = DemoWorkspace(tmp_path / "demo")
-    shutil.copytree(demo_dir.directory, copy.directory)
-    return copy
 
 
 @asynccontextmanager

@@ -47,3 +47,15 @@ def test_what_a_command_needs_is_shown_dimmed_with_its_reason():
     assert cancel.state(selection(pane=Pane.RUNS)) is None
     assert "nothing is running" in cancel.why_not(selection(pane=Pane.RUNS))
     assert cancel.state(selection(run_going=True)) is True
+
+
+def test_help_lists_each_key_once():
+    from lovia_tui.screens.help import MOVING
+
+    listed = [key for key, _ in MOVING] + [c.key_label for c in INSPECTOR_COMMANDS]
+    assert not any("tab" in key for key, _ in MOVING)  # the command list has them
+    assert len(listed) == len(set(listed))
+
+
+def test_copy_id_is_on_the_runs_key_bar():
+    assert COMMANDS["copy_id"].on_key_bar(Pane.RUNS)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from support.app import confirm, snapshot_app
+from support.reliability import until
 from textual.widgets import Select
 
 from lovia_tui.app import make_app
@@ -101,6 +102,29 @@ async def test_the_doctor_view_offers_no_fix_when_read_only(snap_dir, monkeypatc
         assert app.screen is screen, "no dialog: nothing can be changed"
 
 
+async def test_the_doctor_list_moves_with_j_and_k_and_its_detail_names_x(demo_dir):
+    """Like every list: j down, k up; the detail says the key the bar shows."""
+    from textual.widgets import Static
+
+    from lovia_tui.widgets.key_bar import KeyBar
+
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = await open_doctor_view(pilot)
+        await until(pilot, lambda: screen.audits == 1)
+        assert len(screen.findings) >= 2
+        table = screen.query_one("#doctor-table")
+        await pilot.press("j")
+        assert table.cursor_row == 1
+        await pilot.press("k")
+        assert table.cursor_row == 0
+        await settle(pilot)
+        detail = str(screen.query_one("#doctor-detail", Static).render())
+        bar = str(screen.query_one(KeyBar).render())
+        assert "x (or enter) applies the fix" in detail and "x Apply fix" in bar
+
+
 async def test_the_demo_is_healed_from_the_doctor_view(
     demo_dir: DemoWorkspace, tmp_path: Path
 ):
@@ -187,7 +211,7 @@ async def test_an_unfinished_action_is_found_and_undone_from_the_doctor(
         screen = await open_doctor_view(pilot)
         assert ("unfinished-action", None) in subjects(screen)
         await select(pilot, screen, "unfinished-action", None)
-        assert "undo PATH... 1 --yes" in str(
+        assert f"undo {db.resolve()} 1 --yes" in str(
             screen.query_one("#doctor-detail").render()
         )
         audits = screen.audits

@@ -80,3 +80,44 @@ def test_columns_after_a_presentation_selector_stay_aligned():
     rows = [cell(title, width) + " 1r" for title in titles]
     assert {cell_len(row) for row in rows} == {width + 3}
     assert all("\ufe0f" not in row for row in rows)
+
+
+async def test_a_32_hex_id_is_cut_in_the_middle_and_the_title_still_shows(tmp_path):
+    """A session named as lovia web names forks (32 hex digits) beside a short
+    one at 160x45: its row keeps the id's start and end with the title beside
+    it, the short id stays whole, and `y` copies the whole id."""
+    from lovia.testing import text
+    from support.lovia_factory import write_session
+
+    db = tmp_path / "sessions.db"
+    long_id = "f1538601d0cf475b867d20c99f0d1e8f"
+    await write_session(db, long_id, [[text("Forked.")]], prompts=["A forked chat"])
+    await write_session(db, "chat-kyoto", [[text("Hi.")]], prompts=["Kyoto"])
+    app = make_app([db])
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append  # the terminal's clipboard (OSC 52)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        lines = rows(screen.sessions.row_list)
+        forked = next(line for line in lines if "A forked chat" in line)
+        assert long_id not in forked
+        assert re.search(r"f1538601\w*…\w*0d1e8f", forked), forked
+        assert any("chat-kyoto" in line for line in lines)
+        screen.sessions.row_list.cursor = [k[1] for k in screen.sessions.shown].index(
+            long_id
+        )
+        await settle(pilot)
+        await pilot.press("y")
+        assert copied == [long_id]
+
+
+def test_cut_in_the_middle_only_where_an_id_is_long():
+    assert cell("f1538601d0cf475b867d20c99f0d1e8f", 14, middle=True) == "f153860…0d1e8f"
+    assert cell("chat-export", 8, middle=True) == "chat-ex…"  # too narrow to cut twice
+    assert cell("chat-kyoto", 14, middle=True) == "chat-kyoto    "
+    capped = Column("id", 32, 0, share=0.45)
+    assert fit([capped, Column("title", 30, 1, grows=True)], 37) == {
+        "id": 20,  # 45% would be 16: a capped id keeps 20 cells
+        "title": 16,
+    }

@@ -25,10 +25,23 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return path, asyncio.run(write_heads(path, 120, now))
 
 
+def unfinished_in_list_order(written) -> list[str]:
+    """Running heads first (live or crashed), then interrupted, then failed:
+    newest first in each group, whatever goes stale meanwhile."""
+    group = {"running": 0, "interrupted": 1, "failed": 2}
+    newest = reversed(written)
+    return [
+        w[0]
+        for w in sorted(
+            (w for w in newest if w[1] != "completed"), key=lambda w: group[w[1]]
+        )
+    ]
+
+
 async def test_unfinished_first_then_every_completed_run_reachable(fleet):
     path, written = fleet
     newest = list(reversed(written))
-    unfinished = [w[0] for w in newest if w[1] != "completed"]
+    unfinished = unfinished_in_list_order(written)
     completed = [w[0] for w in newest if w[1] == "completed"]
     app = make_app([path], readonly=True)
     async with app.run_test(size=(160, 30)) as pilot:
@@ -123,6 +136,9 @@ async def test_a_reload_asked_for_while_walking_is_walked_after(fleet):
         assert screen.runs._walking or not screen.runs._again
         await settle(pilot)
         assert not screen.runs._walking and not screen.runs._again
+        # Below the running and interrupted runs: read once gone to.
+        screen.runs.select_run("run-new")
+        await settle(pilot)
         found = screen.runs.find("run-new")
         assert found is not None and found.status == "failed"
         assert screen.runs.source.counts()["failed"] == 1 + sum(
@@ -136,7 +152,7 @@ async def test_an_unfinished_run_off_screen_is_named_by_the_palette(fleet):
     from lovia_tui.screens.goto import GotoProvider
 
     path, written = fleet
-    unfinished = [w[0] for w in reversed(written) if w[1] != "completed"]
+    unfinished = unfinished_in_list_order(written)
     app = make_app([path], readonly=True)
     async with app.run_test(size=(160, 30)) as pilot:
         await settle(pilot)

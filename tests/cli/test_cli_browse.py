@@ -29,7 +29,9 @@ RUN_KEYS = {
     "age_s", "stale", "stale_reason", "web_record", "entries", "dangling",
     "session_id", "session_link", "file",
 }  # fmt: skip
-SESSION_KEYS = {"session_id", "title", "pinned", "runs", "last_activity", "file"}
+SESSION_KEYS = {
+    "session_id", "title", "pinned", "parent_id", "runs", "last_activity", "file",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -304,6 +306,11 @@ def test_show_a_chat_with_no_segment_yet(
 ) -> None:
     shown = cli_json(capsys, "show", demo.directory, demo.batch_session, "--json")
     flight = shown.pop("in_flight")
+    # lovia web's record of the run: its checkpoint, not a segment, holds it.
+    assert shown.pop("chat")["title"] == "Parallel jobs (cancelled)"
+    assert [
+        (r["run_id"], r["status"], r["in_transcript"]) for r in shown.pop("runs")
+    ] == [(demo.batch_run, "interrupted", False)]
     assert shown == {
         "session_id": demo.batch_session,
         "file": str(demo.web_db),

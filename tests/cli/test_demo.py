@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
+import pty
+import select
 import shutil
+import signal
 import sqlite3
+import struct
+import subprocess
+import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +24,7 @@ from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession, 
 
 from lovia_tui.demo import DemoWorkspace, agent, build_demo
 from lovia_tui.demo.crash import DONE, READY, AgentProcess, crash_run
+from lovia_tui.demo.web_history import REJECTED, REJECTED_RUN, SMOKE_RUN, STOPPED_RUN
 
 MARKER = "archived to a result store]"
 
@@ -239,6 +249,37 @@ def test_crash_window_orphan_and_completed_checkpoint(demo_dir: DemoWorkspace) -
     ] == [ws.cli_completed_run]
 
 
+def test_web_history(demo_dir: DemoWorkspace) -> None:
+    """lovia web's records: runs that saved nothing, a task, a schedule, a fork."""
+    ws = demo_dir
+    for run_id, status, error in (
+        (REJECTED_RUN, "failed", REJECTED),
+        (STOPPED_RUN, "cancelled", "cancelled"),
+    ):
+        assert _chat_run(ws, run_id)[:3] == (ws.launch_session, status, error)
+        assert not _in_sessions(ws.web_db, run_id)
+        assert not _rows(
+            ws.web_db, "SELECT 1 FROM snapshot_heads WHERE run_id = ?", run_id
+        )
+    assert _rows(
+        ws.web_db,
+        "SELECT parent_id FROM chat_sessions WHERE id = ?",
+        ws.launch_task_session,
+    ) == [(ws.launch_session,)]
+    assert _rows(
+        ws.web_db,
+        "SELECT origin_kind, origin_ref FROM chat_sessions WHERE origin_session_id = ?",
+        ws.launch_session,
+    ) == [("fork", f"{SMOKE_RUN}:0")]
+    fires = _rows(
+        ws.web_db,
+        "SELECT session_id, status FROM chat_runs WHERE source = ? ORDER BY started_at",
+        f"schedule:{ws.digest_schedule}",
+    )
+    assert [status for _, status in fires] == ["completed", "completed", "failed"]
+    assert fires[-1][0] is None  # the fire that started no run
+
+
 def test_refuses_directory_with_databases(tmp_path: Path) -> None:
     (tmp_path / "mine.db").write_bytes(b"precious")
     with pytest.raises(FileExistsError, match="already contains .db files"):
@@ -349,3 +390,82 @@ def test_crash_run_leaves_a_dangling_running_head(tmp_path: Path) -> None:
     assert _head(runs, "r1")["status"] == "running"
     assert _dangling(_run_entries(runs, "r1")) == {"call_r1_job"}
     assert not _segments(sessions, "s1")
+
+
+def _cli(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "lovia_tui", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def test_an_interrupted_build_leaves_nothing_and_a_rerun_says_how_to_open_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl+C (a real SIGINT) once the first database is written: the directory
+    the build made is gone, so the same command again builds it, and
+    ``--no-tui`` prints the command that opens it with the demo's agent and
+    staleness (the CLI's default would refuse its fresh crashed runs)."""
+    from lovia_tui.cli import main
+    from lovia_tui.cli.demo import open_command
+
+    directory = tmp_path / "demo"
+    build = _cli("demo", "--dir", str(directory), "--no-tui")
+    deadline = time.monotonic() + 60
+    while not any(directory.glob("*.db")) and build.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    build.send_signal(signal.SIGINT)
+    _, err = build.communicate(timeout=60)
+    assert build.returncode == 2, err
+    assert "interrupted" in err
+    assert not directory.exists()
+
+    assert main(["demo", "--dir", str(directory), "--no-tui"]) == 0
+    out = capsys.readouterr().out
+    assert f"open it with:  {open_command(directory, 2)}" in out
+    assert (
+        "lovia-tui " + str(directory) + " --stale-after 2 --agent lovia_tui.demo:agent"
+        in out
+    )
+    assert sorted(p.name for p in directory.iterdir() if p.suffix == ".db") == [
+        "assistant.db", "runs.db", "sessions.db",
+    ]  # fmt: skip
+
+
+def test_a_temporary_demo_is_removed_when_the_app_quits(tmp_path: Path) -> None:
+    """``lovia-tui demo`` without ``--dir``, at a real terminal (a pty): the
+    temporary directory exists while the app runs and is gone once `q` quits."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TERM": "xterm-256color"}
+    app = subprocess.Popen(
+        [sys.executable, "-m", "lovia_tui", "demo"],
+        stdin=follower, stdout=follower, stderr=follower, env=env,
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 90
+        while b"Sessions" not in seen:  # the app's first frame
+            assert time.monotonic() < deadline, seen[-500:]
+            if select.select([leader], [], [], 0.2)[0]:
+                seen += os.read(leader, 65536)
+        [demo] = tmp_path.glob("lovia-tui-demo-*")
+        assert (demo / "assistant.db").exists()
+        while app.poll() is None:
+            assert time.monotonic() < deadline
+            os.write(leader, b"q")
+            if select.select([leader], [], [], 0.3)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(leader, 65536)
+    finally:
+        if app.poll() is None:
+            app.kill()
+        app.wait()
+        os.close(leader)
+    assert app.returncode == 0
+    assert list(tmp_path.glob("lovia-tui-demo-*")) == []

@@ -560,18 +560,19 @@ async def test_a_journal_that_cannot_record_the_end_leaves_it_undoable(
 ) -> None:
     """Committed, then the journal fails: done with a warning, and undo still works."""
     from lovia_tui.core.actions.journal import Journal
+    from lovia_tui.core.actions.journal_file import JournalError
     from lovia_tui.core.actions.perform import undo
 
     sessions, runs = two_files
     before = rows(sessions), rows(runs)
-    finish = Journal._finish
+    finish = Journal.finish_sync
 
     def failing(self, entry_id, status, *args, **kwargs):
         if status == "done" and self is not undoing:
-            raise sqlite3.OperationalError("disk I/O error")
+            raise JournalError(f"the undo journal {self.path}: disk I/O error")
         return finish(self, entry_id, status, *args, **kwargs)
 
-    monkeypatch.setattr(Journal, "_finish", failing)
+    monkeypatch.setattr(Journal, "finish_sync", failing)
     undoing = Journal()
     ws = await Workspace.open([sessions, runs])
     try:

@@ -10,7 +10,8 @@ import pytest
 from lovia import SQLiteSession
 from support.lovia_factory import append_entries, rows
 
-from lovia_tui.core.actions.journal import Journal, journal_path
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_file import journal_path
 from lovia_tui.core.actions.perform import perform, undo
 from lovia_tui.core.actions.previews import Preview
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
@@ -230,27 +231,28 @@ def test_journal_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 
 async def test_lovia_failing_rolls_everything_back(
-    two_files: tuple[Path, Path],
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """lovia raising half way (checkpoints deleted, then its rewind refused) changes nothing."""
+    from lovia_tui.core.actions.locked_stores import HeldConnection
+
     sessions, runs = two_files
     before = [rows(sessions), rows(runs)]
+    execute = HeldConnection.execute
+
+    def refusing(self, sql, *params):
+        if sql.lstrip().upper().startswith("DELETE FROM SESSION_RUNS"):
+            raise sqlite3.IntegrityError("deletes forbidden")
+        return execute(self, sql, *params)
+
     ws = await Workspace.open([sessions, runs])
     try:
         preview = await preview_rewind(ws, "s", 4)
-        with sqlite3.connect(
-            sessions
-        ) as conn:  # a trigger that makes lovia's rewind fail
-            conn.execute(
-                "CREATE TRIGGER no_delete BEFORE DELETE ON session_runs "
-                "BEGIN SELECT RAISE(ABORT, 'deletes forbidden'); END"
-            )
+        monkeypatch.setattr(HeldConnection, "execute", refusing)
         with pytest.raises(
             ActionError, match="rolled back, nothing changed: deletes forbidden"
         ):
             await perform(ws, preview)
-        with sqlite3.connect(sessions) as conn:
-            conn.execute("DROP TRIGGER no_delete")
         [entry] = await Journal().entries([runs])
         assert (entry.status, entry.error) == ("rolled back", "deletes forbidden")
         assert "rolled back" in (entry.undoable or "")
@@ -281,7 +283,9 @@ async def test_a_commit_failing_after_another_files_is_undone(
         with pytest.raises(ActionError, match="interrupted half way") as raised:
             await perform(ws, preview)
         failing.clear()
-        assert "undo PATH... 1 --yes" in str(raised.value)
+        assert f"undo {sessions.resolve()} {runs.resolve()} 1 --yes" in str(
+            raised.value
+        )
         assert rows(sessions) == before[0] and rows(runs) != before[1]
         [entry] = await Journal().entries([runs])
         assert (entry.status, entry.unfinished) == ("failed", True)

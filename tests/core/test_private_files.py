@@ -96,7 +96,13 @@ def test_a_new_journal_is_private(
     assert mode(default_location) == 0o600
     assert mode(default_location.parent) == 0o700  # lovia-tui/
     assert mode(default_location.parent.parent) == 0o700  # state/, created by us
-    companions = [p for p in default_location.parent.iterdir() if p != default_location]
+    locks = default_location.parent / "journal.locks"  # the entries' lock files
+    assert mode(locks) == 0o700
+    companions = [
+        p
+        for p in default_location.parent.iterdir()
+        if p not in (default_location, locks)
+    ]
     assert all(mode(p) == 0o600 for p in companions), companions
 
 

@@ -40,6 +40,9 @@ from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 # ---------------------------------------------------------------- helpers
 
+DEMO_WEB_CHATS = 15
+"""The demo's web chats: its chats, a subagent task chat, two schedule fires, a fork."""
+
 
 def write(path: Path, sql: str, *params: Any) -> None:
     """The only raw write: hostile input, into a copy."""
@@ -196,7 +199,11 @@ async def test_a_touched_chat_ranks_as_lovia_web_ranks_it(demo: Any) -> None:
         # The touched chat ranks by its updated_at, as lovia web's sidebar,
         # on every page size.
         assert order[:2] == [demo.trip_session, "chat-fresh"]
-        assert order == [chat.id for chat in await store.list()]
+        # lovia web lists a subagent task chat under its parent, not among its chats.
+        tasks = {chat.id for chat in await store.list_children(demo.launch_session)}
+        assert [sid for sid in order if sid not in tasks] == [
+            chat.id for chat in await store.list()
+        ]
         for limit in range(1, 5):
             assert [
                 s for s, _ in await session_reads.recent_sessions(db, limit)
@@ -699,7 +706,7 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
         assert (
             len(await session_reads.list_sessions(db, 100))
             == len(_chat_ids(path))
-            == 10
+            == DEMO_WEB_CHATS
         )
         assert len(await every_run(db)) == 6
     assert_untouched(tmp_path, before)
@@ -850,7 +857,8 @@ async def test_hostile_file_is_one_line_and_the_rest_still_opens(
     try:
         assert sum([len(await every_run(db)) for db in ws.checkpoint_dbs]) == 8
         assert (
-            len(await session_reads.list_sessions(ws.database(demo.web_db), 100)) == 10
+            len(await session_reads.list_sessions(ws.database(demo.web_db), 100))
+            == DEMO_WEB_CHATS
         )
     finally:
         await ws.close()
@@ -1072,7 +1080,7 @@ async def test_exclusive_lock_on_a_wal_file_does_not_block_readers(
         for readonly in (True, False):
             async with opened(demo.web_db, readonly=readonly) as db:
                 assert db.journal_mode == "wal" and db.notice is None
-                assert len(await session_reads.list_sessions(db, 100)) == 10
+                assert len(await session_reads.list_sessions(db, 100)) == DEMO_WEB_CHATS
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -175,7 +175,8 @@ async def test_cancel_mid_resume_interrupts_and_the_run_resumes_again(
     ("agent", "stop_at", "dangling"),
     [
         ("assistant", "tool_started", ["run_job"]),  # cut off inside the tool
-        ("deploying_assistant", "approval_required", []),  # the call is denied
+        # left unanswered: lovia stops there and a resume asks again
+        ("deploying_assistant", "approval_required", ["deploy"]),
     ],
 )
 async def test_leaving_the_stream_early_never_leaves_the_run_running(
@@ -188,7 +189,7 @@ async def test_leaving_the_stream_early_never_leaves_the_run_running(
         deps=DepsSpec("jobs", held if stop_at == "tool_started" else Jobs(held.log)),
         session_id=SESSION,
     )
-    stream = resume(pf, RunControl(ask_approvals=True))
+    stream = resume(pf, RunControl(answering="ask"))
     async with asyncio.timeout(TIMEOUT):
         async for event in stream:
             if event.kind == stop_at:
@@ -199,12 +200,12 @@ async def test_leaving_the_stream_early_never_leaves_the_run_running(
     assert [c.name for c in again.dangling] == dangling
 
 
-async def test_approvals_are_rejected_unless_the_caller_asks(
+async def test_approvals_are_left_to_lovia_unless_the_caller_asks(
     crashed_template: Path, tmp_path: Path
 ) -> None:
     for ask in (False, True):
         directory = copy_workspace(crashed_template, tmp_path / f"ws-{ask}")
-        control = RunControl(ask_approvals=ask)
+        control = RunControl(answering="ask" if ask else "agent")
 
         def approve(event: ConsoleEvent, control: RunControl = control) -> None:
             if event.kind == "approval_required":

@@ -41,6 +41,7 @@ from support.lovia_factory import append_entries, copy_db, scratch_directory
 from support.reliability import (
     AppWatch,
     assert_untouched,
+    detail_text,
     digests,
     until,
     visit_runs,
@@ -55,7 +56,6 @@ from lovia_tui.core.store.segment_parts import HELD_ENTRIES
 from lovia_tui.core.store.segment_reads import HELD_CHARS
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
-from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.status_line import StatusLine
 
 # ------------------------------------------------------------------ helpers
@@ -80,14 +80,6 @@ def write(path: Path, sql: str, *params: object) -> None:
     with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute(sql, params)
         conn.commit()
-
-
-def detail_text(app) -> str:
-    from rich.console import Console
-
-    console = Console(width=120, record=True, color_system=None)
-    console.print(app.screen.query_one(RunDetail).query_one("#run-detail-body").content)
-    return console.export_text()
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from support import open_guard
 from support.app import confirm, snapshot_app, user_rows
-from support.lovia_factory import copy_db
+from support.lovia_factory import copy_db, integrity
 from support.writer_process import wait_for, writer
 
 from lovia_tui.core.actions.journal import Journal
@@ -29,14 +29,6 @@ from lovia_tui.core.store.database import open_database
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.widgets.run_console import RunConsole
-
-
-def integrity(path: Path) -> str:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))
-    finally:
-        conn.close()
 
 
 def _commit_elsewhere(path: Path) -> None:

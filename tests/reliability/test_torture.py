@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.torture import Torturer, chat_rows, integrity, seed
+from support.lovia_factory import integrity
+from support.torture import Torturer, chat_rows, seed
 from support.writer_process import db_rows, writer
 
 from lovia_tui.core.search.indexer import Indexer

@@ -18,16 +18,16 @@ from lovia_tui.core.store.workspace import Workspace
 async def perform_then_die(
     ws: Workspace, preview: Preview, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    finish = Journal._finish
+    finish = Journal.finish_sync
 
     def dies(self, entry_id, status, *args, **kwargs):
         if status == "done":
             raise KeyboardInterrupt  # the end, as far as the journal can tell
         return finish(self, entry_id, status, *args, **kwargs)
 
-    monkeypatch.setattr(Journal, "_finish", dies)
+    monkeypatch.setattr(Journal, "finish_sync", dies)
     try:
         with pytest.raises(KeyboardInterrupt):
             await perform(ws, preview)
     finally:
-        monkeypatch.setattr(Journal, "_finish", finish)
+        monkeypatch.setattr(Journal, "finish_sync", finish)

@@ -234,6 +234,11 @@ def rows(path: Path) -> dict[str, list[tuple[str, ...]]]:
         conn.close()
 
 
+def integrity(path: Path) -> str:
+    """``PRAGMA integrity_check`` of the file, read-only: "ok" when it is sound."""
+    return "; ".join(row[0] for row in raw(path, "PRAGMA integrity_check"))
+
+
 # Session "s": 4 + 6 + 2 = 12 flat entries, a parallel batch in the middle run.
 SCRIPTS = [
     [call("echo", {"message": "one"}, call_id="c0"), text("Echoed one.")],

@@ -93,6 +93,17 @@ async def until(
         await pilot.pause(0.02)
 
 
+def detail_text(app: LoviaTui) -> str:
+    """The run detail pane's text, as a terminal 120 cells wide shows it."""
+    from rich.console import Console
+
+    from lovia_tui.widgets.run_detail import RunDetail
+
+    console = Console(width=120, record=True, color_system=None)
+    console.print(app.screen.query_one(RunDetail).query_one("#run-detail-body").content)
+    return console.export_text()
+
+
 async def visit_transcript(
     pilot, wanted: Callable[[object], bool] | None = None, most: int = 60
 ) -> int:

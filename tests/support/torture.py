@@ -104,14 +104,6 @@ async def seed(session_file: Path, checkpoint_file: Path) -> None:
                 break  # abandoned inside the tool: the head stays running
 
 
-def integrity(path: Path) -> str:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))
-    finally:
-        conn.close()
-
-
 def chat_rows(path: Path) -> list[tuple]:
     """The seeded chats' segments, byte for byte."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

@@ -7,20 +7,28 @@ segments, the cut one passed through ``drop_dangling_tool_calls`` with its
 meta dropped, the very split lovia's rewind (and ``ChatStore.fork``) makes.
 Run ids are kept under the new session id, as lovia web keeps them.
 
-Journaled so undo removes the copy. lovia web only says which id it chose
-once the fork exists, so its rows are journaled right after (as absent
-before): a crash in between leaves a copy nothing journaled, never a loss.
+Journaled so undo removes the copy, and atomic: the copy is made in one
+write transaction through lovia's own methods
+(:mod:`lovia_tui.core.actions.locked_stores`), so a full disk or a kill leaves
+no partial copy. lovia web only says which id it chose once the fork exists,
+so a web fork is journaled (as absent before) inside that transaction,
+before its commit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 import uuid
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_file import JournalError, sqlite_cause
+from lovia_tui.core.actions.perform import load_lovia
 from lovia_tui.core.actions.plans import (
+    capture_groups,
     refuse_readonly,
     require_current_chat,
     session_database,
@@ -31,9 +39,14 @@ from lovia_tui.core.actions.session_plans import (
     cut_session,
     user_turn_start,
 )
-from lovia_tui.core.actions.web_settle import chat_store
 from lovia_tui.core.errors import ActionError, RowsChangedError
-from lovia_tui.core.store.rows import Captured, RowGroup, capture, identity
+from lovia_tui.core.store.rows import (
+    Captured,
+    RowGroup,
+    capture_all,
+    capture_sync,
+    identity,
+)
 from lovia_tui.core.store.workspace import Workspace
 
 FORK_TABLES = ("session_runs", "chat_sessions", "chat_ui_data")
@@ -173,9 +186,15 @@ def describe_fork(p: ForkPreview) -> list[str]:
         return [
             f"fork {p.session_id}: nothing to copy (keeping {p.keep_entries} entries)"
         ]
+    where = (
+        f"everything before entry {p.keep_entries}"
+        + (", where its user turn starts (lovia web forks there)" if p.web else "")
+        if p.keep_entries < p.total_entries
+        else "all of it"
+    )
     lines = [
         f"fork {p.session_id}: copy its first {p.entries_copied} of {p.total_entries} "
-        f"entries into {target}; {p.session_id!r} is left as it is"
+        f"entries ({where}) into {target}; {p.session_id!r} is left as it is"
     ]
     whole = [r for r in p.runs_copied if not p.truncated or r != p.truncated.run_id]
     if whole:
@@ -217,58 +236,115 @@ async def perform_fork(
     reason: str | None = None,
     journal: Journal | None = None,
 ) -> ForkResult:
-    """Make the fork through lovia and journal its rows, or raise
+    """Make the fork through lovia in one transaction, journaled, or raise
     RowsChangedError without changing anything (the source moved on since
     the preview: preview again)."""
     refuse_readonly(ws)
     if preview.noop:
         return ForkResult(preview.action, None, {}, None)
-    db = ws.database(preview.file)
-    now = await capture(db, RowGroup(db.path, "session_runs", preview.session_id))
-    if now.digest != preview.source_digest:
-        raise RowsChangedError(
-            f"session {preview.session_id!r} changed since the preview; nothing was done: "
-            "preview it again"
-        )
     journal = journal or Journal()
-    counts = {"runs_copied": len(preview.runs_copied)}
-    if preview.web:
-        new_id = await _fork_web(preview)
-        groups = [RowGroup(db.path, table, new_id) for table in FORK_TABLES]
-        after = [await capture(db, g) for g in groups]
-        before = [_absent(c) for c in after]
-        entry_id = await journal.begin(
-            preview.action, _params(preview, new_id), reason, before,
-            subject=_subject(preview, new_id), adds=[c.identities() for c in after],
-        )  # fmt: skip
-    else:
+    load_lovia()
+    entry_id: int | None = None
+    if not preview.web:  # its id is known: journal it before the lock is taken
         new_id = preview.new_session_id or ""
-        group = RowGroup(db.path, "session_runs", new_id)
-        before = [await capture(db, group)]
-        if before[0].rows:
-            raise RowsChangedError(f"session {new_id!r} exists now; nothing was done")
+        group = RowGroup(preview.file, "session_runs", new_id)
         adds = [tuple(identity("text", r.encode()) for r in preview.runs_copied)]
+        [before] = await capture_groups(ws, [group])
+        if before.rows:
+            raise RowsChangedError(f"session {new_id!r} exists now; nothing was done")
         entry_id = await journal.begin(
-            preview.action, _params(preview, new_id), reason, before,
+            preview.action, _params(preview, new_id), reason, [before],
             subject=_subject(preview, new_id), adds=adds,
         )  # fmt: skip
-        try:
-            await _fork_segments(preview, new_id)
-        except Exception as exc:
-            after = [await capture(db, group)]
-            error = str(exc) or type(exc).__name__
-            await journal.finish(
-                entry_id, "failed", {}, error, list(zip(before, after, strict=True))
-            )
-            raise ActionError(
-                f"fork failed ({error}); `lovia-tui undo PATH... {entry_id} --yes` "
-                "removes what it copied"
-            ) from exc
-        after = [await capture(db, group)]
-    await journal.finish(
-        entry_id, "done", counts, None, list(zip(before, after, strict=True))
+    fork = _Fork(preview, journal, reason, entry_id)
+    try:
+        return await _fork_journaled(fork)
+    finally:  # however it ends: the entry runs no more
+        if fork.entry_id is not None:
+            journal.release(fork.entry_id)
+
+
+async def _fork_journaled(fork: _Fork) -> ForkResult:
+    journal = fork.journal
+    try:
+        await asyncio.to_thread(fork.run)
+    except (RowsChangedError, JournalError):
+        if fork.entry_id is not None:
+            await journal.finish(fork.entry_id, "rolled back", {}, "nothing changed")
+        raise
+    except Exception as exc:
+        error = str(exc) or type(exc).__name__
+        if isinstance(exc, sqlite3.Error):
+            error = f"{fork.preview.file}: {sqlite_cause(exc)}"
+        if fork.entry_id is not None:
+            await journal.finish(fork.entry_id, "rolled back", {}, error)
+        raise ActionError(
+            f"fork failed and was rolled back, nothing changed: {error}"
+        ) from exc
+    assert fork.entry_id is not None and fork.new_id is not None
+    counts = {"runs_copied": len(fork.preview.runs_copied)}
+    warnings = []
+    try:
+        await journal.finish(fork.entry_id, "done", counts, None, fork.changes)
+    except JournalError as exc:  # committed: say so, and how to undo it anyway
+        warnings.append(
+            f"done, but the journal could not record that it finished ({exc}): "
+            f"entry {fork.entry_id} stays pending, and undoing it removes the copy"
+        )
+    return ForkResult(
+        fork.preview.action, fork.entry_id, counts, fork.new_id, tuple(warnings)
     )
-    return ForkResult(preview.action, entry_id, counts, new_id)
+
+
+class _Fork:
+    """The fork under one write lock (on a worker thread): check the source, copy
+    through lovia, journal the copy if its id was lovia web's to choose, commit."""
+
+    def __init__(
+        self,
+        preview: ForkPreview,
+        journal: Journal,
+        reason: str | None,
+        entry_id: int | None,
+    ) -> None:
+        self.preview, self.journal, self.reason = preview, journal, reason
+        self.entry_id = entry_id
+        self.new_id = preview.new_session_id
+        self.changes: list[tuple[Captured, Captured]] = []
+
+    def run(self) -> None:
+        from lovia_tui.core.actions.locked_stores import Stores, fork_copy, held_write
+
+        preview = self.preview
+        with held_write([preview.file]) as held:
+            stores = Stores(held)
+            conn = stores.connection(preview.file)
+            source = RowGroup(preview.file, "session_runs", preview.session_id)
+            if capture_sync(conn, source).digest != preview.source_digest:
+                raise RowsChangedError(
+                    f"session {preview.session_id!r} changed since the preview; "
+                    "nothing was done: preview it again"
+                )
+            tables = FORK_TABLES if preview.web else FORK_TABLES[:1]
+            if self.new_id is not None:
+                target = RowGroup(preview.file, "session_runs", self.new_id)
+                if capture_sync(conn, target).rows:
+                    raise RowsChangedError(
+                        f"session {self.new_id!r} exists now; nothing was done"
+                    )
+            self.new_id = asyncio.run(
+                fork_copy(stores, preview.file, preview.session_id, self.new_id,
+                          preview.keep_entries, preview.web_ref)
+            )  # fmt: skip
+            groups = [RowGroup(preview.file, table, self.new_id) for table in tables]
+            after = capture_all(stores.connection, groups)
+            before = [replace(c, rows=(), rowids=()) for c in after]
+            if self.entry_id is None:  # lovia web named it just now
+                self.entry_id = self.journal.begin_sync(
+                    preview.action, _params(preview, self.new_id), self.reason, before,
+                    None, _subject(preview, self.new_id), [c.identities() for c in after],
+                )  # fmt: skip
+            self.changes = list(zip(before, after, strict=True))
 
 
 def _subject(preview: ForkPreview, new_id: str) -> str:
@@ -278,30 +354,3 @@ def _subject(preview: ForkPreview, new_id: str) -> str:
 
 def _params(preview: ForkPreview, new_id: str) -> dict[str, Any]:
     return {**preview.as_dict(), "new_session_id": new_id}
-
-
-def _absent(captured: Captured) -> Captured:
-    """The rows a fork's fresh id had before it: none."""
-    return replace(captured, rows=(), rowids=())
-
-
-async def _fork_web(preview: ForkPreview) -> str:
-    store = await chat_store(preview.file)
-    fork_id = await store.fork(preview.session_id, ref=preview.web_ref)
-    if fork_id is None:
-        raise ActionError("lovia web found nothing to copy")
-    return fork_id
-
-
-async def _fork_segments(preview: ForkPreview, new_id: str) -> None:
-    """What ``ChatStore.fork`` does, for a session with no chat row: lovia's own
-    rewind split of the source's segments, appended under the new id."""
-    from lovia.stores.session import SQLiteSession, _rewind_split
-
-    session = SQLiteSession(preview.file, wal=True)
-    segments = await session.segments(preview.session_id)
-    kept, boundary, _ = _rewind_split(segments, preview.keep_entries)
-    for segment in [*kept, *([boundary] if boundary is not None else [])]:
-        await session.append(
-            new_id, segment.entries, run_id=segment.run_id, meta=segment.meta
-        )

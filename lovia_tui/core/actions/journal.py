@@ -3,100 +3,43 @@
 Before an action changes a lovia file, the rows it touches (a session's every
 ``session_runs`` row, a run's ``snapshot_heads``/``snapshot_turns`` rows, the
 web UI's ``chat_sessions``/``chat_runs`` row) are copied here cell by cell with
-their SQLite storage class, durably, so :meth:`Journal.undo` can put them back
-byte-identical. An entry is ``pending`` until the action reports back; one
-still pending later was interrupted, and undoing it puts back exactly the
-journaled rows now missing (:mod:`lovia_tui.core.actions.row_undo`). A fingerprint of
-the rows the action left lets undo refuse when anything changed them since:
-restoring would silently drop that change.
-
-Location: ``$LOVIA_TUI_JOURNAL`` if set, else
-``$XDG_STATE_HOME/lovia-tui/journal.db`` (by default
-``~/.local/state/lovia-tui/journal.db``): a SQLite file of our own, never the
-user's database.
+their SQLite storage class, durably, so :func:`~lovia_tui.core.actions.journal_undo.undo` can put them back
+byte-identical. An entry is ``pending`` until the action reports back, and
+its process holds the entry's lock all that time
+(:mod:`lovia_tui.core.actions.entry_locks`): pending and unlocked means
+interrupted, and undoing it puts back exactly the journaled rows now missing
+(:mod:`lovia_tui.core.actions.row_undo`). A fingerprint of the rows the
+action left lets undo refuse when anything changed them since: restoring
+would silently drop that change. An undo is journaled like an action, and an
+interrupted one is settled from the rows themselves before anything else
+(:mod:`lovia_tui.core.actions.undo_recovery`). The file itself:
+:mod:`lovia_tui.core.actions.journal_file`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import getpass
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from lovia_tui.core.actions import journal_file
+from lovia_tui.core.actions.actor import who_acts
+from lovia_tui.core.actions.entry_locks import EntryLock, running_in
 from lovia_tui.core.actions.row_undo import after_state
-from lovia_tui.core.actions.undo import UndoResult, read_journaled, undo_rows
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.private_files import connect_private, state_dir
-from lovia_tui.core.store.database import BUSY_TIMEOUT_MS
 from lovia_tui.core.store.rows import Captured
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created_at REAL NOT NULL,
-    user TEXT NOT NULL,
-    action TEXT NOT NULL,
-    params_json TEXT NOT NULL,
-    reason TEXT,
-    databases_json TEXT NOT NULL,
-    status TEXT NOT NULL,
-    counts_json TEXT,
-    error TEXT,
-    undoes INTEGER,
-    undone_by INTEGER,
-    subject TEXT
-);
-CREATE TABLE IF NOT EXISTS groups (
-    entry_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    database TEXT NOT NULL,
-    tbl TEXT NOT NULL,
-    key TEXT NOT NULL,
-    columns_json TEXT NOT NULL,
-    rowids_json TEXT NOT NULL,
-    before_digest TEXT NOT NULL,
-    after_digest TEXT,
-    added_json TEXT,
-    PRIMARY KEY (entry_id, position)
-);
-CREATE INDEX IF NOT EXISTS idx_groups_database ON groups(database, entry_id);
-CREATE TABLE IF NOT EXISTS cells (
-    entry_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    row_no INTEGER NOT NULL,
-    col_no INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    value,
-    PRIMARY KEY (entry_id, position, row_no, col_no)
-);
-"""
-# Columns a journal written by an older lovia-tui lacks: (table, column).
-_ADDED_COLUMNS = (("entries", "subject"), ("groups", "added_json"))
+UNDO_WAIT_SECONDS = 5.0
+"""How long an undo waits for an entry still running in another process."""
 UNFINISHED = ("pending", "failed")
 """Statuses of an entry whose rows' state after the action is unknown."""
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    for table, column in _ADDED_COLUMNS:
-        names = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        if column not in names:
-            with contextlib.suppress(sqlite3.OperationalError):  # another process won
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-
-
-def journal_path() -> Path:
-    """Where the journal lives (see the module docstring)."""
-    if explicit := os.environ.get("LOVIA_TUI_JOURNAL"):
-        return Path(explicit)
-    return state_dir() / "journal.db"
 
 
 @dataclass(frozen=True)
@@ -110,7 +53,7 @@ class JournalEntry:
     params: dict[str, Any]
     reason: str | None
     databases: tuple[str, ...]
-    status: str  # pending | done | failed (partly committed) | rolled back
+    status: str  # pending | done | failed (partly committed) | rolled back | superseded
     counts: dict[str, Any]
     error: str | None
     undoes: int | None
@@ -132,6 +75,11 @@ class JournalEntry:
             )
         if self.status == "rolled back":
             return f"journal entry {self.id} changed nothing (it was rolled back)"
+        if self.status == "superseded":
+            return (
+                f"journal entry {self.id} was an interrupted undo; {self.error}: "
+                "undo that one instead"
+            )
         return None
 
 
@@ -139,48 +87,26 @@ def _json(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
 class Journal:
     """The journal file: record actions, list them, and undo one.
 
     Every method runs its SQLite work in a thread, each on a short connection
-    of its own, so several lovia-tui processes can share one journal.
+    of its own, so several lovia-tui processes can share one journal. The
+    entries this object began are locked until :meth:`finish` (or
+    :meth:`release`, which the caller runs whatever happens).
     """
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or journal_path()
+        self.path = path or journal_file.journal_path()
         self._own_directory = path is None and not os.environ.get("LOVIA_TUI_JOURNAL")
+        self._locks: dict[int, EntryLock] = {}
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = connect_private(
-            self.path, own_directory=self._own_directory, isolation_level=None
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.executescript(_SCHEMA)
-            _migrate(conn)
-            yield conn
-        finally:
-            conn.close()
+    def connect(self) -> Any:
+        """A short connection to the journal file (errors: JournalError)."""
+        return journal_file.connect(self.path, self._own_directory)
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One journal transaction, committed only if the block succeeds."""
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+    def _write(self) -> Any:
+        return journal_file.write(self.path, self._own_directory)
 
     async def begin(
         self,
@@ -195,13 +121,14 @@ class Journal:
         """Record an action about to run, with the rows it will touch as they are.
 
         ``adds`` names, per group, the rows the action means to add (a
-        finalize's segment): undoing it unfinished takes them out.
+        finalize's segment): undoing it unfinished takes them out. The entry
+        is locked by this process from before any other can see it.
         """
         return await asyncio.to_thread(
-            self._begin, action, params, reason, captured, None, subject, adds
+            self.begin_sync, action, params, reason, captured, None, subject, adds
         )
 
-    def _begin(
+    def begin_sync(
         self,
         action: str,
         params: dict[str, Any],
@@ -211,33 +138,28 @@ class Journal:
         subject: str | None,
         adds: Sequence[tuple[str, ...]] = (),
     ) -> int:
+        """:meth:`begin` on the caller's thread (an undo, a fork under its write lock)."""
         databases = sorted({str(c.group.file.resolve()) for c in captured})
-        with self._write() as conn:
-            entry_id = conn.execute(
-                "INSERT INTO entries (created_at, user, action, params_json, reason, "
-                "databases_json, status, undoes, subject) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                (time.time(), _os_user(), action, _json(params), reason,
-                 _json(databases), undoes, subject),
-            ).lastrowid  # fmt: skip
-            for position, item in enumerate(captured):
-                added = adds[position] if position < len(adds) else ()
-                conn.execute(
-                    "INSERT INTO groups (entry_id, position, database, tbl, key, columns_json, "
-                    "rowids_json, before_digest, added_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (entry_id, position, str(item.group.file.resolve()), item.group.table,
-                     item.group.key, _json(item.columns), _json(item.rowids), item.digest,
-                     _json(list(added))),
-                )  # fmt: skip
-                conn.executemany(
-                    "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        (entry_id, position, row_no, col_no, kind, value)
-                        for row_no, row in enumerate(item.rows)
-                        for col_no, (kind, value) in enumerate(row)
-                    ),
-                )
-        assert entry_id is not None
+        who = who_acts(explained=bool(reason) or undoes is not None)
+        lock: EntryLock | None = None
+        try:
+            with self._write() as conn:
+                entry_id = conn.execute(
+                    "INSERT INTO entries (created_at, user, action, params_json, reason, "
+                    "databases_json, status, undoes, subject) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                    (time.time(), who, action, _json(params), reason,
+                     _json(databases), undoes, subject),
+                ).lastrowid  # fmt: skip
+                assert entry_id is not None
+                lock = EntryLock.take(self.path, entry_id)
+                _insert_groups(conn, entry_id, captured, adds)
+        except BaseException:
+            if lock is not None:
+                lock.release(remove=True)
+            raise
+        assert lock is not None
+        self._locks[entry_id] = lock
         return entry_id
 
     async def finish(
@@ -249,30 +171,53 @@ class Journal:
         changes: Sequence[tuple[Captured, Captured]] = (),
     ) -> None:
         """Record the outcome and, per group, (rows before, rows the action left)."""
-        await asyncio.to_thread(self._finish, entry_id, status, counts, error, changes)
+        await asyncio.to_thread(
+            self.finish_sync, entry_id, status, counts, error, changes
+        )
 
-    def _finish(
+    def finish_sync(
         self,
         entry_id: int,
         status: str,
         counts: dict[str, Any],
         error: str | None,
         changes: Sequence[tuple[Captured, Captured]] = (),
+        undoes: int | None = None,
     ) -> None:
+        """:meth:`finish` on the caller's thread; then the entry's lock is let go.
+
+        A finished undo (``undoes``) marks the entry it undid in the same
+        transaction, and supersedes that entry's interrupted undos: the
+        journal never says one without the other.
+        """
         states = [after_state(before, after) for before, after in changes]
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE entries SET status = ?, counts_json = ?, error = ? WHERE id = ?",
-                (status, _json(counts), error, entry_id),
-            )
-            conn.executemany(
-                "UPDATE groups SET after_digest = ?, added_json = ? "
-                "WHERE entry_id = ? AND position = ?",
-                (
-                    (after, _json(list(added)), entry_id, position)
-                    for position, (after, added) in enumerate(states)
-                ),
-            )
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "UPDATE entries SET status = ?, counts_json = ?, error = ? WHERE id = ?",
+                    (status, _json(counts), error, entry_id),
+                )
+                conn.executemany(
+                    "UPDATE groups SET after_digest = ?, added_json = ? "
+                    "WHERE entry_id = ? AND position = ?",
+                    (
+                        (after, _json(list(added)), entry_id, position)
+                        for position, (after, added) in enumerate(states)
+                    ),
+                )
+                if status == "done" and undoes is not None:
+                    _mark_undone(conn, undoes, entry_id)
+        finally:
+            self.release(entry_id)
+
+    def release(self, entry_id: int) -> None:
+        """Let go of the entry's lock if this object holds it (idempotent)."""
+        if (lock := self._locks.pop(entry_id, None)) is not None:
+            lock.release(remove=True)
+
+    def running(self, entry_id: int) -> str | None:
+        """ "pid N on HOST" while the entry is running in some process, else None."""
+        return running_in(self.path, entry_id)
 
     async def entries(
         self, files: Iterable[Path] | None = None, limit: int = 100
@@ -282,24 +227,12 @@ class Journal:
         return await asyncio.to_thread(self._entries, wanted, limit)
 
     def _entries(self, files: list[str] | None, limit: int) -> list[JournalEntry]:
-        with self._connect() as conn:
-            if files is None:
-                rows = conn.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY id DESC LIMIT ?",
-                    (limit,),
-                ).fetchall()
-            else:
-                marks = ",".join("?" * len(files))
-                rows = conn.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN "
-                    f"(SELECT entry_id FROM groups WHERE database IN ({marks})) "
-                    "ORDER BY id DESC LIMIT ?",
-                    (*files, limit),
-                ).fetchall()
-        return [_entry(row) for row in rows]
+        with self.connect() as conn:
+            return select_entries(conn, files, limit)
 
     async def unfinished(self, files: Iterable[Path]) -> list[JournalEntry]:
-        """Entries on ``files`` whose action never reported back (and not undone).
+        """Entries on ``files`` whose action never reported back (and not undone),
+        including those running right now (see :meth:`running`).
 
         Reads only: no journal file is created for it.
         """
@@ -319,60 +252,73 @@ class Journal:
         return None
 
     async def get(self, entry_id: int) -> JournalEntry:
-        found = await asyncio.to_thread(self._get, entry_id)
-        if found is None:
-            raise ActionError(f"no journal entry {entry_id} in {self.path}")
-        return found
+        return await asyncio.to_thread(self.get_sync, entry_id)
 
-    def _get(self, entry_id: int) -> JournalEntry | None:
-        with self._connect() as conn:
+    def get_sync(self, entry_id: int) -> JournalEntry:
+        with self.connect() as conn:
             row = conn.execute(
                 f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)
             ).fetchone()
-        return _entry(row) if row else None
+        if row is None:
+            raise ActionError(f"no journal entry {entry_id} in {self.path}")
+        return _entry(row)
 
-    async def undo(self, entry_id: int, open_files: Iterable[Path]) -> UndoResult:
-        """Put back the rows an entry's action removed or changed, or refuse and say why.
 
-        The one raw write lovia-tui makes: in one ``BEGIN IMMEDIATE``
-        transaction per file it checks the rows the action touched are as it
-        left them (an unfinished entry has nothing to check against), puts
-        back the journaled rows that are missing or altered with their
-        original ids, and takes out the rows the action added; rows others
-        added since are kept (:mod:`lovia_tui.core.actions.row_undo`). The undo is
-        journaled too (so it can itself be undone) and marks the entry, which
-        cannot be undone twice. Only files in ``open_files`` are written.
-        """
-        entry = await self.get(entry_id)
-        if why := entry.undoable:
-            raise ActionError(why)
-        allowed = {str(Path(f).resolve()) for f in open_files}
-        missing = [d for d in entry.databases if d not in allowed]
-        if missing:
-            raise ActionError(
-                f"journal entry {entry_id} changed {missing[0]}, which is not open"
-            )
-        return await asyncio.to_thread(self._undo, entry)
-
-    def _undo(self, entry: JournalEntry) -> UndoResult:
-        with self._connect() as conn:
-            groups = read_journaled(conn, entry.id)
-
-        def begin(current: Sequence[Captured]) -> int:
-            params = {"entry": entry.id, "action": entry.action}
-            subject = f"entry {entry.id} ({entry.action})"
-            return self._begin("undo", params, None, current, entry.id, subject)
-
-        result = undo_rows(
-            entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
-            groups, begin, self._finish,
+def _insert_groups(
+    conn: sqlite3.Connection,
+    entry_id: int,
+    captured: Sequence[Captured],
+    adds: Sequence[tuple[str, ...]],
+) -> None:
+    for position, item in enumerate(captured):
+        added = adds[position] if position < len(adds) else ()
+        conn.execute(
+            "INSERT INTO groups (entry_id, position, database, tbl, key, columns_json, "
+            "rowids_json, before_digest, added_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (entry_id, position, str(item.group.file.resolve()), item.group.table,
+             item.group.key, _json(item.columns), _json(item.rowids), item.digest,
+             _json(list(added))),
         )  # fmt: skip
-        with self._connect() as conn:
-            conn.execute(
-                "UPDATE entries SET undone_by = ? WHERE id = ?",
-                (result.undo_entry_id, entry.id),
-            )
-        return result
+        conn.executemany(
+            "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                (entry_id, position, row_no, col_no, kind, value)
+                for row_no, row in enumerate(item.rows)
+                for col_no, (kind, value) in enumerate(row)
+            ),
+        )
+
+
+def _mark_undone(conn: sqlite3.Connection, target: int, undo_id: int) -> None:
+    """``target`` is undone by ``undo_id``; its interrupted undos are superseded."""
+    conn.execute(
+        "UPDATE entries SET undone_by = ? WHERE id = ? AND undone_by IS NULL",
+        (undo_id, target),
+    )
+    conn.execute(
+        "UPDATE entries SET status = 'superseded', error = ? WHERE undoes = ? "
+        "AND id != ? AND undone_by IS NULL AND status IN ('pending', 'failed')",
+        (f"entry {undo_id} completed the undo", target, undo_id),
+    )
+
+
+def select_entries(
+    conn: sqlite3.Connection, files: list[str] | None, limit: int
+) -> list[JournalEntry]:
+    """The newest entries first, optionally only those touching ``files``."""
+    if files is None:
+        rows = conn.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries ORDER BY id DESC LIMIT ?", (limit,)
+        ).fetchall()
+    else:
+        marks = ",".join("?" * len(files))
+        rows = conn.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN "
+            f"(SELECT entry_id FROM groups WHERE database IN ({marks})) "
+            "ORDER BY id DESC LIMIT ?",
+            (*files, limit),
+        ).fetchall()
+    return [_entry(row) for row in rows]
 
 
 _ENTRY_COLUMNS = (

@@ -25,9 +25,10 @@ from typing import Any, TypeVar
 
 from lovia.stores._sqlite import SQLiteStore
 from lovia.stores.checkpointer import SQLiteCheckpointer
-from lovia.stores.session import SQLiteSession
+from lovia.stores.session import SQLiteSession, _rewind_split
 from lovia.web.store import ChatStore
 
+from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
 
@@ -95,7 +96,8 @@ def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
     """A write transaction on each file for the block, committed when it succeeds.
 
     Taken in path order, so two lovia-tui processes never deadlock; lovia's
-    writers only wait (their busy timeout is 5 s). If the block raises,
+    writers only wait (their busy timeout is 5 s). A file with triggers on
+    lovia's tables is refused (:mod:`~lovia_tui.core.actions.triggers`). If the block raises,
     everything is rolled back. If a commit fails after another file's
     succeeded, :class:`PartlyCommitted` says so.
     """
@@ -105,6 +107,7 @@ def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
         for path in sorted({Path(f).resolve() for f in set(files)}):
             held[path] = _open(path)
             held[path].execute("BEGIN IMMEDIATE")
+            refuse_triggers(held[path], path)
         yield held
         for committed, conn in enumerate(held.values()):
             try:
@@ -213,3 +216,32 @@ class Stores:
 
     def chat(self, file: Path) -> LockedChatStore:
         return self._get(LockedChatStore, file)
+
+
+async def fork_copy(
+    stores: Stores,
+    file: Path,
+    session_id: str,
+    new_id: str | None,
+    keep_entries: int,
+    web_ref: str | None,
+) -> str:
+    """Copy a session's first entries under ``new_id`` on the held connection; its id.
+
+    ``new_id`` None: a lovia web chat, forked by ``ChatStore.fork`` (which
+    names it). Otherwise what that method does for a session with no chat
+    row: lovia's own rewind split of the segments, appended under the new id.
+    """
+    if new_id is None:
+        fork_id = await stores.chat(file).fork(session_id, ref=web_ref)
+        if fork_id is None:
+            raise ActionError("lovia web found nothing to copy")
+        return fork_id
+    session = stores.session(file)
+    segments = await session.segments(session_id)
+    kept, boundary, _ = _rewind_split(segments, keep_entries)
+    for segment in [*kept, *([boundary] if boundary is not None else [])]:
+        await session.append(
+            new_id, segment.entries, run_id=segment.run_id, meta=segment.meta
+        )
+    return new_id

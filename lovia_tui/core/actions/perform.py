@@ -13,13 +13,14 @@ the lock is taken; lovia's writers wait for it, they do not fail.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lovia_tui.core.actions.journal import Journal, UndoResult
+from lovia_tui.core.actions import journal_undo
+from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal
+from lovia_tui.core.actions.journal_file import JournalError, size_note
 from lovia_tui.core.actions.plans import capture_groups, refuse_readonly
 from lovia_tui.core.actions.previews import (
     CheckpointDeletion,
@@ -32,7 +33,9 @@ from lovia_tui.core.actions.previews import (
     preview_dict,
     subject,
 )
+from lovia_tui.core.actions.undo import UndoResult
 from lovia_tui.core.errors import ActionError, RowsChangedError
+from lovia_tui.core.formatting import command_line
 from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
@@ -93,8 +96,7 @@ async def perform(
     if preview.noop:
         return ActionResult(preview.action, None, {})
     journal = journal or Journal()
-    locked_stores = load_lovia()
-
+    load_lovia()
     before = await capture_groups(ws, preview.plan.groups)
     if combined(before) != preview.plan.fingerprint:
         raise _changed(preview.action)
@@ -102,6 +104,21 @@ async def perform(
         preview.action, preview_dict(preview), reason, before,
         subject=subject(preview), adds=_adds(preview),
     )  # fmt: skip
+    try:
+        return await _perform_journaled(ws, preview, before, journal, entry_id)
+    finally:
+        journal.release(entry_id)  # however it ends: the entry runs no more
+
+
+async def _perform_journaled(
+    ws: Workspace,
+    preview: Preview,
+    before: list[Captured],
+    journal: Journal,
+    entry_id: int,
+) -> ActionResult:
+    """Act under the entry's lock, and record the outcome."""
+    locked_stores = load_lovia()
     try:
         counts, after, held_ms = await asyncio.to_thread(_act_locked, preview, before)
     except _Changed:
@@ -113,7 +130,8 @@ async def perform(
         await journal.finish(entry_id, "failed", {}, str(exc))
         raise ActionError(
             f"{preview.action} was interrupted half way ({exc}); "
-            f"`lovia-tui undo PATH... {entry_id} --yes` puts back every row it removed"
+            f"`{command_line('undo', *ws.paths, entry_id, '--yes')}` puts back "
+            "every row it removed"
         ) from exc
     except Exception as exc:
         error = str(exc) or type(exc).__name__
@@ -132,11 +150,13 @@ async def perform(
             entry_id, "done", counts, "; ".join(mismatches) or None,
             list(zip(before, after, strict=True)),
         )  # fmt: skip
-    except sqlite3.Error as exc:  # committed: say so, and how to undo it anyway
+    except JournalError as exc:  # committed: say so, and how to undo it anyway
         warnings.append(
             f"done, but the journal could not record that it finished ({exc}): "
             f"entry {entry_id} stays pending, and undoing it puts every row back"
         )
+    if note := size_note(journal.path):
+        warnings.append(note)
     return ActionResult(preview.action, entry_id, counts, tuple(warnings), held_ms)
 
 
@@ -209,11 +229,16 @@ def _mismatches(preview: Preview, counts: dict[str, int]) -> list[str]:
 
 
 async def undo(
-    ws: Workspace, entry_id: int, journal: Journal | None = None
+    ws: Workspace,
+    entry_id: int,
+    journal: Journal | None = None,
+    wait: float = UNDO_WAIT_SECONDS,
 ) -> UndoResult:
-    """Undo a journaled action on the workspace's files (see :meth:`Journal.undo`)."""
+    """Undo a journaled action on the workspace's files (see
+    :func:`~lovia_tui.core.actions.journal_undo.undo`)."""
     refuse_readonly(ws)
-    return await (journal or Journal()).undo(entry_id, [db.path for db in ws.databases])
+    files = [db.path for db in ws.databases]
+    return await journal_undo.undo(journal or Journal(), entry_id, files, wait)
 
 
 async def _delete_checkpoints(

@@ -25,7 +25,7 @@ from lovia_tui.core.entries import (
     parse_object,
 )
 from lovia_tui.core.errors import ActionError, LiveRunError
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import age, ago
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store import database
@@ -34,6 +34,7 @@ from lovia_tui.core.store.head_reads import RunFilter, stream_runs
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_all, combined
 from lovia_tui.core.store.schema import known_version
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import refuse_non_text, time_order
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,9 @@ def refuse_readonly(ws: Workspace) -> None:
 
 async def session_database(ws: Workspace, session_id: str) -> Database:
     """The file holding the session's segments: lovia's session store must be there
-    already, or constructing it would create its tables."""
+    already, or constructing it would create its tables. Every session action
+    starts here, and refuses a session id lovia could not be given."""
+    refuse_non_text("session", session_id)
     db = await ws.find_session(session_id)
     if db is None:
         raise ActionError(f"no session {session_id!r} in the open files")
@@ -144,7 +147,7 @@ async def session_runs_and_links(
     for db in ws.checkpoint_dbs:
         async for chunk in stream_runs(db, RunFilter(status=RunStatus.RUNNING)):
             found += (run for run in chunk if run.run_id not in wanted)
-    found.sort(key=lambda run: run.updated_at, reverse=True)
+    found.sort(key=lambda run: time_order(run.updated_at), reverse=True)
     return found, await ws.links(run.run_id for run in found)
 
 
@@ -156,7 +159,7 @@ def refuse_live(
     for run in runs:
         if run.is_live(now, stale_after) and not force:
             raise LiveRunError(
-                f"run {run.run_id} is live (last saved {age(now - run.updated_at)} ago, "
+                f"run {run.run_id} is live (last saved {ago(now, run.updated_at)}, "
                 f"under the {age(stale_after)} stale limit): {what} now would corrupt it; "
                 "stop its process first, or force if it is gone"
             )
@@ -186,6 +189,7 @@ async def deletion(
     reason: str,
     stale_after: float,
 ) -> CheckpointDeletion:
+    refuse_non_text("run", run.run_id)
     db = ws.database(run.file)
     pointer = None
     if db.stores.chat:

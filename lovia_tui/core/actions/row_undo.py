@@ -11,7 +11,8 @@ runs.
 The check that makes this safe: after a finished action, the digest of the
 rows it could have touched (the journaled ones and the ones it added) is
 recorded; undo refuses if those rows changed since, since putting the old
-ones back would lose that change. An unfinished entry (the process was
+ones back would lose that change — unless they are exactly as journaled
+already (then there is nothing to do). An unfinished entry (the process was
 killed, or the commit failed half way) has no such digest: its rows are
 either as journaled or as the action left them, and undo puts back exactly
 the journaled rows that are missing or altered.
@@ -24,7 +25,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.rows import TABLES, Captured, capture_sync, digest, insert_row
+from lovia_tui.core.store.rows import (
+    TABLES,
+    Captured,
+    RowGroup,
+    capture_sync,
+    digest,
+    insert_row,
+)
+
+Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
+"""A group's journaled rows, the digest of what the action left, the rows it added."""
 
 
 def touched_digest(captured: Captured, names: Iterable[str]) -> str:
@@ -46,6 +57,14 @@ def after_state(before: Captured, after: Captured) -> tuple[str, tuple[str, ...]
     known = set(before.identities())
     added = tuple(name for name in after.identities() if name not in known)
     return touched_digest(after, known | set(added)), added
+
+
+class ChangedSinceError(ActionError):
+    """Undo refused: a group's rows changed after the action (``group`` says which)."""
+
+    def __init__(self, message: str, group: RowGroup) -> None:
+        super().__init__(message)
+        self.group = group
 
 
 @dataclass(frozen=True)
@@ -81,17 +100,19 @@ def plan_group(
     names = journaled.identities()
     now_names = current.identities()
     if added is None:
-        changed = after is not None and current.digest != after
+        seen = current.digest
         added = tuple(n for n in now_names if n not in set(names))
     else:
-        changed = (
-            after is not None and touched_digest(current, {*names, *added}) != after
-        )
+        seen = touched_digest(current, {*names, *added})
+    # Rows already exactly as journaled are back (an undo whose record was
+    # lost): nothing to lose, nothing to do.
+    changed = after is not None and seen not in (after, journaled.digest)
     if changed:
         group = journaled.group
-        raise ActionError(
+        raise ChangedSinceError(
             f"cannot undo {what}: the {group.table} rows for {group.key!r} changed "
-            "since; undoing would lose that change"
+            "since; undoing would lose that change",
+            group,
         )
     now = dict(
         zip(now_names, zip(current.rowids, current.rows, strict=True), strict=True)

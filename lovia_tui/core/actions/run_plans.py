@@ -28,6 +28,7 @@ from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import RunFilter, stream_runs
 from lovia_tui.core.store.rows import RowGroup
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import refuse_non_text, time_order
 
 # A web run record still open: the run never reached its wind-down.
 _OPEN_RECORDS = ("running", "interrupted")
@@ -51,7 +52,8 @@ def _selected(
     elif status is not None:
         runs = [run for run in runs if run.status == status]
     if older_than_days is not None:
-        runs = [run for run in runs if now - run.updated_at >= older_than_days * 86400]
+        oldest = now - older_than_days * 86400  # an unreadable save time is never old
+        runs = [r for r in runs if r.updated_at is not None and r.updated_at <= oldest]
     return runs
 
 
@@ -73,7 +75,7 @@ async def _chosen(
     for db in ws.checkpoint_dbs:
         async for chunk in stream_runs(db, wanted):
             chosen += _selected(chunk, (), status, older_than_days, stale_after)
-    return sorted(chosen, key=lambda run: run.updated_at, reverse=True)
+    return sorted(chosen, key=lambda run: time_order(run.updated_at), reverse=True)
 
 
 def _why(link: SessionLink | None) -> str:
@@ -175,6 +177,7 @@ async def preview_finalize(
     linked one, or ``session_id`` when nothing links the run.
     """
     refuse_readonly(ws)
+    refuse_non_text("run", run_id)
     run = await ws.find_run(run_id)
     if run is None:
         raise ActionError(f"no checkpoint {run_id!r} in the open files")
@@ -183,6 +186,7 @@ async def preview_finalize(
     refuse_live([run], force, stale_after, "finalizing it")
     link = (await ws.links([run_id])).get(run_id)
     target, source, db = await _finalize_target(ws, run, link, session_id)
+    refuse_non_text("session", target)
     run_db = ws.database(run.file)
     entries, problems = await checkpoint_reads.snapshot_entries(run_db, run_id)
     if problems:
@@ -224,7 +228,7 @@ async def preview_finalize(
         dropped_calls=tuple(calls(run_id, (e for e in data if id(e) not in kept_ids))),
         timing=(
             {"started_at": run.started_at, "finished_at": run.updated_at}
-            if run.started_at is not None
+            if run.started_at is not None and run.updated_at is not None
             else None
         ),
         web_record=record,

@@ -16,13 +16,11 @@ from pathlib import Path
 
 import orjson
 
-from lovia_tui.core.actions.row_undo import apply_group, plan_group
+from lovia_tui.core.actions.row_undo import Journaled, RowUndo, apply_group, plan_group
+from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
 from lovia_tui.core.store.rows import Captured, Cell, RowGroup, capture_all, combined
-
-Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
-"""A group's journaled rows, the digest of what the action left, the rows it added."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +37,9 @@ class UndoResult:
     """Journaled rows already as they were: never removed, or back already."""
     in_place: tuple[str, ...] = ()
     """Which, as ``table key: name`` (the first few)."""
+    recorded: bool = False
+    """The entry was undone already by ``undo_entry_id``, an undo killed after
+    its commit: only the journal's record was completed."""
 
 
 def read_journaled(conn: sqlite3.Connection, entry_id: int) -> list[Journaled]:
@@ -68,22 +69,41 @@ def read_journaled(conn: sqlite3.Connection, entry_id: int) -> list[Journaled]:
     return groups
 
 
+def current_rows(groups: Sequence[RowGroup]) -> list[Captured]:
+    """The groups' rows now, read through short read-only connections."""
+    conns: dict[str, sqlite3.Connection] = {}
+
+    def conn_for(file: Path) -> sqlite3.Connection:
+        if str(file) not in conns:
+            conns[str(file)] = sqlite3.connect(sqlite_uri(file, "ro"), uri=True)
+            conns[str(file)].execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return conns[str(file)]
+
+    try:
+        return capture_all(conn_for, groups)
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+
 def undo_rows(
     entry_id: int,
     action: str,
     databases: Sequence[str],
     unfinished: bool,
     groups: Sequence[Journaled],
-    begin: Callable[[Sequence[Captured]], int],
+    begin: Callable[[Sequence[Captured], Sequence[tuple[str, ...]]], int],
     finish: Callable[..., None],
 ) -> UndoResult:
     """Undo the groups in one transaction per file; ``begin``/``finish`` journal the undo.
 
-    As for an action, everything is read, planned and journaled first; the
-    write lock is then held only to see the rows are still as read, and to
-    change them. ``unfinished``: the entry never recorded what the action
-    left, so there is nothing to check against (its rows are as journaled,
-    as the action left them, or between).
+    As for an action, everything is read, planned and journaled first (with
+    the rows the undo will add back, so an interrupted undo is told apart
+    from a finished one); the write lock is then held only to see the rows
+    are still as read, and to change them — exactly them: a file whose
+    triggers would change others is refused. ``unfinished``: the entry never recorded
+    what the action left, so there is nothing to check against (its rows
+    are as journaled, as the action left them, or between).
     """
     what = f"journal entry {entry_id} ({action})"
     targets = [rows.group for rows, _, _ in groups]
@@ -101,9 +121,13 @@ def undo_rows(
             plan_group(rows, now, None if unfinished else after, added, what)
             for (rows, after, added), now in zip(groups, current, strict=True)
         ]
-        undo_id = begin(current)
-        for conn in connections.values():
+        undo_id = begin(
+            current,
+            [_put_back_names(p, now) for p, now in zip(plans, current, strict=True)],
+        )
+        for database, conn in connections.items():
             conn.execute("BEGIN IMMEDIATE")
+            refuse_triggers(conn, Path(database))
         held = capture_all(lambda file: connections[str(file)], targets)
         if combined(held) != combined(current):
             raise ActionError(
@@ -144,3 +168,10 @@ def undo_rows(
         entry_id, undo_id, restored, tuple(databases), removed,
         len(in_place), tuple(in_place[:10]),
     )  # fmt: skip
+
+
+def _put_back_names(plan: RowUndo, current: Captured) -> tuple[str, ...]:
+    """The rows the undo adds to the group: journaled ones absent now."""
+    present = set(current.identities())
+    names = plan.journaled.identities()
+    return tuple(names[i] for i in plan.put_back if names[i] not in present)

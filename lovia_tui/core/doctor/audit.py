@@ -17,10 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lovia_tui.core.doctor.checkpoints import checkpoint_findings
-from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, Severity
+from lovia_tui.core.doctor.findings import (
+    Finding,
+    FindingList,
+    Fix,
+    Progress,
+    Severity,
+    with_open_files,
+)
 from lovia_tui.core.doctor.journal import journal_findings
 from lovia_tui.core.doctor.segments import segment_findings
-from lovia_tui.core.doctor.web import WebState, web_findings
+from lovia_tui.core.doctor.web import WebState, unsaved_run_findings, web_findings
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import database
 from lovia_tui.core.store.database import Database
@@ -94,11 +101,13 @@ async def diagnose(
         progress=report,
     )
     await web_findings(ws, found, web, now=now, stale_after=stale_after)
+    await unsaved_run_findings(ws, found)
     await journal_findings(ws, found)
     for db in ws.databases:
         if db.stores.session:
             await segment_findings(db, found, progress=report)
-    return Report(tuple(found.finished()), tuple(files))
+    findings = (with_open_files(f, ws.paths) for f in found.finished())
+    return Report(tuple(findings), tuple(files))
 
 
 def _journal_finding(db: Database) -> Finding:

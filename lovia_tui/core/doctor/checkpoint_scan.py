@@ -28,6 +28,7 @@ from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.store.checkpoint_reads import HEAD_ERRORS, head_fields
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import stored_key, stored_number
 
 HEAD_PAGE = 5_000
 """Heads a page: one statement of ~10 ms at a fleet's 1M heads."""
@@ -147,12 +148,20 @@ def _read_batches(
 def _check_batches(db: Database, rows: list[Any]) -> list[tuple[str, int, Unreadable]]:
     """The batches among these that lovia cannot load (run, seq, why)."""
     bad = []
-    for _, run_id, seq, raw in rows:
+    for _, stored, seq, raw in rows:
         try:
             parse_stored(parse_entries, raw)
         except UnreadableError as exc:
+            run_id = stored_key(stored)
             bad.append((run_id, seq, _problem(db, run_id, seq, exc)))
     return bad
+
+
+def _seq_order(seq: Any) -> tuple[bool, float]:
+    """A batch's place among a run's: by number; a seq that is none (never
+    from lovia) after them."""
+    number = stored_number(seq)
+    return number is None, number or 0
 
 
 async def unreadable_batches(
@@ -180,7 +189,9 @@ async def unreadable_batches(
                 _check_batches, db, rows
             ):
                 # Rowid order is not seq order: the run's lowest bad seq is its first.
-                if run_id not in found or seq < found[run_id][0]:
+                if run_id not in found or _seq_order(seq) < _seq_order(
+                    found[run_id][0]
+                ):
                     found[run_id] = (seq, problem)
             if len(found) > MOST_UNREADABLE:
                 return None
@@ -220,7 +231,8 @@ def _sort_heads(
 ) -> tuple[int | None, HeadPage]:
     rows = _keyset(db, conn, _HEADS, after, HEAD_PAGE)
     page = HeadPage([], [])
-    for _, run_id, head, updated_at in rows:
+    for _, stored, head, updated_at in rows:
+        run_id = stored_key(stored)
         try:
             completed = head_fields(head, updated_at)[1] == RunStatus.COMPLETED
         except HEAD_ERRORS:
@@ -255,11 +267,12 @@ async def heads_of(db: Database, run_ids: list[str]) -> list[Any]:
     found: list[Any] = []
     for start in range(0, len(run_ids), 500):
         chunk = tuple(run_ids[start : start + 500])
-        found += await db.fetchall(
+        rows = await db.fetchall(
             "SELECT run_id, CAST(head_json AS BLOB), updated_at FROM snapshot_heads "
             f"WHERE run_id IN ({','.join('?' * len(chunk))})",
             chunk,
         )
+        found += [(stored_key(run_id), *rest) for run_id, *rest in rows]
     return found
 
 
@@ -277,7 +290,7 @@ async def loaded(db: Database, run_ids: list[str]) -> AsyncIterator[dict[str, Lo
     def parse(rows: list[Any]) -> dict[str, Loaded]:
         batches: dict[str, list[tuple[int, bytes]]] = {}
         for run_id, seq, raw in rows:
-            batches.setdefault(run_id, []).append((seq, raw))
+            batches.setdefault(stored_key(run_id), []).append((seq, raw))
         return {r: _parse_turns(db, r, b) for r, b in batches.items()}
 
     seen: set[str] = set()
@@ -315,7 +328,8 @@ async def stored_entries(
 
 def _parsed_segments(rows: list[Any]) -> dict[str, list[dict[str, Any]] | None]:
     parsed: dict[str, list[dict[str, Any]] | None] = {}
-    for run_id, raw in rows:
+    for stored, raw in rows:
+        run_id = stored_key(stored)
         try:
             parsed[run_id] = parse_stored(parse_entries, raw)
         except UnreadableError:

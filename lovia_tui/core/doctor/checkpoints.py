@@ -25,7 +25,7 @@ from lovia_tui.core.doctor.web import WebState
 from lovia_tui.core.entries import (
     drop_dangling,
 )
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store.checkpoint_reads import run_info
@@ -143,7 +143,7 @@ class _Checkup:
             if link
             else "nothing links it to a session"
         )
-        ago = age(self.now - run.updated_at)
+        when = ago(self.now, run.updated_at)
         if run.status == RunStatus.COMPLETED:
             chats = self.web.chats(rid)
             doom = (
@@ -168,14 +168,15 @@ class _Checkup:
         if link is None:
             return self._found(
                 "orphan", "warning",
-                f"{self.status} {ago} ago and linked to no session (no segment, no web UI record): "
+                f"{self.status} {when} and linked to no session (no segment, no web UI record): "
                 "nothing will resume it",
                 _choose(rid),
             )  # fmt: skip
-        if self.now - run.updated_at >= self.older_than_days * 86_400:
+        saved = run.updated_at  # a save time that does not read is never old
+        if saved is not None and self.now - saved >= self.older_than_days * 86_400:
             return self._found(
                 "old-unfinished", "warning",
-                f"{self.status} {ago} ago in session {sid!r} and never resumed",
+                f"{self.status} {when} in session {sid!r} and never resumed",
                 Fix("finalize", f"finalize it into {sid!r} ({command('finalize', rid)}); or resume or delete it", sid),
             )  # fmt: skip
         return None  # resumable, as it should be

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from lovia_tui.core.formatting import command_line
+from lovia_tui.core.stored import non_text
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -70,6 +73,22 @@ class Finding:
         }
 
 
+def _without_impossible_fix(finding: Finding) -> Finding:
+    """A fix on an id lovia's methods cannot take is refused, so none is offered:
+    the finding says why instead."""
+    fix = finding.fix
+    if fix is None:
+        return finding
+    reason = (
+        non_text("run", finding.run_id)
+        or non_text("session", finding.session_id)
+        or non_text("session", fix.session_id)
+    )
+    if reason is None:
+        return finding
+    return replace(finding, message=f"{finding.message}; no fix: {reason}", fix=None)
+
+
 class FindingList:
     """Findings as they are found, at most :data:`MAX_PER_KIND` per kind and file,
     so a hostile file with a million bad rows cannot exhaust memory."""
@@ -80,6 +99,7 @@ class FindingList:
         self._samples: dict[tuple[Path, str], Finding] = {}
 
     def add(self, finding: Finding) -> None:
+        finding = _without_impossible_fix(finding)
         key = (finding.file, finding.kind)
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._counts[key] <= MAX_PER_KIND:
@@ -132,6 +152,21 @@ def summary(findings: Iterable[Finding]) -> str:
     )
 
 
+OPEN_FILES = "\0files"
+"""Where a suggested command names the files: :func:`with_open_files` puts
+the real ones there once the audit knows them."""
+
+
 def command(verb: str, *args: str) -> str:
-    """How to do it from a shell (the files are the doctor's own PATH arguments)."""
-    return " ".join(["lovia-tui", verb, "PATH...", *args, "--yes"])
+    """How to do it from a shell, the open files still to be filled in."""
+    return " ".join(["lovia-tui", verb, OPEN_FILES, *args, "--yes"])
+
+
+def with_open_files(finding: Finding, paths: Iterable[Path]) -> Finding:
+    """``finding`` with the files the doctor read in its suggested command
+    (quoted for a shell): ``PATH...`` told a person nothing to paste."""
+    if finding.fix is None or OPEN_FILES not in finding.fix.text:
+        return finding
+    files = command_line(*paths).removeprefix("lovia-tui ")
+    text = finding.fix.text.replace(OPEN_FILES, files)
+    return replace(finding, fix=replace(finding.fix, text=text))

@@ -27,6 +27,7 @@ from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec
 from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import stored_key
 
 RUN_FIXES = ("replay", "resume")
 """Fixes that run the agent loop (preflight, then the console) instead of an action."""
@@ -105,7 +106,7 @@ async def preview_clear_pointer(ws: Workspace, finding: Finding) -> DeleteRunsPr
     row = await db.fetchone(
         "SELECT active_run_id FROM chat_sessions WHERE id = ?", (finding.session_id,)
     )
-    if row is None or row[0] != finding.run_id:
+    if row is None or stored_key(row[0]) != finding.run_id:
         raise ActionError(
             f"web chat {finding.session_id!r} no longer points at {finding.run_id}: nothing to clear"
         )

@@ -22,6 +22,7 @@ from lovia_tui.core.store.entry_stream import (
     stored_sizes,
     stored_value,
 )
+from lovia_tui.core.stored import stored_key
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
@@ -103,7 +104,8 @@ def _key(call_id: Any) -> Any:
 def _check(db: Database, rows: list[Any]) -> list[_Problem]:
     """Parse a chunk of rows (in a thread) and keep what lovia would choke on."""
     problems = []
-    for row_id, session_id, run_id, entries_json, meta_json in rows:
+    for row_id, stored_session, stored_run, entries_json, meta_json in rows:
+        session_id, run_id = stored_key(stored_session), stored_key(stored_run)
         try:
             found = _unpaired_in(db, row_id, entries_json)
             parse_object(meta_json)

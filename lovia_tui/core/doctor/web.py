@@ -12,10 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, command
+from lovia_tui.core.store.web_records import RECORD_COLUMNS, left_nothing, record_of
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import stored_key, stored_time
+from lovia_tui.core.web_models import RunRecord
 
 WEB_LIMIT = 10_000
 """Most pointers or open run records read per file: in-flight chats are few."""
+RECORD_SCAN = 5_000
+"""Run records looked at per statement for the runs that saved nothing."""
 
 
 @dataclass
@@ -38,12 +43,18 @@ class WebState:
                 "WHERE active_run_id IS NOT NULL LIMIT ?",
                 (WEB_LIMIT,),
             ):
-                state.pointers.setdefault(run_id, []).append((db.path, chat_id))
+                state.pointers.setdefault(stored_key(run_id), []).append(
+                    (db.path, stored_key(chat_id))
+                )
             for run_id, session_id, started_at in await db.fetchall(
                 "SELECT id, session_id, started_at FROM chat_runs WHERE status = 'running' LIMIT ?",
                 (WEB_LIMIT,),
             ):
-                state.records[run_id] = (db.path, session_id, started_at)
+                state.records[stored_key(run_id)] = (
+                    db.path,
+                    None if session_id is None else stored_key(session_id),
+                    stored_time(started_at),
+                )
         return state
 
     def chats(self, run_id: str) -> list[str]:
@@ -109,3 +120,51 @@ async def web_findings(
         found.add(
             Finding("web-stuck-record", "info", file, message, run_id, session_id, fix)
         )
+
+
+async def unsaved_run_findings(ws: Workspace, found: FindingList) -> None:
+    """Runs lovia web recorded as failed, cancelled or interrupted that left
+    nothing behind: no segment in their chat, no checkpoint.
+
+    Listed here so that no run ends unseen; ``info`` with no fix, because
+    nothing is broken and nothing can be resumed (the runs pane lists
+    checkpoints, whose actions these records cannot take). The transcript
+    shows each where it happened."""
+    for db in ws.databases:
+        if not db.stores.chat:
+            continue
+        where = [
+            "r.status IN ('failed', 'cancelled', 'interrupted')",
+            *left_nothing(db),
+        ]
+        columns = ", ".join(f"r.{name}" for name in RECORD_COLUMNS)
+        last = (await db.fetchrow("SELECT MAX(rowid) FROM chat_runs"))[0] or 0
+        # By rowid ranges: no index on status, and no statement reads them all.
+        for start in range(0, last, RECORD_SCAN):
+            rows = await db.fetchall(
+                f"SELECT {columns} FROM chat_runs r WHERE r.rowid > ? AND r.rowid <= ? "
+                f"AND {' AND '.join(where)}",
+                (start, start + RECORD_SCAN),
+            )
+            for row in rows:
+                _unsaved_finding(db.path, record_of(row), found)
+
+
+def _unsaved_finding(file: Path, record: RunRecord, found: FindingList) -> None:
+    error = (
+        f" ({record.error})" if record.error and record.error != record.status else ""
+    )
+    place = (
+        f"chat {record.session_id!r}: shown in its transcript where it happened"
+        if record.session_id
+        else "no chat (a schedule fire that started no run)"
+    )
+    found.add(
+        Finding(
+            "web-unsaved-run", "info", file,
+            f"web run {record.run_id!r} {record.status}{error}, "
+            f"by {record.started_by}, saved nothing (no segment, no "
+            f"checkpoint: nothing to resume); {place}",
+            record.run_id, record.session_id,
+        )
+    )  # fmt: skip

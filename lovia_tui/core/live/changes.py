@@ -26,7 +26,7 @@ class HeadChange:
 
     run_id: str
     status: str
-    updated_at: float
+    updated_at: float | None
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from lovia_tui.core.live import tail_queries
 from lovia_tui.core.live.changes import HeadChange
-from lovia_tui.core.run_status import UNREADABLE
+from lovia_tui.core.run_status import status_text
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.stored import stored_key, stored_time
 
 RECENT_HEADS = 1_000
 """Newest heads remembered: a save reusing a deleted head's rowid is listed
@@ -107,6 +108,6 @@ class HeadWindow:
         self.recent = {rowid: (run_id, saved) for rowid, run_id, saved in rows}
 
 
-def _head_change(row: tuple[int, str, str | None, float]) -> HeadChange:
+def _head_change(row: tuple[int, object, object, object]) -> HeadChange:
     _, run_id, status, updated_at = row
-    return HeadChange(run_id, status or UNREADABLE, updated_at)
+    return HeadChange(stored_key(run_id), status_text(status), stored_time(updated_at))

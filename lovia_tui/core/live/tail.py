@@ -21,6 +21,7 @@ from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.store import checkpoint_reads, database
 from lovia_tui.core.store.database import Database, Stores
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES
+from lovia_tui.core.stored import stored_key
 
 if TYPE_CHECKING:
     from lovia_tui.core.live.watch import (
@@ -203,7 +204,11 @@ class Tail:
             return (), True
         if rows:
             self._last_segment = rows[-1][0]
-        return tuple(NewSegment(*row) for row in rows), count != expected
+        segments = tuple(
+            NewSegment(row_id, stored_key(session_id), stored_key(run_id))
+            for row_id, session_id, run_id in rows
+        )
+        return segments, count != expected
 
     async def _poll_run(self) -> RunEntries | None:
         followed = self._run

@@ -36,6 +36,7 @@ EventKind = Literal[
     "tool_result",
     "tool_failed",
     "approval_required",
+    "approval_decided",
     "handoff",
     "retrying",
     "compacted",
@@ -85,7 +86,7 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _call(call: Any) -> dict[str, Any]:
+def call_data(call: Any) -> dict[str, Any]:
     return {"call_id": call.id, "name": call.name, "arguments": call.arguments}
 
 
@@ -142,12 +143,12 @@ def _message(ev: Any) -> ConsoleEvent:
 def _tool_result(ev: Any) -> ConsoleEvent:
     name = ev.call.name
     text = f"{name} → {shorten(ev.output, PREVIEW_WIDTH)}"
-    data = {**_call(ev.call), "is_error": ev.is_error, "output": ev.output}
+    data = {**call_data(ev.call), "is_error": ev.is_error, "output": ev.output}
     return ConsoleEvent("tool_result", text, "error" if ev.is_error else "tool", data)
 
 
 def _tool_failed(ev: Any) -> ConsoleEvent:
-    call = _call(ev.call) if ev.call is not None else {}
+    call = call_data(ev.call) if ev.call is not None else {}
     text = f"{call.get('name', 'tool')} failed: {one_line(ev.error)}"
     return ConsoleEvent("tool_failed", text, "error", {**call, **_error(ev.error)})
 
@@ -211,7 +212,7 @@ _TRANSLATIONS: dict[str, Callable[[Any], ConsoleEvent]] = {
         "tool_started",
         f"{ev.call.name}({shorten(ev.call.arguments, PREVIEW_WIDTH)})",
         "tool",
-        _call(ev.call),
+        call_data(ev.call),
     ),
     "ToolCallCompleted": _tool_result,
     "ToolCallFailed": _tool_failed,
@@ -240,15 +241,41 @@ def translate(event: Any) -> ConsoleEvent:
         )
 
 
-def approval_event(call: Any, *, asking: bool) -> ConsoleEvent:
-    decision = (
-        "waiting for approve/reject"
-        if asking
-        else "rejected: nobody can approve during this run"
+def approval_event(call: Any, answering: Any, why: str) -> ConsoleEvent:
+    """A call waits for approval; ``answering`` (see resume.Answering) says who answers."""
+    asking = answering == "ask"
+    if asking:
+        who = "waiting for your answer"
+    elif answering == "agent":
+        who = "left to the agent's approval_handler (lovia denies it without one)"
+    else:
+        who = f"answered by {answering.flag}"
+    text = (
+        f"{call.name}({shorten(call.arguments, PREVIEW_WIDTH)}) needs approval "
+        f"({why}) · {who}"
     )
-    text = f"{call.name}({shorten(call.arguments, PREVIEW_WIDTH)}) needs approval · {decision}"
+    data = {**call_data(call), "why": why, "asking": asking}
+    return ConsoleEvent("approval_required", text, "warning", data)
+
+
+def decision_event(call: Any, decision: Any, journal_entry: int | None) -> ConsoleEvent:
+    """How an approval was answered, by whom and why (``journal_entry``: its record)."""
+    text = f"{call.name} {decision.verb} by {decision.by}: {decision.reason}"
+    data = {
+        **call_data(call),
+        "approved": decision.approved,
+        "reason": decision.reason,
+        "by": decision.by,
+        "journal_entry": journal_entry,
+    }
+    style: StyleHint = "success" if decision.approved else "warning"
+    return ConsoleEvent("approval_decided", text, style, data)
+
+
+def unanswered_event(call: Any) -> ConsoleEvent:
+    text = f"{call.name} left unanswered: the run stops here, and a resume asks again"
     return ConsoleEvent(
-        "approval_required", text, "warning", {**_call(call), "asking": asking}
+        "approval_decided", text, "warning", {**call_data(call), "approved": None}
     )
 
 

@@ -14,7 +14,14 @@ import bisect
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from lovia_tui.core.run_status import UNREADABLE, RunStatus, effective_status
+from lovia_tui.core.run_status import (
+    OTHER,
+    UNREADABLE,
+    RunStatus,
+    effective_status,
+    status_group,
+    status_text,
+)
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import (
     NEWEST,
@@ -22,6 +29,7 @@ from lovia_tui.core.store.head_reads import (
     status_rows,
     web_settled_sql,
 )
+from lovia_tui.core.stored import stored_key, stored_time
 
 UNFINISHED = (
     *(
@@ -33,6 +41,7 @@ UNFINISHED = (
             RunStatus.FAILED,
         )
     ),
+    OTHER,
     UNREADABLE,
 )
 """The list's first group, in the order the counts are shown."""
@@ -45,7 +54,7 @@ class Mark:
     rowid: int
     run_id: str
     status: str
-    updated_at: float
+    updated_at: float | None
     web_settled: bool = False
     """lovia web recorded the run as over (see ``WEB_SETTLED_SQL``)."""
 
@@ -98,9 +107,9 @@ class RunOrder:
             marks = [
                 Mark(
                     rowid,
-                    run_id,
-                    status if isinstance(status, str) else UNREADABLE,
-                    when,
+                    stored_key(run_id),
+                    status_text(status),
+                    stored_time(when),
                     bool(settled),
                 )
                 for rowid, run_id, status, when, settled in rows
@@ -116,11 +125,17 @@ class RunOrder:
 
     def _count(self, marks: list[Mark]) -> None:
         for mark in marks:
-            if mark.status == RunStatus.RUNNING and not mark.web_settled:
-                bisect.insort(self._running_saved, mark.updated_at)
+            saved = mark.updated_at
+            if (
+                mark.status == RunStatus.RUNNING
+                and not mark.web_settled
+                and saved is not None
+            ):
+                bisect.insort(self._running_saved, saved)
             else:
-                label = mark.label(0.0, 0.0)  # time-independent here
-                self._settled[label] = self._settled.get(label, 0) + 1
+                # Time-independent here (a save time that does not read never ages).
+                group = status_group(mark.label(0.0, 0.0))
+                self._settled[group] = self._settled.get(group, 0) + 1
 
     def counts(self, now: float, stale_after: float) -> dict[str, int]:
         """Checkpoints per status (running and stale apart), as far as walked.

@@ -1,8 +1,11 @@
 """The runs pane's rows: every open checkpoint file's runs, read a page at a time.
 
-Unfinished runs (running, stale, interrupted, failed, and unreadable heads)
-come first, most recently saved first across the files; then the completed
-ones, most recently saved first, file by file. What is held in full is the
+Unfinished runs come first: heads saved as running (live or crashed: what a
+person comes to look at), then interrupted, failed and unreadable ones, each
+group most recently saved first across the files; then the completed ones,
+most recently saved first, file by file. The groups go by the stored status,
+not by staleness: a run going stale keeps its row, so the same keys reach the
+same run. What is held in full is the
 unfinished runs linked to a session and the web UI's linked ones (the badges
 and seams need them); any other run is read when its row is on screen, and
 let go of when the cache fills.
@@ -20,6 +23,7 @@ from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus
 from lovia_tui.core.runs.index import UNFINISHED, Mark, RunOrder
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import SAFE_STATUS, runs_at, status_rows
+from lovia_tui.core.stored import time_order
 
 PAGE_CACHE = 5_000
 """Completed runs (and their positions) kept read, a few hundred screens;
@@ -65,8 +69,7 @@ class RunList:
             async for _ in order.walk():
                 self._marks = sorted(
                     ((mark, o) for o in self.orders for mark in o.unfinished),
-                    key=lambda item: item[0].updated_at,
-                    reverse=True,
+                    key=_list_order,
                 )
                 self.refilter()
                 yield
@@ -166,7 +169,7 @@ class RunList:
 
     @property
     def unfinished(self) -> list[Mark]:
-        """Every unfinished run found so far, newest first, whatever the filter."""
+        """Every unfinished run found so far, in list order, whatever the filter."""
         return [mark for mark, _ in self._marks]
 
     def mark(self, index: int) -> Mark | None:
@@ -292,6 +295,19 @@ class RunList:
             if (link := self.links.get(run.run_id))
             and (str(link.file), link.session_id) == (file, session_id)
         ]
+
+
+HEAD_ORDER = {
+    RunStatus.RUNNING.value: 0,
+    RunStatus.INTERRUPTED.value: 1,
+    RunStatus.FAILED.value: 2,
+}
+
+
+def _list_order(item: tuple[Mark, RunOrder]) -> tuple[int, float]:
+    """Running heads first, then interrupted, failed, unreadable; newest first in each."""
+    mark = item[0]
+    return HEAD_ORDER.get(mark.status, len(HEAD_ORDER)), -time_order(mark.updated_at)
 
 
 async def _web_linked(db: Database) -> list[int]:

@@ -17,13 +17,15 @@ from lovia_tui.core.actions.previews import SessionSource
 from lovia_tui.core.actions.web_settle import afterwards, settled_chat
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
-from lovia_tui.core.formatting import age
+from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
+from lovia_tui.core.runs.approvals import Approvals, approvals_of
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import non_text, refuse_non_text
 
 Mode = Literal["resume", "replay"]
 LOVIA_MAX_TURNS = 50  # Runner.stream's default
@@ -65,6 +67,8 @@ class Preflight:
     """The lovia web chat whose records the run's end settles (core.web_settle)."""
     afterwards: tuple[str, ...] = ()
     """What the run leaves behind once it ends (checkpoint, web records)."""
+    approvals: Approvals = Approvals()
+    """Which calls will ask for approval, and whether the agent answers itself."""
 
     @property
     def ok(self) -> bool:
@@ -186,6 +190,8 @@ async def _session(
         session = _Session(
             session_id, "given", await _session_file(ws, run, session_id, found), False
         )
+    if reason := non_text("session", session.session_id):
+        found.problems.append(reason)
     if session.file is not None and ws.database(session.file).readonly:
         found.problems.append(
             f"{session.file} was opened read-only, and this appends to it"
@@ -210,7 +216,7 @@ def _check_status(
         )
     elif run.is_live(now, stale_after):
         found.block(
-            f"it is running and saved {age(now - run.updated_at)} ago (under "
+            f"it is running and saved {ago(now, run.updated_at)} (under "
             f"the {stale_after:g}s staleness threshold): another process may still own it, "
             "and resuming a live run corrupts it (--force overrides)",
             unless=force,
@@ -284,6 +290,7 @@ async def preflight(
     Raises :class:`ActionError` only when no open file has the run; anything
     else that stops the resume is listed in ``problems``.
     """
+    refuse_non_text("run", run_id)
     run = await _find_run(ws, run_id)
     found = _Findings()
     _check_run_file(ws, run, found)
@@ -309,6 +316,11 @@ async def preflight(
         reachable = _check_agent(agent, run, found, strict=True)
     web_chat = await settled_chat(ws, run, session.session_id, found.problems)
     delete_on_success = delete_on_success or web_chat is not None
+    approvals = (
+        approvals_of(agent.build(), run, dangling)
+        if reachable and agent
+        else Approvals()
+    )
     return Preflight(
         mode="resume",
         run=run,
@@ -328,6 +340,7 @@ async def preflight(
         stale_reason=stale_reason(run, time.time(), stale_after) if stale else None,
         web_chat=web_chat,
         afterwards=tuple(afterwards(web_chat, delete_on_success, session.session_id)),
+        approvals=approvals,
     )
 
 

@@ -12,27 +12,47 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import sqlite3
 import threading
-from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from lovia_tui.core.actions.web_settle import reopen_record, settle_records
-from lovia_tui.core.errors import ActionError
+from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.runs.agents import placeholder_agent
+from lovia_tui.core.runs.approvals import (
+    NEEDS_APPROVAL,
+    Decision,
+    Rule,
+    approval_reasons,
+    journal_decision,
+)
 from lovia_tui.core.runs.console import (
     ConsoleEvent,
     LogCapture,
     approval_event,
+    call_data,
     completed_event,
+    decision_event,
     failed_event,
     one_line,
     translate,
+    unanswered_event,
     usage_event,
 )
 from lovia_tui.core.runs.preflight import Mode, Preflight
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.database import open_database
+
+if TYPE_CHECKING:
+    from lovia_tui.core.actions.journal import Journal
+
+
+Answering = Literal["ask", "agent"] | Rule
+"""``ask``: a person answers through :meth:`RunControl.approve` / ``reject``;
+``agent``: the agent's own ``approval_handler`` (lovia denies without one);
+a :class:`Rule`: answered at once, as scripted."""
 
 
 class RunControl:
@@ -40,18 +60,21 @@ class RunControl:
 
     :meth:`cancel` asks lovia to stop at its next safe point (a turn start, a
     tool call); the event stream keeps going to its end and the run ends
-    ``interrupted``, resumable again. With ``ask_approvals`` an
-    ``approval_required`` event holds the run until :meth:`approve` or
-    :meth:`reject`; without it such calls are rejected at once.
+    ``interrupted``, resumable again. A cancel while an approval waits leaves
+    that call unanswered (lovia stops there), so the next resume asks again.
+    Every answer lovia-tui gives is written to ``journal`` with its reason.
     """
 
-    def __init__(self, *, ask_approvals: bool = False) -> None:
-        self.ask_approvals = ask_approvals
+    def __init__(
+        self, *, answering: Answering = "agent", journal: Journal | None = None
+    ) -> None:
+        self.answering = answering
+        self.journal = journal
         self._lock = threading.Lock()
         self._handle: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel_reason: str | None = None
-        self._pending: dict[str, asyncio.Future[bool]] = {}
+        self._pending: dict[str, asyncio.Future[Decision | None]] = {}
 
     @property
     def cancelled(self) -> bool:
@@ -64,13 +87,13 @@ class RunControl:
         if handle is not None:
             handle.cancel(self._cancel_reason)
         if loop is not None:
-            loop.call_soon_threadsafe(self._decide_all, False)
+            loop.call_soon_threadsafe(self._decide_all, None)
 
-    def approve(self, call_id: str) -> None:
-        self._decide_soon(call_id, True)
+    def approve(self, call_id: str, reason: str = "") -> None:
+        self._decide_soon(call_id, Decision(True, reason or "approved", "you"))
 
-    def reject(self, call_id: str) -> None:
-        self._decide_soon(call_id, False)
+    def reject(self, call_id: str, reason: str = "") -> None:
+        self._decide_soon(call_id, Decision(False, reason or "denied", "you"))
 
     def _attach(self, handle: Any) -> None:
         with self._lock:
@@ -84,9 +107,12 @@ class RunControl:
         with self._lock:
             self._handle, self._loop = None, None
 
-    async def _decision(self, call_id: str) -> bool:
-        if not self.ask_approvals or self.cancelled:
-            return False
+    async def _decision(self, tool: str, call_id: str) -> Decision | None:
+        """The answer for one call; None leaves it to the agent, or to a cancel."""
+        if isinstance(self.answering, Rule):
+            return self.answering.decide(tool)
+        if self.answering == "agent" or self.cancelled:
+            return None
         future = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
         try:
@@ -94,20 +120,20 @@ class RunControl:
         finally:
             self._pending.pop(call_id, None)
 
-    def _decide_soon(self, call_id: str, approved: bool) -> None:
+    def _decide_soon(self, call_id: str, decision: Decision) -> None:
         with self._lock:
             loop = self._loop
         if loop is not None:
-            loop.call_soon_threadsafe(self._decide, call_id, approved)
+            loop.call_soon_threadsafe(self._decide, call_id, decision)
 
-    def _decide(self, call_id: str, approved: bool) -> None:
+    def _decide(self, call_id: str, decision: Decision | None) -> None:
         future = self._pending.get(call_id)
         if future is not None and not future.done():
-            future.set_result(approved)
+            future.set_result(decision)
 
-    def _decide_all(self, approved: bool) -> None:
+    def _decide_all(self, decision: Decision | None) -> None:
         for call_id in list(self._pending):
-            self._decide(call_id, approved)
+            self._decide(call_id, decision)
 
 
 def resume(
@@ -147,6 +173,7 @@ async def _run(
         if pf.agent is not None
         else placeholder_agent(pf.run.agent_name)
     )
+    reasons = approval_reasons(agent)
     if pf.web_chat is not None:
         await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)
     handle = Runner.stream(
@@ -168,7 +195,7 @@ async def _run(
         context = contextvars.copy_context()
         context.run(capture.mark_context)
         pump = asyncio.get_running_loop().create_task(
-            _pump(handle, pf, control, queue.put_nowait), context=context
+            _pump(handle, pf, control, queue.put_nowait, reasons), context=context
         )
         try:
             while (event := await queue.get()) is not None:
@@ -185,6 +212,7 @@ async def _pump(
     pf: Preflight,
     control: RunControl,
     put: Callable[[ConsoleEvent | None], None],
+    reasons: Mapping[str, str],
 ) -> None:
     """Drive lovia's stream to its end, translating every event; runs in its own task.
 
@@ -195,6 +223,7 @@ async def _pump(
     ending: list[ConsoleEvent] = []
     completed_usage: dict[str, Any] | None = None
     last_input_tokens: int | None = None
+    unanswered: list[str] = []
     try:
         async for event in handle:
             kind = type(event).__name__
@@ -207,28 +236,20 @@ async def _pump(
                     completed_event(result.output),
                 ]
             elif kind == "RunFailed":
-                after = await _head_after(pf)
-                if after is not None:
-                    ending.append(usage_event(after.usage, after.turns))
-                ending.append(
-                    failed_event(event.error, after.status if after else "unknown")
-                )
+                ending += await _failed(pf, event.error)
             elif kind == "ApprovalRequired":
-                put(approval_event(event.call, asking=control.ask_approvals))
-                try:
-                    approved = await control._decision(event.call.id)
-                except asyncio.CancelledError:
-                    # Cancelled here, outside lovia's own awaits, the stream
-                    # would be abandoned and the run left "running": deny the
-                    # call and let lovia stop at its next safe point instead.
-                    control.cancel()
-                    approved = False
-                if approved:
-                    event.approve()
-                else:
-                    event.reject()
+                if not await _answer(event, handle, pf.run, control, put, reasons):
+                    unanswered.append(event.call.name)
             else:
                 put(translate(event))
+    except asyncio.CancelledError:
+        if not unanswered:
+            raise
+        # lovia stopped the run on the unanswered approval: interrupted, the
+        # call kept without a result, so the next resume asks again.
+        waited = ", ".join(unanswered)
+        stop = asyncio.CancelledError(f"cancelled while {waited} waited for approval")
+        ending += await _failed(pf, stop)
     finally:
         control._detach()
         if pf.web_chat is not None:
@@ -236,6 +257,66 @@ async def _pump(
         for record in ending:
             put(record)
         put(None)
+
+
+async def _failed(pf: Preflight, error: BaseException) -> list[ConsoleEvent]:
+    after = await _head_after(pf)
+    usage = [usage_event(after.usage, after.turns)] if after is not None else []
+    return [*usage, failed_event(error, after.status if after else "unknown")]
+
+
+async def _answer(
+    event: Any,
+    handle: Any,
+    run: RunInfo,
+    control: RunControl,
+    put: Callable[[ConsoleEvent | None], None],
+    reasons: Mapping[str, str],
+) -> bool:
+    """Answer one ``ApprovalRequired``; False when a cancel left it unanswered.
+
+    An unanswered call's approval is cancelled on lovia's own channel, which
+    makes lovia end the run ``interrupted`` right there without a result for
+    the call (a denial would be stored, and a resume would not ask again).
+    """
+    call = event.call
+    put(approval_event(call, control.answering, reasons.get(call.name, NEEDS_APPROVAL)))
+    try:
+        decision = await control._decision(call.name, call.id)
+    except asyncio.CancelledError:
+        # The consumer stopped listening: as a cancel, outside lovia's awaits.
+        control.cancel()
+        decision = None
+    if decision is None and control.cancelled:
+        handle.approvals.register(call.id).cancel()
+        put(unanswered_event(call))
+        return False
+    if decision is not None:
+        journal_entry = await _journal(control, run, call, decision, put)
+        put(decision_event(call, decision, journal_entry))
+        (event.approve if decision.approved else event.reject)()
+    return True
+
+
+async def _journal(
+    control: RunControl,
+    run: RunInfo,
+    call: Any,
+    decision: Decision,
+    put: Callable[[ConsoleEvent | None], None],
+) -> int | None:
+    """Journal an answer; a journal that cannot be written is a warning, not a stop."""
+    if control.journal is None:
+        return None
+    try:
+        return await journal_decision(control.journal, run, call_data(call), decision)
+    except (OSError, sqlite3.Error, LoviaTuiError) as exc:
+        put(
+            ConsoleEvent(
+                "log", f"could not journal the answer: {one_line(exc)}", "warning"
+            )
+        )
+        return None
 
 
 async def _settle(

@@ -297,7 +297,7 @@ class Builder(Resync):
                 kind,
                 source,
                 session_id,
-                str(run_id),
+                run_id,  # as stored, of any type (the column has none)
                 seq,
                 -1 if entries is None else len(entries),
                 first_index if entries is not None else None,

@@ -34,6 +34,7 @@ from lovia_tui.core.search.query import Query
 from lovia_tui.core.search.query import quoted as _quoted
 from lovia_tui.core.search.scan import RawHit, RestScan
 from lovia_tui.core.search.text import entry_fields
+from lovia_tui.core.stored import stored_key
 
 POSTING_CAP = 5_000
 """Most postings one search reads, newest first: past it, counts are lower
@@ -228,7 +229,8 @@ class FileSearch:
             ),
         )
         capped = cap is not None and bool(rows) and rows[0][4] > cap
-        return [row[:4] for row in rows], capped
+        groups = [(kind, stored_key(name), n, top) for kind, name, n, top, _ in rows]
+        return groups, capped
 
     def _raw(self, rowid: int) -> RawHit | None:
         """The hit a posting stands for; None if its unit was dropped meanwhile."""
@@ -239,7 +241,13 @@ class FileSearch:
         if unit is None:
             return None
         kind, source, session_id, run_id = unit
-        return RawHit(kind, source, session_id, run_id, rowid & _MASK)
+        return RawHit(
+            kind,
+            source,
+            None if session_id is None else stored_key(session_id),
+            stored_key(run_id),
+            rowid & _MASK,
+        )
 
     def _hit(self, raw: RawHit, query: Query) -> Hit | None:
         """``raw`` with its snippet and flat index; None if the row changed
@@ -297,12 +305,12 @@ class FileSearch:
                     "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ?",
                     (match, key << KEY_SHIFT, (key << KEY_SHIFT) | _MASK),
                 ):
-                    hits.append((source, rowid & _MASK, first, run_id))
+                    hits.append((source, rowid & _MASK, first, stored_key(run_id)))
         else:
             # A long session: every posting of the match, joined (a worker's cost).
             where, params = self._filters(scoped)
             hits += [
-                (source, rowid & _MASK, first, run_id)
+                (source, rowid & _MASK, first, stored_key(run_id))
                 for source, rowid, first, run_id in self._match(
                     "SELECT u.source, h.rowid, u.first_index, u.run_id FROM "
                     "(SELECT rowid FROM fts WHERE fts MATCH ?) h "

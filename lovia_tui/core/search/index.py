@@ -19,9 +19,10 @@ from pathlib import Path
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.private_files import cache_dir, connect_private
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Bumped whenever what is indexed or how changes: an older file is rebuilt
-(4: attachments indexed by name, type and size, not as ``[image]``)."""
+(4: ids kept as stored, of any type, where a TEXT column made ``42`` ``'42'``;
+5: attachments indexed by name, type and size, not as ``[image]``)."""
 ENTRY_CAP = 4_000
 """Characters of one entry's text that are indexed (the start of a long tool
 output): measured at 4,000 to keep the index well under a quarter of the file."""
@@ -38,13 +39,14 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 -- One row per indexed version of a segment (kind 0) or checkpoint batch
 -- (kind 1). A rewritten or deleted one loses its row: its postings stay in
 -- the contentless FTS table (SQLite {sqlite3.sqlite_version} cannot delete them) but
--- no longer join to anything ("dead" entries, counted in state).
+-- no longer join to anything ("dead" entries, counted in state). Ids have no
+-- column type: kept as lovia's file holds them (an INTEGER 42 is not '42').
 CREATE TABLE IF NOT EXISTS units (
   key INTEGER PRIMARY KEY,
   kind INTEGER NOT NULL,
   source INTEGER NOT NULL,
-  session_id TEXT,
-  run_id TEXT NOT NULL,
+  session_id,
+  run_id,
   seq INTEGER,
   entries INTEGER NOT NULL,
   first_index INTEGER,

@@ -20,6 +20,7 @@ from lovia_tui.core.search.build import KEYS, READ_BYTES, ChunkReader, rows_abov
 from lovia_tui.core.search.index import BATCH, SEGMENT, TOKENIZER, IndexState
 from lovia_tui.core.search.query import Query
 from lovia_tui.core.search.text import entry_fields
+from lovia_tui.core.stored import stored_key
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,13 @@ class RestScan:
         for (position,) in found:
             row, offset = places[position]
             session_id, run_id = (row[1], row[2]) if kind == SEGMENT else (None, row[1])
-            yield RawHit(kind, row[0], session_id, str(run_id), offset)
+            yield RawHit(
+                kind,
+                row[0],
+                None if session_id is None else stored_key(session_id),
+                stored_key(run_id),
+                offset,
+            )
 
     def close(self) -> None:
         self.memory.close()

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import orjson
 
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.stored import stored_key
 
 SCAN_CHUNK = 20_000
 """Most segments one search statement reads; fewer when they are large (SCAN_BYTES)."""
@@ -56,6 +57,6 @@ async def search_segments(
         )
         upper = lower
         yield (
-            [(sid, row_id) for sid, row_id in rows],
+            [(stored_key(sid), row_id) for sid, row_id in rows],
             (high + 1 - upper) / max(1, high + 1 - low),
         )

@@ -141,16 +141,21 @@ class Resync:
         """Compare (count, last id) per session (or run) with lovia's, in keyset
         chunks of both, and recheck each one that differs."""
         column = "session_id" if kind == SEGMENT else "run_id"
-        after: Any = ""
+        # No lower bound at first: ids of any type (numbers sort before text,
+        # and no one value is below all of them in a TEXT column and in one
+        # without a type) are compared too.
+        first = theirs_sql.replace(f" AND {column} > ?1", " AND ?1 IS NULL")
+        after: Any = None
         while True:
             theirs = self.reader.execute(
-                theirs_sql, (after, high, SYNC_CHUNK)
+                first if after is None else theirs_sql, (after, high, SYNC_CHUNK)
             ).fetchall()
             last = theirs[-1][0] if len(theirs) == SYNC_CHUNK else None
+            lower = "?2 IS NULL" if after is None else f"{column} > ?2"
             bound = "" if last is None else f"AND {column} <= ?3"
             ours = self.index.conn.execute(
                 f"SELECT {column}, COUNT(*), MAX(source) FROM units "
-                f"WHERE kind = ?1 AND {column} > ?2 {bound} GROUP BY {column}",
+                f"WHERE kind = ?1 AND {lower} {bound} GROUP BY {column}",
                 (kind, after) + (() if last is None else (last,)),
             ).fetchall()
             known = {row[0]: tuple(row[1:]) for row in ours}

@@ -9,6 +9,7 @@ answering it within the same segment or batch) and its kind in ``tag``
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from lovia_tui.core.entries import text_of
@@ -69,3 +70,10 @@ def entry_fields(entries: list[dict[str, Any]]) -> list[Fields]:
                 tag = _TAGS["reasoning" if kind == "reasoning" else "assistant"]
             fields.append((text[:ENTRY_CAP], "", tag))
     return fields
+
+
+def entry_matches(words: Iterable[str], entry: dict[str, Any]) -> bool:
+    """Whether every one of a query's ``words`` is in the entry's indexed text:
+    how an in-flight run's entries, loaded whole, are searched in place."""
+    body = entry_fields([entry])[0][0].lower()
+    return all(word in body for word in words)

@@ -12,19 +12,19 @@ from lovia_tui.core.entries import (
     parse_entries,
     parse_object,
     parse_stored,
-    stored_number,
 )
 from lovia_tui.core.models import (
     Entry,
     RunInfo,
     Unreadable,
 )
-from lovia_tui.core.run_status import UNREADABLE
+from lovia_tui.core.run_status import UNREADABLE, status_text
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.segment_reads import SAFE_ENTRY_COUNT
 from lovia_tui.core.store.web_reads import (
     with_web_records,
 )
+from lovia_tui.core.stored import stored_key, stored_number, stored_time
 
 RUNS_CHUNK = 200
 """Heads whose full rows one statement reads (their entries are counted):
@@ -44,25 +44,29 @@ async def runs_in_session(
             f"SELECT run_id FROM session_runs WHERE session_id = ? AND run_id IN ({','.join('?' * len(chunk))})",
             (session_id, *chunk),
         )
-        found.update(row[0] for row in rows)
+        found.update(stored_key(row[0]) for row in rows)
     return found
 
 
 def head_fields(
     head_json: Any, updated_at: Any
-) -> tuple[dict[str, Any], str, str, int, float]:
+) -> tuple[dict[str, Any], str, str, int, float | None]:
     """A head's (head, status, agent, turns, saved at), as lovia needs them;
-    raises UnreadableError (or KeyError, TypeError, ValueError) where it cannot."""
+    raises UnreadableError (or KeyError, TypeError, ValueError) where it cannot.
+    The status is shown as stored (:func:`status_text`); a save time that is no
+    number is None."""
     try:
         head = orjson.loads(head_json)  # the usual head, in one call (a fleet has 1M)
     except (orjson.JSONDecodeError, TypeError):
         head = None
     if not isinstance(head, dict):  # decoded as the read layer decodes it, or why not
         head = parse_stored(parse_object, head_json) or {}
-    status = str(head["status"])
+    if head.get("status") is None:
+        raise KeyError("status")
+    status = status_text(head["status"])
     agent = str(head["agent_name"])
     turns = int(head.get("turns") or 0)
-    saved_at = float(head.get("updated_at") or updated_at)
+    saved_at = stored_time(head.get("updated_at")) or stored_time(updated_at)
     return head, status, agent, turns, saved_at
 
 
@@ -73,11 +77,13 @@ HEAD_ERRORS = (UnreadableError, KeyError, TypeError, ValueError)
 def run_info(db: Database, row: Any) -> RunInfo:
     """A checkpoint from its row (``RUN_COLUMNS``); an unparsable head is marked, never fatal."""
     run_id, head_json, updated_at, entries, last_seq = row
+    run_id = stored_key(run_id)
     unreadable = None
     try:
         head, status, agent, turns, saved_at = head_fields(head_json, updated_at)
     except HEAD_ERRORS as exc:
-        head, status, agent, turns, saved_at = {}, UNREADABLE, "?", 0, updated_at
+        head, status, agent, turns = {}, UNREADABLE, "?", 0
+        saved_at = stored_time(updated_at)
         reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         unreadable = Unreadable(f"{db.name} snapshot_heads run {run_id}", reason)
     usage = head.get("usage")

@@ -270,9 +270,18 @@ async def stored_entries(db: Database, row_id: int, size: int) -> Value | None:
 async def stored_sizes(db: Database, row_ids: list[int]) -> dict[int, int]:
     """Segments' stored ``entries_json`` sizes in bytes, from the values'
     headers (SQLite's ``length()`` of a TEXT reads it whole), off the event
-    loop; a segment gone or NULL is left out."""
+    loop; a segment gone, NULL or a number (which blob I/O cannot open, and
+    lovia never writes) is left out."""
+    if not row_ids:
+        return {}
+    # typeof() reads the record header only, never a large value.
+    readable = await db.fetchall(
+        f"SELECT id FROM session_runs WHERE id IN ({','.join('?' * len(row_ids))}) "
+        "AND typeof(entries_json) IN ('text', 'blob')",
+        tuple(row_ids),
+    )
     return await asyncio.to_thread(
-        db.blob_sizes, "session_runs", "entries_json", row_ids
+        db.blob_sizes, "session_runs", "entries_json", [row[0] for row in readable]
     )
 
 

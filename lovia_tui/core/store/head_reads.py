@@ -20,6 +20,7 @@ from lovia_tui.core.run_status import WEB_SETTLED, RunStatus
 from lovia_tui.core.store.checkpoint_reads import RUN_COLUMNS, RUNS_CHUNK, run_info
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.web_reads import with_web_records
+from lovia_tui.core.stored import stored_key
 
 RANGE = 5_000
 """Heads per statement of a walk: ~6-10 ms warm on this kind of machine."""
@@ -167,7 +168,7 @@ async def dangling_by_run(
         )
         for run_id, text in rows:
             try:
-                entries[run_id].extend(parse_entries(text))
+                entries[stored_key(run_id)].extend(parse_entries(text))
             except UnreadableError:
                 continue
         found.update((run_id, dangling_calls(data)) for run_id, data in entries.items())

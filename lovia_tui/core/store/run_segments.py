@@ -18,8 +18,10 @@ import heapq
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
+from typing import Any
 
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.stored import stored_key
 
 WALK_CHUNK = 10_000
 """Index entries per statement of the walk (~20-35 ms each at 1M segments)."""
@@ -59,10 +61,12 @@ class RunSegments:
         ordered = sorted(wanted)
         for start in range(0, len(ordered), CONFIRM_CHUNK):
             chunk = tuple(ordered[start : start + CONFIRM_CHUNK])
-            found += await self.db.fetchall(
-                "SELECT run_id, session_id FROM session_runs WHERE id > ? "
-                f"AND run_id IN ({','.join('?' * len(chunk))})",
-                (upto, *chunk),
+            found += _keys(
+                await self.db.fetchall(
+                    "SELECT run_id, session_id FROM session_runs WHERE id > ? "
+                    f"AND run_id IN ({','.join('?' * len(chunk))})",
+                    (upto, *chunk),
+                )
             )
         return sorted(found, key=lambda pair: (pair[1], pair[0]))
 
@@ -89,7 +93,7 @@ class RunSegments:
                 f"WHERE id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
-            found += [(run_id, sid) for run_id, sid in rows if run_id in run_ids]
+            found += [pair for pair in _keys(rows) if pair[0] in run_ids]
         return found
 
     async def _current(self) -> int:
@@ -143,12 +147,16 @@ class RunSegments:
         runs, wide = [self._keys], {r: list(ids) for r, ids in self._wide.items()}
         async for batch in batches:
             keys = []
-            for run_id, row_id in batch:
-                if not isinstance(run_id, str):
-                    continue  # a blob never equals a run id (nor did it in SQL)
+            for stored, row_id in batch:
+                run_id = stored_key(stored)  # hashed as the lookups hash it
                 if 0 < row_id <= LOW:
                     keys.append(_top(run_id) << ID_BITS | row_id)
                 else:
                     wide.setdefault(run_id, []).append(row_id)
             runs.append(array("Q", sorted(keys)))
         self._keys, self._wide = array("Q", heapq.merge(*runs)), wide
+
+
+def _keys(rows: list[Any]) -> list[tuple[str, str]]:
+    """(run_id, session_id) rows as keys (:func:`stored_key`): what lookups compare."""
+    return [(stored_key(run_id), stored_key(sid)) for run_id, sid in rows]

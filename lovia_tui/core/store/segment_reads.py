@@ -15,7 +15,6 @@ from lovia_tui.core.entries import (
     parse_entries,
     parse_object,
     parse_stored,
-    stored_number,
 )
 from lovia_tui.core.formatting import size
 from lovia_tui.core.huge_text import HugeText, spare_entries
@@ -37,6 +36,7 @@ from lovia_tui.core.store.segment_parts import (
     held_in_part,
     segment_part,
 )
+from lovia_tui.core.stored import stored_key, stored_number, stored_time
 
 SEGMENT_CHUNK = 200
 SAFE_ENTRY_COUNT = (
@@ -72,11 +72,11 @@ def _segment(
     return SegmentInfo(
         file=db.path,
         row_id=row_id,
-        session_id=session_id,
-        run_id=run_id,
+        session_id=stored_key(session_id),
+        run_id=stored_key(run_id),
         entry_count=count,
         first_index=first,
-        created_at=created_at,
+        created_at=stored_time(created_at),
         started_at=stored_number(timing.get("started_at")),
         finished_at=stored_number(timing.get("finished_at")),
         has_context_state=context_line(meta.get(STATE_KEY)) is not None,

@@ -15,18 +15,19 @@ import orjson
 
 from lovia_tui.core.entries import (
     shorten,
-    stored_number,
     text_of,
 )
 from lovia_tui.core.models import (
     SessionSummary,
 )
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.web_chats import parent_ids
 from lovia_tui.core.store.web_reads import (
     checkpoint_only_sessions,
     web_chat_rows,
     web_chats,
 )
+from lovia_tui.core.stored import stored_key, stored_time
 
 WALK_CHUNK = 2_000
 INDEX_CHUNK = 4_000
@@ -42,7 +43,7 @@ part's ``text`` first): an attachment after it may run past the start read."""
 
 async def recent_session_ids(
     db: Database, limit: int, *, before_id: int | None = None
-) -> list[tuple[str, int, float]]:
+) -> list[tuple[str, int, float | None]]:
     """(session_id, last segment id, its created_at), most recently active first.
 
     A newest-first walk of ``session_runs`` by primary key: it touches only as
@@ -68,14 +69,15 @@ async def recent_session_ids(
             )
         if not rows:
             break
-        for row_id, session_id in rows:
+        for row_id, stored in rows:
+            session_id = stored_key(stored)
             if session_id not in seen:
                 seen[session_id] = row_id
                 if len(seen) == limit:
                     break
         upper = rows[-1][0]
     ids = list(seen.values())
-    created: dict[int, float] = {}
+    created: dict[int, Any] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         created.update(
@@ -85,7 +87,7 @@ async def recent_session_ids(
             )
         )
     return [
-        (sid, row_id, created[row_id])
+        (sid, row_id, stored_time(created[row_id]))
         for sid, row_id in seen.items()
         if row_id in created
     ]
@@ -123,7 +125,7 @@ async def session_index(
         counted += sum(row[1] for row in rows)
         done = len(rows) < INDEX_CHUNK
         yield (
-            {sid: (count, last) for sid, count, last in rows},
+            {stored_key(sid): (count, last) for sid, count, last in rows},
             1.0 if done else min(1.0, counted / max(1, total)),
         )
         if done:
@@ -142,7 +144,7 @@ async def ranked_sessions(db: Database, limit: int) -> list[tuple[str, float, bo
     orders its sidebar: pinned chats first, then by activity, a chat's being
     its ``updated_at`` (bumped when a run starts) or its last segment if later."""
     found = {
-        sid: float(stored_number(created) or 0)
+        sid: created or 0.0  # an unreadable time ranks as the oldest
         for sid, _, created in await recent_session_ids(db, limit)
     }
     found.update(await checkpoint_only_sessions(db, limit))
@@ -167,8 +169,9 @@ async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | 
     run record ties to the session (the chat row gone)."""
     if not db.stores.chat:
         return None
+    # IS: lovia web's chat id may be NULL (a TEXT primary key allows it).
     row = await db.fetchone(
-        "SELECT updated_at FROM chat_sessions WHERE id = ?", (session_id,)
+        "SELECT updated_at FROM chat_sessions WHERE id IS ?", (session_id,)
     )
     if row is None and db.stores.checkpoint:
         row = await db.fetchone(
@@ -179,7 +182,12 @@ async def _chat_only_summary(db: Database, session_id: str) -> SessionSummary | 
     if row is None or row[0] is None:
         return None
     return SessionSummary(
-        db.path, session_id, 0, 0, row[0], await session_title(db, session_id)
+        db.path,
+        session_id,
+        0,
+        0,
+        stored_time(row[0]),
+        await session_title(db, session_id),
     )
 
 
@@ -187,7 +195,7 @@ async def session_title(db: Database, session_id: str) -> str:
     """The web UI's chat title when there is one, else the first user message."""
     if db.stores.chat:
         row = await db.fetchone(
-            "SELECT title FROM chat_sessions WHERE id = ?", (session_id,)
+            "SELECT title FROM chat_sessions WHERE id IS ?", (session_id,)
         )
         if row and row[0]:
             return shorten(str(row[0]), TITLE_WIDTH)
@@ -243,14 +251,15 @@ async def session_summaries(
                     tuple(row[0] for row in counts),
                 )
             )
-        for session_id, runs, last_id, first_id in counts:
-            chat_title = chat_titles.get(session_id)
+        for stored, runs, last_id, first_id in counts:
+            chat_title = chat_titles.get(stored)
+            session_id = stored_key(stored)
             found[session_id] = SessionSummary(
                 file=db.path,
                 session_id=session_id,
                 runs=runs,
                 last_id=last_id,
-                last_activity=created.get(last_id),
+                last_activity=stored_time(created.get(last_id)),
                 title=shorten(str(chat_title), TITLE_WIDTH)
                 if chat_title
                 else _title_from(heads.get(first_id)),
@@ -266,9 +275,10 @@ async def session_summaries(
         found[sid] = replace(
             summary,
             pinned=pinned,
-            last_activity=max(stored_number(summary.last_activity) or 0, updated)
-            or None,
+            last_activity=max(summary.last_activity or 0, updated) or None,
         )
+    for sid, parent in (await parent_ids(db, list(found))).items():
+        found[sid] = replace(found[sid], parent_id=parent)
     return found
 
 

@@ -26,6 +26,7 @@ from lovia_tui.core.run_status import (
 from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import stored_key, time_order
 
 ELSEWHERE_LIMIT = 50
 """Run records looked up when a chat's checkpoints are in another file."""
@@ -87,7 +88,7 @@ async def linked_run_ids(db: Database, session_id: str) -> list[str]:
         f"AND active_run_id IS NOT NULL UNION ALL {records}",
         (session_id,),
     )
-    return list(dict.fromkeys(row[0] for row in rows))
+    return list(dict.fromkeys(stored_key(row[0]) for row in rows))
 
 
 async def in_flight(
@@ -128,7 +129,7 @@ async def splice(
     )
     pending = sorted(
         (run for run in runs if run.run_id not in stored),
-        key=lambda run: (run.started_at or run.updated_at, run.run_id),
+        key=lambda run: (run.started_at or time_order(run.updated_at), run.run_id),
     )
     found, next_index = [], total_entries
     for run in pending:

@@ -14,6 +14,7 @@ from typing import Any
 
 from lovia_tui.core.models import RunInfo
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.stored import stored_key, stored_time
 
 ORPHAN_HEADS = 5_000
 """Most checkpoint heads looked at for sessions known only from a run record."""
@@ -21,8 +22,7 @@ ORPHAN_HEADS = 5_000
 
 def _real(value: Any) -> float:
     """A stored time as lovia web writes it; anything else (a hostile cell) is 0."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if number else 0.0
+    return stored_time(value) or 0.0
 
 
 async def checkpoint_only_sessions(db: Database, limit: int) -> dict[str, float]:
@@ -45,7 +45,7 @@ async def checkpoint_only_sessions(db: Database, limit: int) -> dict[str, float]
         + "GROUP BY r.session_id ORDER BY 2 DESC LIMIT ?",
         (limit,),
     )
-    return {sid: _real(updated) for sid, updated in rows}
+    return {stored_key(sid): _real(updated) for sid, updated in rows}
 
 
 async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
@@ -57,7 +57,9 @@ async def web_chats(db: Database, limit: int) -> dict[str, tuple[float, bool]]:
     rows = await _chat_rows(
         db, "ORDER BY {pinned} DESC, updated_at DESC LIMIT ?", (limit,)
     )
-    return {sid: _chat_rank(updated, pinned) for sid, updated, pinned in rows}
+    return {
+        stored_key(sid): _chat_rank(updated, pinned) for sid, updated, pinned in rows
+    }
 
 
 async def web_chat_rows(
@@ -71,7 +73,8 @@ async def web_chat_rows(
             db, f"WHERE id IN ({','.join('?' * len(chunk))})", chunk
         )
         found.update(
-            (sid, _chat_rank(updated, pinned)) for sid, updated, pinned in rows
+            (stored_key(sid), _chat_rank(updated, pinned))
+            for sid, updated, pinned in rows
         )
     return found
 
@@ -101,12 +104,11 @@ async def with_web_records(db: Database, found: list[RunInfo]) -> list[RunInfo]:
     statuses: dict[str, Any] = {}
     for start in range(0, len(found), 500):
         chunk = tuple(run.run_id for run in found[start : start + 500])
-        statuses.update(
-            await db.fetchall(
-                f"SELECT id, status FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
+        rows = await db.fetchall(
+            f"SELECT id, status FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
         )
+        statuses.update((stored_key(run_id), status) for run_id, status in rows)
     return [
         replace(run, web_status=status)
         if isinstance(status := statuses.get(run.run_id), str)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
-from lovia_tui.core.store import session_reads
+from lovia_tui.core.store import session_reads, web_chats
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import Database, open_database
 from lovia_tui.core.store.run_segments import RunSegments
+from lovia_tui.core.stored import stored_key, time_order
 
 DEFAULT_DIR = Path(".lovia")
 RUN_IDS_CHUNK = 5_000
@@ -77,6 +79,12 @@ class Workspace:
         return cls(opened)
 
     @property
+    def paths(self) -> list[Path]:
+        """The open files, in the order given, absolute: what a suggested
+        command names works from any directory."""
+        return [db.path.absolute() for db in self.databases]
+
+    @property
     def readonly(self) -> bool:
         return all(db.readonly for db in self.databases)
 
@@ -99,11 +107,20 @@ class Workspace:
         """(file, session_id) of the ``limit`` newest sessions of each file: pinned
         web chats first, then newest first (lovia web's order)."""
         rank: dict[tuple[str, str], tuple[bool, float]] = {}
+        parents: dict[tuple[str, str], tuple[str, str]] = {}
         for db in self.session_dbs:
             file = str(db.path)
-            for sid, when, pinned in await session_reads.ranked_sessions(db, limit):
+            ranked = await session_reads.ranked_sessions(db, limit)
+            for sid, when, pinned in ranked:
                 rank[(file, sid)] = (pinned, when or 0)
-        return sorted(rank, key=rank.__getitem__, reverse=True)
+            found = await web_chats.parent_ids(db, [sid for sid, _, _ in ranked])
+            parents.update(
+                ((file, sid), (file, parent)) for sid, parent in found.items()
+            )
+        # lovia web lists a subagent task under its chat, not among the chats.
+        return web_chats.under_parents(
+            sorted(rank, key=rank.__getitem__, reverse=True), parents.get
+        )
 
     async def summaries(
         self, keys: Iterable[tuple[str, str]]
@@ -141,7 +158,7 @@ class Workspace:
         result: list[RunInfo] = []
         for db in self.checkpoint_dbs:
             result.extend(await runs(db, wanted))
-        return sorted(result, key=lambda run: run.updated_at, reverse=True)
+        return sorted(result, key=lambda run: time_order(run.updated_at), reverse=True)
 
     async def session_run_ids(self, session_id: str) -> set[str]:
         """The runs that may belong to a session: those with a segment in it
@@ -150,16 +167,18 @@ class Workspace:
         :meth:`links` says which of them it is."""
         found: set[str] = set()
         for db in self.session_dbs:
-            after = ""
+            # Keyset from no bound at all: a run id of any storage class
+            # (numbers and NULL sort before text) is found too.
+            after: tuple[Any, ...] = ()
             while db.stores.session and (
                 rows := await db.fetchall(
                     "SELECT DISTINCT run_id FROM session_runs WHERE session_id = ? "
-                    "AND run_id > ? ORDER BY run_id LIMIT ?",
-                    (session_id, after, RUN_IDS_CHUNK),
+                    f"{'AND run_id > ? ' if after else ''}ORDER BY run_id LIMIT ?",
+                    (session_id, *after, RUN_IDS_CHUNK),
                 )
             ):
-                found.update(row[0] for row in rows)
-                after = rows[-1][0]
+                found.update(stored_key(row[0]) for row in rows)
+                after = (rows[-1][0],)
         for db in self.databases:
             if db.stores.chat:
                 rows = await db.fetchall(
@@ -168,7 +187,7 @@ class Workspace:
                     "UNION SELECT id FROM chat_runs WHERE session_id = ?",
                     (session_id, session_id),
                 )
-                found.update(row[0] for row in rows)
+                found.update(stored_key(row[0]) for row in rows)
         return found
 
     async def links(self, run_ids: Iterable[str]) -> dict[str, SessionLink]:
@@ -199,7 +218,10 @@ class Workspace:
                     tuple(chunk) * 2,
                 )
                 for run_id, session_id in rows:
-                    found.setdefault(run_id, SessionLink(db.path, session_id, "web"))
+                    found.setdefault(
+                        stored_key(run_id),
+                        SessionLink(db.path, stored_key(session_id), "web"),
+                    )
         return found
 
     async def close(self) -> None:

@@ -5,7 +5,10 @@ Usage: ``python interrupted_action.py STAGE COMMAND ARGS...``, where STAGE is
 - ``inside``: at lovia's 100th DELETE inside the held write transaction
   (SQLite must roll the whole action back when the process dies);
 - ``committed``: right after the commit, before the journal records the
-  outcome (the change is in, the journal entry still pending).
+  outcome (the change is in, the journal entry still pending);
+- ``undo-journaled``, ``undo-inside``, ``undo-committed``: the same three
+  steps of an ``undo`` (see :data:`UNDO_STAGES`);
+- ``undo-between``: an undo across two files, after the first file's commit.
 
 It prints STAGE and waits to be killed; the action itself is the real one.
 """
@@ -15,10 +18,14 @@ from __future__ import annotations
 import sys
 import threading
 
-from lovia_tui.core.actions import journal, locked_stores
+from lovia_tui.core.actions import journal, locked_stores, undo
 
 STAGE, ARGV = sys.argv[1], sys.argv[2:]
 DELETES_BEFORE_HALT = 100
+UNDO_STAGES = ("undo-journaled", "undo-inside", "undo-committed")
+"""The steps of an undo's own protocol: its entry written (the rows untouched),
+its rows changed inside the transaction, its transaction committed (the
+journal not yet told)."""
 
 
 def halt() -> None:
@@ -41,14 +48,66 @@ if STAGE == "inside":
 
     locked_stores.HeldConnection.execute = counting
 elif STAGE == "committed":
-    finish = journal.Journal._finish
+    finish = journal.Journal.finish_sync
 
     def halting(self, entry_id, status, *args, **kwargs):
         if status == "done":
             halt()
         return finish(self, entry_id, status, *args, **kwargs)
 
-    journal.Journal._finish = halting
+    journal.Journal.finish_sync = halting
+elif STAGE == "undo-journaled":
+    begin = journal.Journal.begin_sync
+
+    def begun(self, action, *args, **kwargs):
+        entry_id = begin(self, action, *args, **kwargs)
+        if action == "undo":
+            halt()
+        return entry_id
+
+    journal.Journal.begin_sync = begun
+elif STAGE == "undo-inside":
+    apply_group = undo.apply_group
+
+    def applying(conn, plan, what):
+        after = apply_group(conn, plan, what)
+        halt()
+        return after
+
+    undo.apply_group = applying
+elif STAGE == "undo-committed":
+    finish_undo = journal.Journal.finish_sync
+
+    def recording(self, entry_id, status, *args, undoes=None, **kwargs):
+        if status == "done" and undoes is not None:
+            halt()
+        return finish_undo(self, entry_id, status, *args, undoes=undoes, **kwargs)
+
+    journal.Journal.finish_sync = recording
+elif STAGE == "undo-between":
+    real_sqlite3 = undo.sqlite3
+
+    class CommittingOnce(real_sqlite3.Connection):
+        commits = 0
+
+        def execute(self, sql, *params):
+            if sql == "COMMIT":
+                CommittingOnce.commits += 1
+                if CommittingOnce.commits == 2:  # the first file's commit is in
+                    halt()
+            return super().execute(sql, *params)
+
+    class HaltingSqlite3:
+        """The undo module's sqlite3, whose connections stop at the second commit."""
+
+        def __getattr__(self, name):
+            return getattr(real_sqlite3, name)
+
+        @staticmethod
+        def connect(*args, **kwargs):
+            return real_sqlite3.connect(*args, factory=CommittingOnce, **kwargs)
+
+    undo.sqlite3 = HaltingSqlite3()
 else:
     raise SystemExit(f"unknown stage {STAGE!r}")
 

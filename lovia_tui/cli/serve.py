@@ -1,0 +1,71 @@
+"""``lovia-tui serve``: the inspector in a browser (see docs/support-staff.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+from pathlib import Path
+
+from lovia_tui.cli.command import EXIT_OK, Command, add_readonly, fail
+from lovia_tui.cli.launch import check_opens
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="lovia SQLite files or directories"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="default %(default)s")
+    parser.add_argument("--port", type=int, default=8000, help="default %(default)s")
+    add_readonly(parser)
+    parser.add_argument(
+        "--public-url", metavar="URL", help="the URL browsers use (behind a proxy)"
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=4,
+        metavar="N",
+        help="open tabs at most (one app process each); default %(default)s",
+    )
+    parser.add_argument(
+        "--users", type=Path, metavar="FILE", help="name:hash logins (mode 600)"
+    )
+    parser.add_argument(
+        "--add-user",
+        metavar="NAME",
+        help="ask for NAME's password, store its hash in --users FILE, exit",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from lovia_tui.serve.gate import add_user, read_users
+    from lovia_tui.serve.server import LockedServer, app_argv
+
+    if args.add_user:
+        if args.users is None:
+            return fail("--add-user needs --users FILE")
+        password = getpass.getpass(f"{args.add_user}'s password: ")
+        add_user(args.users, args.add_user, password)
+        print(f"{args.add_user} added to {args.users}")
+        return EXIT_OK
+    if not args.paths:
+        return fail("serve needs at least one PATH")
+    server = LockedServer(
+        app_argv(args.paths, readonly=args.readonly),
+        host=args.host,
+        port=args.port,
+        public_url=args.public_url,
+        max_sessions=args.max_sessions,
+        users=read_users(args.users) if args.users else None,
+    )
+    asyncio.run(check_opens(args))
+    server.serve()
+    return EXIT_OK
+
+
+COMMANDS = [
+    Command(
+        "serve", "the inspector in a browser, for support staff", _configure, _serve
+    )
+]

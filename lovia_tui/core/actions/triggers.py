@@ -1,0 +1,38 @@
+"""Refuse to act on a file whose own triggers would change rows outside the preview.
+
+A trigger fires inside lovia's statements (and undo's), in the same
+transaction, on rows no preview named and no journal entry holds: an
+``AFTER DELETE`` on ``session_runs`` can delete another session. lovia
+creates no trigger, and its effect cannot be previewed, only detected after
+the fact; so a file with a trigger on a table lovia-tui writes is refused,
+naming the triggers, and nothing is changed. The check runs under the write
+lock, where no trigger can be added before the action commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.rows import TABLES
+
+WRITTEN_TABLES = (*TABLES, "lovia_schema", "chat_schedules")
+"""Every table an action or an undo may write through lovia or by itself."""
+
+
+def refuse_triggers(conn: sqlite3.Connection, path: Path) -> None:
+    """ActionError naming the file's triggers on those tables, if it has any."""
+    marks = ", ".join("?" * len(WRITTEN_TABLES))
+    found = conn.execute(
+        "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
+        f"AND tbl_name IN ({marks}) ORDER BY name",
+        WRITTEN_TABLES,
+    ).fetchall()
+    if found:
+        named = ", ".join(f"{name!r} on {table}" for name, table in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise ActionError(
+            f"{path} has triggers of its own ({named}{more}): they would change rows "
+            "no preview shows and no undo restores; nothing was done"
+        )

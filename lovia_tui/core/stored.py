@@ -1,0 +1,118 @@
+"""Keys and times as a lovia file may hold them, which is not always as lovia writes them.
+
+lovia writes session and run ids as TEXT and times as REAL numbers. A foreign
+writer, a table another program created without lovia's column types, or a
+damaged page can leave any SQLite storage class there. The read layer passes
+every key and time it reads through :func:`stored_key` and :func:`stored_time`,
+so the views, the filter, search, the doctor and the CLI get a ``str`` and a
+``float | None`` whatever the file holds, and the actions can tell a key that
+lovia's methods cannot be given (:func:`refuse_non_text`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lovia_tui.core.errors import ActionError
+
+UNREADABLE = "unreadable"
+"""What lovia could not load: a row, a head (as its status), a time."""
+UNREADABLE_MARK = "⚠"
+"""What marks a stored value lovia-tui cannot use as lovia would, wherever it is shown."""
+UNREADABLE_SHOWN = f"{UNREADABLE_MARK} {UNREADABLE}"
+"""How a row or a time that does not read is shown (a time is then read as None)."""
+BLOB_SHOWN = 16
+"""Bytes of a BLOB key spelled out; the rest is counted."""
+
+
+def _spelled(stored: int | float | bytes | None) -> str:
+    """A non-text key as SQL would write it, after its storage class."""
+    if stored is None:
+        return f"{UNREADABLE_MARK} null"
+    if isinstance(stored, bytes):
+        more = len(stored) - BLOB_SHOWN
+        tail = f"…' ({len(stored):,} bytes)" if more > 0 else "'"
+        return f"{UNREADABLE_MARK} blob x'{stored[:BLOB_SHOWN].hex()}{tail}"
+    if isinstance(stored, int):
+        return f"{UNREADABLE_MARK} integer {stored}"
+    return f"{UNREADABLE_MARK} real {stored!r}"
+
+
+class NonTextKey(str):
+    """A session or run id stored as INTEGER, REAL, BLOB or NULL, which lovia never writes.
+
+    A ``str`` so that it sorts, filters and keys a dict beside the text ids;
+    its text says what it is (``⚠ integer 42``, ``⚠ blob x'00ff'``), so it never
+    looks like the text id ``42``, and it never equals a text id even one
+    spelled like it. SQLite binds it as the value stored (``__conform__``):
+    a read by it finds that value's rows. lovia's methods take text ids, and
+    given ``'42'`` they would act on other rows: every action refuses it.
+    """
+
+    stored: int | float | bytes | None
+
+    def __new__(cls, stored: int | float | bytes | None) -> NonTextKey:
+        key = super().__new__(cls, _spelled(stored))
+        key.stored = stored
+        return key
+
+    def _identity(self) -> tuple[str, Any]:
+        return type(self.stored).__name__, self.stored
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NonTextKey) and self._identity() == other._identity()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __conform__(self, protocol: object) -> int | float | bytes:
+        """What sqlite3 binds in its place: the value as stored. NULL is bound
+        as NaN, which SQLite binds as NULL (sqlite3 takes a None from here
+        for "no adaptation" and would bind this key's text instead)."""
+        return math.nan if self.stored is None else self.stored
+
+
+def stored_key(value: Any) -> str:
+    """A session or run id as SQLite gave it: text as it is, an INTEGER, REAL,
+    BLOB or NULL a :class:`NonTextKey`."""
+    return value if isinstance(value, str) else NonTextKey(value)
+
+
+def stored_number(value: Any) -> int | float | None:
+    """A stored number, else None: a hostile row may hold any JSON where lovia writes one."""
+    return (
+        value
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else None
+    )
+
+
+def stored_time(value: Any) -> float | None:
+    """A stored time (epoch seconds) if it is a finite number, else None (unreadable)."""
+    number = stored_number(value)
+    return float(number) if number is not None and math.isfinite(number) else None
+
+
+def time_order(when: float | None) -> float:
+    """Sort key of a stored time: an unreadable one sorts as the oldest, always the same."""
+    return -math.inf if when is None else when
+
+
+def non_text(what: str, key: str | None) -> str | None:
+    """Why no action can take ``key`` (a ``what`` id), in one line; None if it can."""
+    if not isinstance(key, NonTextKey):
+        return None
+    return (
+        f"the {what} id {key} is not text as lovia writes ids: lovia's methods "
+        "take text, and acting on it as text would touch other rows"
+    )
+
+
+def refuse_non_text(what: str, key: str | None) -> None:
+    """Refuse an action on a key lovia's methods cannot be given (:func:`non_text`)."""
+    if reason := non_text(what, key):
+        raise ActionError(f"{reason}; nothing was done")

@@ -1,0 +1,138 @@
+"""Approving or denying, in the app's console, a call of a run killed while it waited
+for approval (a SIGKILLed child), with the reason typed there."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from support.approvals import CALL, RUN, SESSION, build_waiting, integrity
+from support.lovia_factory import web_records, web_restart
+from support.resume import session_rows
+
+from lovia_tui.app import make_app
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.pilot import settle
+from lovia_tui.screens.preflight import PreflightScreen
+from lovia_tui.widgets.key_bar import KeyBar
+from lovia_tui.widgets.run_console import RunConsole
+
+TIMEOUT = 30  # bounded
+
+
+@pytest.fixture(scope="module")
+def web_waiting(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run as lovia web's records left it after a restart: linked to its chat."""
+    db = build_waiting(tmp_path_factory.mktemp("waiting-app") / "desk.db")
+
+    async def records() -> None:
+        await web_records(db, SESSION, RUN)
+        await web_restart(db)
+
+    asyncio.run(records())
+    return db
+
+
+async def _resume_until_asked(pilot) -> RunConsole:
+    """R on the run, Enter twice in the preflight (checked), until the console asks."""
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("3", "R")
+    await settle(pilot)
+    dialog = app.screen
+    assert isinstance(dialog, PreflightScreen)
+    assert [g.call.call_id for g in dialog.pf.approvals.gated] == [CALL]
+    await pilot.press("enter", "enter")  # on to Resume, then start it
+    console = app.screen.query_one(RunConsole)
+    await _until(pilot, lambda: console.waiting is not None)
+    return console
+
+
+def _app(db: Path):
+    return make_app([db], stale_after=0, agent_spec="support.approvals:refund_desk")
+
+
+async def _until(pilot, condition) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.05)
+
+
+@pytest.mark.parametrize(
+    ("key", "reason", "stored"),
+    [
+        ("A", "customer verified", "refunded 42 on order A-17"),
+        ("V", "[bold]amount too high[/]", "Tool refund was not approved."),
+    ],
+)
+async def test_the_console_asks_and_the_answer_is_stored_and_journaled(
+    web_waiting: Path, tmp_path: Path, key: str, reason: str, stored: str
+) -> None:
+    db = Path(shutil.copy(web_waiting, tmp_path / "desk.db"))
+    app = _app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        console = await _resume_until_asked(pilot)
+
+        bar = str(console.query_one("#approval-call").render())
+        assert 'refund({"order": "A-17", "amount": 42})' in bar
+        assert "its tool is marked needs_approval" in bar
+        keys = app.screen.query_one(KeyBar)
+        await _until(  # the key bar repaints a moment after the bindings change
+            pilot,
+            lambda: (
+                {"Approve", "Deny", "Reason"} <= {k.description for k in keys._keys}
+            ),
+        )
+
+        await pilot.press("E")  # the reason field, from the keyboard
+        await pilot.press(*reason, "enter")
+        await pilot.press(key)
+        await _until(pilot, lambda: not console.running)
+        await settle(pilot)
+        assert console.waiting is None
+        lines = [str(line.text) for line in console.query_one("#console-log").lines]
+        assert any(
+            f"refund {'approved' if key == 'A' else 'denied'} by you: {reason}" in line
+            for line in lines
+        )
+    [(_, _, entries)] = session_rows(db)
+    [result] = [
+        e
+        for e in orjson.loads(entries)
+        if e.get("call_id") == CALL and e["type"] == "tool_result"
+    ]
+    assert result["output"] == stored
+    [entry] = await Journal().entries()
+    assert (entry.action, entry.reason, entry.params["approved"]) == (
+        "approval",
+        reason,
+        key == "A",
+    )
+    assert integrity(db) == ["ok"]
+
+
+async def test_cancel_while_waiting_leaves_the_run_interrupted_and_resumable(
+    web_waiting: Path, tmp_path: Path
+) -> None:
+    db = Path(shutil.copy(web_waiting, tmp_path / "desk.db"))
+    app = _app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        console = await _resume_until_asked(pilot)
+        await pilot.press("K")
+        await _until(pilot, lambda: not console.running)
+        await settle(pilot)
+        assert console.waiting is None
+        lines = [str(line.text) for line in console.query_one("#console-log").lines]
+        assert any("left unanswered" in line for line in lines)
+        assert any(line.startswith("interrupted") for line in lines)
+        await pilot.press("3", "R")  # it asks again
+        await settle(pilot)
+        assert [g.call.call_id for g in app.screen.pf.approvals.gated] == [CALL]
+    assert session_rows(db) == []
+    assert await Journal().entries() == []
+    assert integrity(db) == ["ok"]

@@ -1,0 +1,244 @@
+"""The locked-down server without a browser: aiohttp's test client, real app processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import WSServerHandshakeError, test_utils
+from support.lovia_factory import SCRIPTS, write_session
+from support.ports import free_port
+
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.serve.gate import COOKIE, add_user, read_users
+from lovia_tui.serve.server import LockedServer, app_argv
+
+ROUTES = ["/", "/ws", "/static/css/xterm.css", "/download/anything", "/nope"]
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> Path:
+    path = tmp_path / "sessions.db"
+    await write_session(path, "s", SCRIPTS[:1])
+    return path
+
+
+async def _client(server: LockedServer) -> test_utils.TestClient:
+    client = test_utils.TestClient(
+        test_utils.TestServer(await server.web_app(), port=server.port)
+    )
+    await client.start_server()
+    return client
+
+
+def _server(paths: list[Path], **options) -> LockedServer:
+    port = free_port()
+    return LockedServer(
+        app_argv([str(p) for p in paths], readonly=False),
+        port=port,
+        public_url=f"http://127.0.0.1:{port}",
+        **options,
+    )
+
+
+@pytest.fixture
+async def served(db: Path) -> AsyncIterator[tuple[LockedServer, test_utils.TestClient]]:
+    server = _server([db], max_sessions=1)
+    client = await _client(server)
+    yield server, client
+    await client.close()
+
+
+async def _enter(server: LockedServer, client: test_utils.TestClient) -> None:
+    response = await client.get(f"/?token={server.gate.token}", allow_redirects=False)
+    assert response.status == 303
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_no_cookie_is_401_on_every_route(served) -> None:
+    _, client = served
+    for route in ROUTES:
+        response = await client.get(route, allow_redirects=False)
+        assert response.status == 401, route
+
+
+async def test_token_swapped_for_a_strict_cookie_and_stripped_from_the_url(
+    served,
+) -> None:
+    server, client = served
+    response = await client.get(f"/?token={server.gate.token}", allow_redirects=False)
+    assert response.status == 303
+    assert response.headers["Location"] == f"{server.public_url}/"
+    cookie = response.headers["Set-Cookie"]
+    assert f"{COOKIE}=" in cookie and "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie and server.gate.token not in cookie
+    page = await client.get("/")
+    assert page.status == 200 and "ws://" in await page.text()
+    assert (await client.get("/static/css/xterm.css")).status == 200
+
+
+async def test_wrong_token_is_401_and_sets_no_cookie(served) -> None:
+    server, client = served
+    wrong = server.gate.token[:-1] + ("A" if server.gate.token[-1] != "A" else "B")
+    response = await client.get(f"/?token={wrong}", allow_redirects=False)
+    assert response.status == 401 and "Set-Cookie" not in response.headers
+    assert (await client.get("/")).status == 401
+
+
+async def test_old_token_and_cookie_refused_after_restart(db: Path) -> None:
+    first = _server([db])
+    client = await _client(first)
+    await _enter(first, client)
+    old_token, old_cookie = first.gate.token, client.session.cookie_jar
+    cookies = {c.key: c.value for c in old_cookie}
+    await client.close()
+
+    restarted = _server([db])
+    assert restarted.gate.token != old_token
+    client = await _client(restarted)
+    try:
+        response = await client.get(f"/?token={old_token}", allow_redirects=False)
+        assert response.status == 401
+        response = await client.get("/", cookies=cookies, allow_redirects=False)
+        assert response.status == 401
+    finally:
+        await client.close()
+
+
+async def test_foreign_origin_on_ws_is_403(served) -> None:
+    server, client = served
+    await _enter(server, client)
+    for origin in ("http://evil.example", "http://localhost:1", None):
+        headers = {"Origin": origin} if origin else {}
+        with pytest.raises(WSServerHandshakeError) as refused:
+            await client.ws_connect("/ws", headers=headers)
+        assert refused.value.status == 403, origin
+    assert server.services == set()
+
+
+async def test_max_sessions_503_and_every_app_process_ends(served) -> None:
+    server, client = served
+    await _enter(server, client)
+    origin = {"Origin": server.public_url}
+    tab = await client.ws_connect("/ws?width=80&height=24", headers=origin)
+    await asyncio.wait_for(tab.receive(), 30)  # the app's first screen bytes
+    (service,) = server.services
+    pid = service.pid
+    assert pid is not None and _alive(pid)
+    with pytest.raises(WSServerHandshakeError) as refused:
+        await client.ws_connect("/ws", headers=origin)
+    assert refused.value.status == 503
+    await tab.close()  # the closed tab ends its app process
+    for _ in range(200):
+        if not server.services:
+            break
+        await asyncio.sleep(0.05)  # bounded: 200 polls
+    assert server.services == set() and not _alive(pid)
+
+
+async def test_stopping_the_server_ends_its_app_processes(db: Path) -> None:
+    server = _server([db], max_sessions=2)
+    client = await _client(server)
+    await _enter(server, client)
+    origin = {"Origin": server.public_url}
+    tabs = [await client.ws_connect("/ws", headers=origin) for _ in range(2)]
+    for tab in tabs:
+        await asyncio.wait_for(tab.receive(), 30)
+    pids = [s.pid for s in server.services]
+    assert len(pids) == 2 and all(pid and _alive(pid) for pid in pids)
+    await client.close()  # shuts the server down with its tabs still open
+    assert not any(pid and _alive(pid) for pid in pids)
+
+
+def test_other_host_without_users_is_refused_at_start(db: Path) -> None:
+    for host in ("0.0.0.0", "::", "192.168.1.10"):
+        with pytest.raises(LoviaTuiError, match="only loopback"):
+            LockedServer(app_argv([str(db)], readonly=True), host=host)
+    LockedServer(app_argv([str(db)], readonly=True), host="::1")
+
+
+def test_cli_refuses_other_host_without_users(db: Path, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lovia_tui", "serve", str(db), "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "only loopback" in result.stderr
+
+
+async def test_hostile_paths_stay_paths_and_create_nothing(
+    tmp_path: Path, monkeypatch
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    hostile = tmp_path / "a b 'q\" ; $(touch pwned) `touch pwned2`"
+    hostile.mkdir()
+    db = hostile / "s; $(touch pwned3).db"
+    await write_session(db, "s", SCRIPTS[:1])
+    server = _server([db])
+    assert server.argv[-1] == str(db)
+    client = await _client(server)
+    try:
+        await _enter(server, client)
+        tab = await client.ws_connect("/ws", headers={"Origin": server.public_url})
+        await asyncio.wait_for(tab.receive(), 30)
+        (service,) = server.services
+        cmdline = Path(f"/proc/{service.pid}/cmdline").read_bytes().split(b"\0")
+        assert str(db).encode() in cmdline
+        await tab.close()
+    finally:
+        await client.close()
+    assert not list(tmp_path.rglob("pwned*"))
+    assert not list(work.iterdir())
+
+
+def test_users_file_must_be_private(tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    add_user(users, "alice", "correct horse")
+    assert users.stat().st_mode & 0o777 == 0o600
+    assert set(read_users(users)) == {"alice"}
+    users.chmod(0o640)
+    with pytest.raises(LoviaTuiError, match="readable by others"):
+        read_users(users)
+    link = tmp_path / "link"
+    link.symlink_to(users)
+    with pytest.raises(LoviaTuiError, match="not a regular file"):
+        read_users(link)
+
+
+async def test_login_names_the_person(db: Path, tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    add_user(users, "alice", "correct horse")
+    server = _server([db], users=read_users(users))
+    client = await _client(server)
+    try:
+        assert (await client.get(f"/?token={server.gate.token}")).status == 401
+        assert (await client.get("/login")).status == 200
+        wrong = await client.post("/login", data={"name": "alice", "password": "x"})
+        assert wrong.status == 401 and (await client.get("/")).status == 401
+        right = await client.post(
+            "/login",
+            data={"name": "alice", "password": "correct horse"},
+            allow_redirects=False,
+        )
+        assert right.status == 303
+        assert (await client.get("/")).status == 200
+        (cookie,) = [c.value for c in client.session.cookie_jar if c.key == COOKIE]
+        assert server.gate.who(cookie) == "alice"
+    finally:
+        await client.close()
