@@ -104,7 +104,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels; from any pane)", footer=(SESSIONS,)),
     CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
-    CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry or run head under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
+    CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry, run head or run meta under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
     CommandDef("copy_id", "y", "Copy id", "Copy the whole id under the cursor (session, run or tool call) to the clipboard", needs=(UNDER_CURSOR,), footer=(RUNS,)),
     CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
     CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),

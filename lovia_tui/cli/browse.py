@@ -22,6 +22,7 @@ from lovia_tui.cli.command import (
     print_json_stream,
     since_time,
 )
+from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, notice_of
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
 from lovia_tui.core.formatting import PIN, age_since, printable, timestamp
 from lovia_tui.core.huge_text import shortened
@@ -163,6 +164,10 @@ async def _show(args: argparse.Namespace) -> int:
             out_console.rule(
                 f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}{by}"
             )
+            meta = item.get("meta")
+            context = context_line(meta.get(STATE_KEY)) if meta else None
+            if context:
+                out_console.print(f"       context: {context}", style="dim")
             if "unreadable" in item:
                 out_console.print(f"unreadable: {item['unreadable']}", style="red")
                 continue
@@ -174,13 +179,17 @@ async def _show(args: argparse.Namespace) -> int:
                 out_console.print(
                     f"{index:>5}  {label:<14} {shortened(entry_text(entry), 100)}"
                 )
+            notice = notice_of(meta)
+            if notice is not None:
+                out_console.print(f"       ⟲ {notice_line(notice)}", style="italic")
         _print_flights(out_console, flights)
     return EXIT_OK
 
 
 async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
-    """Each segment as ``show`` prints it, its entries an iterator: one
-    segment's entries are read at a time, a large one entry by entry."""
+    """Each segment as ``show`` prints it, its meta as stored (the context
+    state and compaction notice lovia keeps there), its entries an iterator:
+    one segment's entries are read at a time, a large one entry by entry."""
     for segment in segments:
         yield await _segment_item(db, segment)
 
@@ -194,6 +203,10 @@ async def _segment_item(db: Database, segment: SegmentInfo) -> dict[str, Any]:
         "entry_count": segment.entry_count,
         "first_index": segment.first_index,
     }
+    try:
+        item["meta"] = await segment_reads.segment_meta(db, segment)
+    except UnreadableError as exc:
+        item["meta_unreadable"] = str(exc)
     try:
         entries = await segment_entries_stream(db, segment, spare=True)
         item["entries"] = ({"index": e.index, **e.data} for e in entries)
@@ -290,6 +303,18 @@ async def merge_newest(
         heads[n] = await anext(streams[n], None)
 
 
+STORED_HEAD_FIELDS = (
+    "usage",
+    "last_input_tokens",
+    "output",
+    "error",
+    "pending_handoff",
+    "context_state",
+)
+"""The head fields ``runs --json`` prints as stored (with the status, agent,
+turns and times above: every field of lovia's ``RunHead``)."""
+
+
 def _record(
     run: RunInfo, link: SessionLink | None, dangling: list, wanted: RunFilter
 ) -> dict[str, Any]:
@@ -299,7 +324,8 @@ def _record(
         "status": run.status,
         "agent": run.agent_name,
         "turns": run.turns,
-        "usage": run.usage,
+        # The rest of the head exactly as lovia stored it.
+        **{field: run.head.get(field) for field in STORED_HEAD_FIELDS},
         "started_at": run.started_at,
         "updated_at": run.updated_at,
         "age_s": None if run.updated_at is None else round(now - run.updated_at, 3),

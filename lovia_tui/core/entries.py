@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from lovia_tui.core.attachments import encrypted_reasoning, part_label
 from lovia_tui.core.lovia_facts import installed
 from lovia_tui.core.models import DanglingCall
 
@@ -175,18 +176,12 @@ def trimmed_output(entry: dict[str, Any], keep_chars: int) -> str | None:
 
 
 def text_of(content: Any) -> str:
-    """The readable text of an entry's content (a string or a list of parts)."""
+    """The readable text of an entry's content (a string or a list of parts,
+    an attachment told by what it is, never by its bytes)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, dict):
-                if part.get("type") == "text":
-                    texts.append(str(part.get("text", "")))
-                else:
-                    texts.append(f"[{part.get('type', 'part')}]")
-        return " ".join(texts)
+        return " ".join(part_label(part) for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
 
 
@@ -197,7 +192,7 @@ def entry_text(entry: dict[str, Any]) -> str:
         return f"{entry.get('name', '')}({entry.get('arguments', '')})"
     if kind == "tool_result":
         return str(entry.get("output", ""))
-    return text_of(entry.get("content"))
+    return encrypted_reasoning(entry) or text_of(entry.get("content"))
 
 
 def is_trimmed(entry: dict[str, Any]) -> bool:

@@ -27,8 +27,16 @@ import re
 import stat
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from lovia_tui.core.attachments import attachments, part_label
+from lovia_tui.core.context_meta import (
+    STATE_KEY,
+    context_line,
+    notice_details,
+    notice_line,
+    notice_of,
+)
 from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
@@ -279,10 +287,11 @@ async def export_session(
             await write(f"\n> ✖ {plain(record_line(segment))}\n", flush=False)
             continue
         try:
+            meta = await segment_reads.segment_meta(db, segment)
             entries = await segment_entries_stream(db, segment, spare=True)
             problem = None
         except UnreadableError as exc:
-            entries, problem = iter(()), str(exc)
+            meta, entries, problem = None, iter(()), str(exc)
         if fmt == "md":
             await write(
                 _markdown_header(
@@ -297,8 +306,14 @@ async def export_session(
                     _markdown_entry({"index": entry.index, **entry.data}), flush=False
                 )
                 written += 1
+            await write(_markdown_context(meta), flush=False)
             continue
-        head = {"run_id": segment.run_id, "created_at": segment.created_at}
+        head: dict[str, Any] = {
+            "run_id": segment.run_id,
+            "created_at": segment.created_at,
+        }
+        if meta is not None:
+            head["meta"] = meta
         if problem:
             head["unreadable"] = problem
         await write(
@@ -376,6 +391,22 @@ def _markdown_header(run_id: str, when: str, problem: str | None) -> str:
     )
 
 
+def _markdown_context(meta: dict | None) -> str:
+    """What compaction left in a run's meta, after its entries (where lovia
+    web replays the notice): the notice, its reason and summary, the sticky
+    decisions; stored text escaped, the summary a message block."""
+    notice = notice_of(meta)
+    context = context_line(meta.get(STATE_KEY)) if meta else None
+    text = ""
+    if notice is not None:
+        _, reason, *summary = notice_details(notice)
+        text += f"**⟲ {plain(notice_line(notice))}**\n\n{plain(reason)}\n\n"
+        text += message("\n".join(summary))
+    if context:
+        text += f"_context state: {plain(context)}_\n\n"
+    return text
+
+
 def _markdown_entry(entry: dict) -> str:
     """One entry: a one-line label, then its text (stored text never acts as
     markup outside a code block or span, see :mod:`~lovia_tui.core.markdown_text`)."""
@@ -386,6 +417,7 @@ def _markdown_entry(entry: dict) -> str:
     if kind == "tool_result":
         error = " (error)" if entry.get("is_error") else ""
         label = f"**#{index} tool result{error}** {code_span(entry.get('call_id'))}\n\n"
-        return label + fenced(str(entry.get("output")))
+        attached = "".join(f"📎 {plain(part_label(p))}\n\n" for p in attachments(entry))
+        return label + fenced(str(entry.get("output"))) + attached
     role = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
     return f"**#{index} {plain(role)}**\n\n" + message(entry_text(entry))

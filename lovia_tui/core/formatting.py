@@ -127,6 +127,32 @@ def size(num_bytes: int) -> str:
     return f"{value:.1f} GB"
 
 
+USAGE_COUNTS = (
+    ("input_tokens", "in"),
+    ("output_tokens", "out"),
+    ("cache_read_tokens", "cache read"),
+    ("cache_write_tokens", "cache write"),
+)
+"""lovia's ``Usage`` counts (a head's ``usage``, lovia web's ``usage_json``),
+each with how it is told; ``input_tokens`` already includes the cached ones."""
+
+
+def usage_line(usage: object, last_input_tokens: object = None) -> str:
+    """Token usage on one line: every count lovia keeps, and the last call's
+    prompt size (the context's fill) where known. A count that is not a
+    number (a hostile head) shows as "?"."""
+    counts = usage if isinstance(usage, dict) else {}
+    bits = [f"{_tokens(counts.get(key, 0))} {label}" for key, label in USAGE_COUNTS]
+    if last_input_tokens is not None:
+        bits.append(f"last input {_tokens(last_input_tokens)}")
+    return " · ".join(bits)
+
+
+def _tokens(value: object) -> str:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    return f"{value:,}" if is_number else "?"
+
+
 def command_line(*words: object) -> str:
     """A lovia-tui command to suggest, with the real paths and ids (quoted for
     a shell): ``PATH...`` told a person nothing they could paste."""

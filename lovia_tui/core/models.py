@@ -59,13 +59,19 @@ class SegmentInfo:
     started_at: float | None
     finished_at: float | None
     has_context_state: bool
+    """Its meta holds compaction decisions (results offloaded or cleared, a summary)."""
     has_notice: bool
+    """Its meta holds a compaction notice (the run compacted its context)."""
     stored_bytes: int
     """Bytes of its stored ``entries_json``, read from the value's header
     (SQLite's ``length()`` reads a TEXT whole to count its characters)."""
     unreadable: Unreadable | None = None
     counting: bool = False
     """Its ``first_index`` is still being counted (the view shows it later)."""
+    meta: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """Its ``meta`` as stored, where a batch is listed for the app (``r`` on its
+    header shows it; its compaction notice is a row): a list of a whole session
+    keeps only the flags above, the meta of every run being unbounded."""
 
 
 @dataclass(frozen=True)

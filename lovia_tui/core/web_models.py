@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import shorten
-from lovia_tui.core.formatting import timestamp
+from lovia_tui.core.formatting import timestamp, usage_line
 from lovia_tui.core.stored import stored_number
 
 SCHEDULE_SOURCE = "schedule:"
@@ -193,21 +193,11 @@ class ChatInfo:
 
 
 def usage_text(usage: dict[str, Any] | None) -> str:
-    """Token counts of a record's ``usage_json`` (lovia web's ``usage_dict``)."""
+    """Token counts of a record's ``usage_json`` (lovia web's ``usage_dict``),
+    told as a run head's are."""
     if not usage:
         return ""
-    parts = []
-    for key, label in (
-        ("input_tokens", "in"),
-        ("output_tokens", "out"),
-        ("cache_read_tokens", "cache read"),
-        ("cache_write_tokens", "cache write"),
-        ("last_input_tokens", "last input"),
-    ):
-        number = stored_number(usage.get(key))
-        if number:
-            parts.append(f"{number:,} {label}")
-    return "tokens " + ", ".join(parts) if parts else ""
+    return "tokens " + usage_line(usage, usage.get("last_input_tokens"))
 
 
 def record_line(record: RunRecord, error_width: int | None = None) -> str:

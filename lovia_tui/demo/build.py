@@ -23,6 +23,7 @@ from lovia.testing import batch, call, text
 from lovia.web.store import ChatStore
 
 from .agent import make_agent, slow_jobs
+from .compaction import attachments_session, cached, compacted_session
 from .crash import READY, AgentProcess
 from .web_history import SMOKE_RUN, fork_of, launch_chat, morning_digest
 from .webui import chat, open_record, web_run
@@ -59,6 +60,8 @@ class DemoWorkspace:
     cli_crashed_run: str = "run-cli-crashed"  # in cli_session, linked by nothing
     cli_completed_run: str = "run-cli-report"
     cli_completed_session: str = "cli-report"
+    compacted_session: str = "cli-compacted"
+    attachments_session: str = "cli-attachments"
 
     @property
     def web_db(self) -> Path:
@@ -137,12 +140,16 @@ async def _two_file_layout(ws: DemoWorkspace) -> None:
             make_agent(script), prompt, session=session, session_id=ws.cli_session
         )
     await Runner.run(
-        make_agent([text("Report ready: 3 services, 0 incidents. 🟢")]),
+        make_agent(
+            [cached(text("Report ready: 3 services, 0 incidents. 🟢"), 900, 300)]
+        ),
         "Write the daily report.",
         session=session,
         session_id=ws.cli_completed_session,
         checkpoint=CheckpointOptions(runs, ws.cli_completed_run),
     )
+    await compacted_session(session, ws.compacted_session)
+    await attachments_session(session, ws.attachments_session)
 
 
 async def _web_layout(ws: DemoWorkspace, store: ChatStore) -> None:

@@ -6,25 +6,21 @@ through): it gets the entry's printable lines, like every other view.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
 
 from textual.app import App, SuspendNotSupported
 
-from lovia_tui.core.formatting import printable_json
 from lovia_tui.view.rows import Row
-from lovia_tui.widgets.transcript_rows import detail_lines
+from lovia_tui.widgets.transcript_rows import detail_lines, raw_json
 
 
 def pager_text(row: Row) -> str:
     """What the pager shows for an entry row: all of it, printable."""
     assert row.entry is not None
     lines = detail_lines(row, raw=False, full=True, clip=False)
-    return "\n".join(line.plain for line in lines) or printable_json(
-        json.dumps(row.entry.data, ensure_ascii=False, indent=2)
-    )
+    return "\n".join(line.plain for line in lines) or raw_json(row.entry.data)
 
 
 def open_in_pager(app: App, row: Row) -> None:

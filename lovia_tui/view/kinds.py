@@ -40,6 +40,8 @@ class RowKind(StrEnum):
     UNREADABLE = "unreadable"
     HELD_BACK = "held-back"
     """The entries of a large segment the app does not hold (its middle)."""
+    NOTICE = "notice"
+    """A run's compaction notice, after its entries (where lovia web replays it)."""
     RECORD = "record"
     """lovia web's record of a run that left no entries in the chat."""
     CHAT = "chat"
@@ -93,6 +95,11 @@ def held_back_key(entry_key: str) -> str:
     """The key of the row standing for the entries a segment holds back, from
     the key of one of its entries (``{segment_key}:{offset}``)."""
     return f"{entry_key.rsplit(':', 1)[0]}:{RowKind.HELD_BACK}"
+
+
+def notice_key(header_key: str) -> str:
+    """The key of a segment's compaction notice row, from its header's key."""
+    return f"{header_key}:{RowKind.NOTICE}"
 
 
 def older_key(before_id: int) -> str:

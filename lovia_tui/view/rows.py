@@ -52,6 +52,22 @@ class Row:
     header, what started its run (stored text, raw)."""
 
     @property
+    def unfolds(self) -> bool:
+        """Enter shows more of it below: an entry, a compaction notice, or
+        lovia web's record of a run that left no entries."""
+        return self.kind in (RowKind.ENTRY, RowKind.NOTICE, RowKind.RECORD)
+
+    @property
+    def has_raw(self) -> bool:
+        """``r`` shows what is stored behind it: an entry's JSON, a notice's,
+        or a segment header's meta."""
+        return (
+            self.entry is not None
+            or self.kind == RowKind.NOTICE
+            or (self.kind == RowKind.SEGMENT and self.segment is not None)
+        )
+
+    @property
     def label(self) -> str:
         data = self.entry.data if self.entry else {}
         kind = data.get("type")

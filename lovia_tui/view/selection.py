@@ -148,8 +148,14 @@ UNDER_CURSOR = Need(
     lambda s: "nothing with an id under the cursor",
 )
 RAW = Need(
-    lambda s: s.run is not None if s.pane is Pane.RUNS else ROW_ENTRY.holds(s),
     lambda s: (
-        "no run is selected" if s.pane is Pane.RUNS else "put the cursor on an entry"
+        s.run is not None
+        if s.pane is Pane.RUNS
+        else s.row is not None and s.row.has_raw
+    ),
+    lambda s: (
+        "no run is selected"
+        if s.pane is Pane.RUNS
+        else "put the cursor on an entry, a run's header or a compaction notice"
     ),
 )

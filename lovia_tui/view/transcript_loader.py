@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from lovia_tui.core.context_meta import notice_of
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.live.changes import RunEntries
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionKey, Unreadable
@@ -20,7 +21,7 @@ from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.segment_parts import SegmentPart
 from lovia_tui.core.store.spliced import InFlight, read_flight, splice
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.view.kinds import RowKind, seam_key, segment_key
+from lovia_tui.view.kinds import RowKind, notice_key, seam_key, segment_key
 from lovia_tui.view.record_rows import with_records
 from lovia_tui.view.rows import Row, newer_row, older_row
 
@@ -77,6 +78,10 @@ async def segment_rows(
         rows.extend(
             _entry_rows(header, segment, part.last, len(part.first) + part.skipped)
         )
+        if notice_of(segment.meta) is not None:
+            rows.append(
+                Row(RowKind.NOTICE, notice_key(header), segment=segment, fold=header)
+            )
     return rows
 
 

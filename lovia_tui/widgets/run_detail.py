@@ -20,12 +20,14 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from lovia_tui import messages
+from lovia_tui.core.context_meta import context_line
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import (
     age_since,
     printable,
     printable_json,
     timestamp,
+    usage_line,
 )
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
 from lovia_tui.core.run_status import stale_reason, status_label
@@ -59,12 +61,6 @@ STATUS_STYLES = {
 }
 
 
-def usage_text(usage: dict) -> str:
-    return (
-        f"{usage.get('input_tokens', 0):,} in · {usage.get('output_tokens', 0):,} out"
-    )
-
-
 def data_text(text: object, style: str = "") -> Text:
     """Stored text for a table cell: never markup, never a control sequence."""
     return Text(printable(text, multiline=True), style=style)
@@ -95,17 +91,7 @@ def head_table(
         ),
     )
     table.add_row("turns", data_text(run.turns))
-    table.add_row(
-        "usage",
-        data_text(
-            usage_text(run.usage)
-            + (
-                f" · last input {run.last_input_tokens:,}"
-                if run.last_input_tokens
-                else ""
-            )
-        ),
-    )
+    table.add_row("usage", data_text(usage_line(run.usage, run.last_input_tokens)))
     table.add_row("entries", data_text(f"{run.entries} (last seq {run.last_seq})"))
     table.add_row("started", timestamp(run.started_at))
     table.add_row(
@@ -137,25 +123,11 @@ def head_table(
             else json.dumps(run.output, ensure_ascii=False)
         )
         table.add_row("output", data_text(output))
-    context = (
-        run.context_state.get("context")
-        if isinstance(run.context_state, dict)
-        else None
-    )
-    if isinstance(context, dict):
-        offloaded = _count(context.get("offloaded"))
-        summary = "summary kept" if context.get("summary") else "no summary"
-        table.add_row(
-            "context",
-            f"{offloaded} offloaded results · {summary} · {_count(context.get('cleared'))} cleared",
-        )
+    context = context_line(run.context_state)
+    if context is not None:
+        table.add_row("context", data_text(context))
     table.add_row("file", data_text(run.file))
     return table
-
-
-def _count(records: object) -> int:
-    """How many records a stored collection holds (0 for a value of another shape)."""
-    return len(records) if isinstance(records, dict | list) else 0
 
 
 def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> RenderableType:

@@ -49,6 +49,7 @@ class Transcript(LineView, can_focus=True):
         "transcript--older",
         "transcript--newer",
         "transcript--held-back",
+        "transcript--notice",
         "transcript--unreadable",
         "transcript--record",
         "transcript--chat",
@@ -378,7 +379,7 @@ class Transcript(LineView, can_focus=True):
 
     def action_raw(self) -> None:
         row = self.current_row
-        if row is None or row.kind != RowKind.ENTRY:
+        if row is None or not row.has_raw:
             return
         self.window.toggle_raw(row)
         self._relayout()

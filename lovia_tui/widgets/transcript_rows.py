@@ -12,6 +12,13 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from lovia_tui.core.attachments import (
+    attachments,
+    is_attachment,
+    part_label,
+    without_blobs,
+)
+from lovia_tui.core.context_meta import notice_details, notice_line, notice_of
 from lovia_tui.core.entries import (
     entry_text,
     entry_types,
@@ -71,6 +78,10 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
     if row.kind == RowKind.SEGMENT and row.segment:
         by = f" · {row.note}" if row.note else ""
         return Text(printable(segment_title(row.segment, expanded) + by))
+    if row.kind == RowKind.NOTICE:
+        marker = "▾" if expanded else "▸"
+        notice = notice_of(row.segment.meta if row.segment else None) or {}
+        return Text(printable(f"{'':>6} {marker} ⟲ {notice_line(notice)}"))
     if row.kind == RowKind.SEAM and row.run:
         status = row.status or row.run.status
         # lovia web's own record says why a run that looks running is not.
@@ -108,6 +119,9 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         head.append(printable(shorten(output, 200)))
         if len(output) > 200:
             head.append(f"  ({size(len(output.encode()))})", style="dim")
+        attached = len(attachments(data))
+        if attached:
+            head.append(f"  📎 {attached} attached", style="dim")
         return head
     if kind == "reasoning":
         head.append(printable(shorten(entry_text(data), 200)), style="italic")
@@ -126,15 +140,20 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     span = f"{started} → {finished[11:]}" if finished else started
     count = "?" if segment.entry_count is None else segment.entry_count
     badges = []
-    if segment.has_context_state:
-        badges.append("ctx")
-    if segment.has_notice:
-        badges.append("compacted")
     if segment.unreadable:
         badges.append(UNREADABLE_SHOWN)
-    return (
-        f"{marker} run {segment.run_id} · {span} · {count} entries · {size(segment.stored_bytes)}"
-        + (" · " + " · ".join(badges) if badges else "")
+    if segment.has_notice:
+        badges.append("⟲ compacted")
+    if segment.has_context_state:
+        badges.append("ctx")
+    # Badges first: a line is cut at the pane's width, and a run id is long.
+    return " · ".join(
+        [
+            f"{marker} " + " · ".join([*badges, f"run {segment.run_id}"]),
+            span,
+            f"{count} entries",
+            size(segment.stored_bytes),
+        ]
     )
 
 
@@ -147,13 +166,25 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
     """
     if row.record is not None:
         return _fold(record_details(row.record), full, None)
+    limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
+    meta = row.segment.meta if row.segment else None
+    if row.kind == RowKind.SEGMENT:
+        if not raw:
+            return []
+        if meta is None:
+            problem = row.segment.unreadable if row.segment else None
+            why = f"unreadable: {problem}" if problem else "lovia stored none"
+            return [Text(printable(f"no meta to show ({why})"), style="dim italic")]
+        return _fold(raw_json(meta).splitlines(), full, limit)
+    if row.kind == RowKind.NOTICE:
+        notice = notice_of(meta) or {}
+        lines = raw_json(notice).splitlines() if raw else notice_details(notice)
+        return _fold(lines, full, limit)
     if row.entry is None:
         return []
     data = row.entry.data
-    limit = (FULL_CHARS if full else FOLD_CHARS) if clip else None
     if raw or data.get("type") not in entry_types():
-        body = printable_json(json.dumps(data, ensure_ascii=False, indent=2))
-        return _fold(body.splitlines(), full, limit)
+        return _fold(raw_json(data).splitlines(), full, limit)
     kind = data.get("type")
     if kind == "tool_call":
         body = pretty_arguments(str(data.get("arguments", "")))
@@ -167,8 +198,31 @@ def detail_lines(row: Row, raw: bool, full: bool, *, clip: bool = True) -> list[
             if trimmed
             else []
         )
-        return _fold(_split_lines(output), full, limit, marks)
+        attached = [f"📎 {part_label(part)}" for part in attachments(data)]
+        return _fold(_split_lines(output) + attached, full, limit, marks)
+    content = data.get("content")
+    if kind == "input" and isinstance(content, list):
+        # Each attachment on a line of its own, below the text it came with.
+        lines = [
+            line
+            for part in content
+            if isinstance(part, dict)
+            for line in (
+                [f"📎 {part_label(part)}"]
+                if is_attachment(part)
+                else part_label(part).splitlines()
+            )
+        ]
+        return _fold(lines, full, limit)
     return _fold(entry_text(data).splitlines(), full, limit)
+
+
+def raw_json(value: object) -> str:
+    """Stored JSON as ``r`` shows it: exact, escaped, but for the base64 of
+    attachments and encrypted reasoning, each told by its size instead."""
+    return printable_json(
+        json.dumps(without_blobs(value), ensure_ascii=False, indent=2)
+    )
 
 
 def pretty_arguments(arguments: str) -> str:

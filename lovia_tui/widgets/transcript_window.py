@@ -26,8 +26,6 @@ from lovia_tui.view.rows import (
 )
 from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
 
-UNFOLDS = (RowKind.ENTRY, RowKind.RECORD)
-"""Rows Enter unfolds to show their details."""
 SUMMARIES = 4096
 """Summary lines remembered (a few screens of rows in every state)."""
 WINDOW = 2_000
@@ -134,7 +132,7 @@ class TranscriptWindow:
         then whole (if that shows more), then folds again."""
         if row.kind in (RowKind.SEGMENT, RowKind.SEAM):
             self.collapsed.symmetric_difference_update({row.key})
-        elif row.kind in UNFOLDS:
+        elif row.unfolds:
             raw = row.key in self.raw
             state = self.expanded.get(row.key)
             if state is None:
@@ -147,8 +145,17 @@ class TranscriptWindow:
                 del self.expanded[row.key]
 
     def toggle_raw(self, row: Row) -> None:
+        """``r``: what is stored behind the row, or its usual view again (a
+        segment header shows its meta below it, an entry unfolds to its JSON)."""
         self.raw.symmetric_difference_update({row.key})
-        self.expanded.setdefault(row.key, False)
+        if row.unfolds:
+            self.expanded.setdefault(row.key, False)
+
+    def shows_details(self, row: Row) -> bool:
+        """Whether lines show below the row's summary line."""
+        return (row.unfolds and row.key in self.expanded) or (
+            row.kind == RowKind.SEGMENT and row.key in self.raw
+        )
 
     def unfold_segment_of(self, row: Row) -> None:
         self.collapsed.discard(row.fold)
@@ -162,13 +169,13 @@ class TranscriptWindow:
             position
             for position, row in enumerate(self.rows)
             if row.fold not in self.collapsed
-            or row.kind not in (RowKind.ENTRY, RowKind.HELD_BACK)
+            or row.kind not in (RowKind.ENTRY, RowKind.HELD_BACK, RowKind.NOTICE)
         ]
         lines: list[tuple[int, int]] = []
         for visible_position, position in enumerate(self.visible):
             row = self.rows[position]
             lines.append((visible_position, 0))
-            if row.key in self.expanded and row.kind in UNFOLDS:
+            if self.shows_details(row):
                 details = self.details_for(row, width, console)
                 lines.extend(
                     (visible_position, offset + 1) for offset in range(len(details))

@@ -25,6 +25,7 @@ from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
     "run_id", "status", "agent", "turns", "usage", "started_at", "updated_at",
+    "last_input_tokens", "output", "error", "pending_handoff", "context_state",
     "age_s", "stale", "stale_reason", "web_record", "entries", "dangling",
     "session_id", "session_link", "file",
 }  # fmt: skip
@@ -128,6 +129,40 @@ def test_runs_json_reports_every_checkpoint(
     ]
 
 
+@pytest.mark.parametrize("form", ["--json", "--jsonl"])
+def test_runs_json_carries_every_head_field_as_lovia_loads_it(
+    demo: Any, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    import asyncio
+
+    from lovia import SQLiteCheckpointer
+
+    code, out, err = cli(capsys, "runs", demo.directory, form, "--readonly")
+    assert (code, err) == (0, "")
+    records = (
+        json.loads(out)
+        if form == "--json"
+        else [json.loads(line) for line in out.splitlines()]
+    )
+    fields = ("usage", "last_input_tokens", "output", "error", "pending_handoff",
+              "context_state", "turns", "status", "started_at")  # fmt: skip
+    for record in records:
+        checkpointer = SQLiteCheckpointer(Path(record["file"]))
+        head = asyncio.run(checkpointer.load(record["run_id"])).head.to_dict()
+        assert {f: record[f] for f in fields} == {f: head[f] for f in fields}
+        assert record["agent"] == head["agent_name"]
+        assert set(record["usage"]) == {
+            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+        }  # fmt: skip
+    by_id = {record["run_id"]: record for record in records}
+    report = by_id[demo.cli_completed_run]
+    assert report["usage"]["cache_read_tokens"] == 900
+    assert report["usage"]["cache_write_tokens"] == 300
+    assert report["output"] == "Report ready: 3 services, 0 incidents. 🟢"
+    assert by_id[demo.failed_run]["error"]["message"]
+    assert by_id[demo.failed_run]["output"] is None
+
+
 @pytest.mark.parametrize(
     ("status", "stale_after", "expected"),
     [
@@ -182,7 +217,10 @@ def test_sessions_json(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert all(set(s) == SESSION_KEYS for s in sessions)
     chats = dict(raw(demo.web_db, "SELECT id, title FROM chat_sessions"))
     by_id = {s["session_id"]: s for s in sessions}
-    assert set(by_id) == set(chats) | {demo.cli_session, demo.cli_completed_session}
+    assert set(by_id) == set(chats) | {
+        demo.cli_session, demo.cli_completed_session,
+        demo.compacted_session, demo.attachments_session,
+    }  # fmt: skip
     assert (by_id[demo.batch_session]["runs"], by_id[demo.batch_session]["title"]) == (
         0, "Parallel jobs (cancelled)",
     )  # fmt: skip

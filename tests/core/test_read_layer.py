@@ -215,15 +215,19 @@ async def test_two_file_titles_come_from_the_first_user_message(demo: Any) -> No
     async with opened(demo.sessions_db) as db:
         summaries = await session_reads.list_sessions(db, 50)
         assert [(s.session_id, s.runs, s.title) for s in summaries] == [
+            # A message with attachments is titled by its text part.
+            (demo.attachments_session, 1,
+             "Here is the error chart and the incident log. What stands o…"),
+            (demo.compacted_session, 3, "Why do the API and the worker fail?"),
             (demo.cli_completed_session, 1, "Write the daily report."),
             (demo.cli_session, 2, "What's on today? 今日の予定は?"),
-        ]
+        ]  # fmt: skip
         [(created,)] = raw(
             demo.sessions_db,
             "SELECT created_at FROM session_runs WHERE session_id = ? ORDER BY id DESC LIMIT 1",
             demo.cli_session,
         )
-        assert summaries[1].last_activity == created
+        assert summaries[3].last_activity == created
         assert await session_reads.session_summary(db, demo.trip_session) is None
 
 
@@ -741,7 +745,7 @@ async def test_odd_file_names_open(demo_dir: Any, tmp_path: Path) -> None:
     path = copy_files(demo_dir.sessions_db, tmp_path, "my db #1?.db")
     async with opened(path) as db:
         assert db.stores.session
-        assert len(await session_reads.list_sessions(db, 10)) == 2
+        assert len(await session_reads.list_sessions(db, 10)) == 4
 
 
 # ------------------------------------------------------------ default mode
@@ -751,7 +755,7 @@ async def test_default_mode_switches_rollback_journal_to_wal(demo: Any) -> None:
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("delete",)]
     async with opened(demo.sessions_db, readonly=False) as db:
         assert (db.journal_mode, db.notice) == ("wal", None)
-        assert len(await session_reads.list_sessions(db, 10)) == 2
+        assert len(await session_reads.list_sessions(db, 10)) == 4
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("wal",)]  # sticky
     async with opened(demo.sessions_db) as db:
         assert db.journal_mode == "wal"
@@ -1054,7 +1058,7 @@ async def test_exclusive_lock_on_a_rollback_file(
             await session_reads.list_sessions(reader, 10)
         one_line(str(read_info.value), path)
         holder.execute("ROLLBACK")
-        assert len(await session_reads.list_sessions(reader, 10)) == 2  # usable again
+        assert len(await session_reads.list_sessions(reader, 10)) == 4  # usable again
     finally:
         holder.close()
         await reader.close()
@@ -1087,7 +1091,7 @@ async def test_wal_switch_refused_while_a_writer_holds_a_lock(
             # Carries on in the current mode and says so.
             assert db.journal_mode == "delete"
             assert db.notice is not None and "WAL" in db.notice
-            assert len(await session_reads.list_sessions(db, 10)) == 2
+            assert len(await session_reads.list_sessions(db, 10)) == 4
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -379,7 +379,12 @@ def test_the_cli_prints_hostile_rows_without_a_traceback(
         r["run_id"]: r for r in json.loads(cli(capsys, "runs", hostile, "--json")[1])
     }
     assert runs["run-list"]["status"] == "unreadable"
-    assert runs["run-odd-fields"]["usage"] == {}
+    # Exactly as stored, odd shapes and all (the app shows such a count as "?").
+    assert runs["run-odd-fields"]["usage"] == {
+        "input_tokens": "lots",
+        "output_tokens": None,
+    }
+    assert runs["run-odd-fields"]["last_input_tokens"] == "many"
     code, out, err = cli(capsys, "runs", hostile)
     assert (code, err) == (0, "")
     code, out, err = cli(capsys, "show", hostile, HUGE_SESSION)

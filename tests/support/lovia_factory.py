@@ -306,6 +306,30 @@ async def build_web_file(directory: Path) -> Path:
     return path
 
 
+COMPACTED, ATTACHED, CACHED_RUN = "compacted", "attached", "cached"
+
+
+async def build_stored_extras(path: Path) -> Path:
+    """What lovia stores beyond text, in one file (the demo's own runs): session
+    :data:`COMPACTED`, compacted by lovia's Compaction policy (segment meta with
+    context state and notices); session :data:`ATTACHED`, with image and file
+    parts in its input and a tool result's parts, and encrypted reasoning; and
+    the kept checkpoint :data:`CACHED_RUN`, whose usage has cache tokens."""
+    from lovia_tui.demo.compaction import attachments_session, cached, compacted_session
+
+    session = SQLiteSession(path)
+    await compacted_session(session, COMPACTED)
+    await attachments_session(session, ATTACHED)
+    await Runner.run(
+        agent([cached(text("Cached."), 900, 300)]),
+        "Use the cache.",
+        session=session,
+        session_id="cached",
+        checkpoint=CheckpointOptions(SQLiteCheckpointer(path), CACHED_RUN),
+    )
+    return path
+
+
 @contextlib.contextmanager
 def scratch_directory() -> Iterator[Path]:
     """A temporary directory, on tmpfs when there is one.

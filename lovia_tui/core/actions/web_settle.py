@@ -113,11 +113,12 @@ async def settle_records(
     run: RunInfo,
     chat: str,
     status: str,
-    usage: dict[str, Any],
+    spent: tuple[dict[str, Any], int | float | None],
     error: str | None,
 ) -> str:
-    """Settle the chat's records for a run that ended ``status`` (with lovia's
-    ``usage`` counts); says what was done."""
+    """Settle the chat's records for a run that ended ``status``, with what it
+    ``spent`` (lovia's usage counts, the last call's input tokens) in lovia
+    web's own shape (``usage_dict``); says what was done."""
     from lovia.messages import Usage
 
     from lovia_tui.core.lovia_private import usage_dict
@@ -125,12 +126,18 @@ async def settle_records(
     store = await chat_store(file)
     done = []
     if run.web_status is not None and status in ("completed", "interrupted", "failed"):
+        usage, last_input = spent
         counts = Usage(**{k: int(usage.get(k) or 0) for k in _USAGE_FIELDS})
         await store.finish_run(
             run.run_id,
             status=status,
             error=None if status == RunStatus.COMPLETED else error or status,
-            usage=usage_dict(counts) if counts.total_tokens else None,
+            usage=usage_dict(
+                counts,
+                last_input_tokens=None if last_input is None else int(last_input),
+            )
+            if counts.total_tokens
+            else None,
         )
         done.append(f"its run record is now {status}")
     if status == RunStatus.COMPLETED:

@@ -222,6 +222,7 @@ async def _pump(
     control._attach(handle)
     ending: list[ConsoleEvent] = []
     completed_usage: dict[str, Any] | None = None
+    last_input_tokens: int | None = None
     unanswered: list[str] = []
     try:
         async for event in handle:
@@ -229,6 +230,7 @@ async def _pump(
             if kind == "RunCompleted":
                 result = event.result
                 completed_usage = dataclasses.asdict(result.usage)
+                last_input_tokens = result.last_input_tokens
                 ending += [
                     usage_event(completed_usage, result.turns),
                     completed_event(result.output),
@@ -251,7 +253,7 @@ async def _pump(
     finally:
         control._detach()
         if pf.web_chat is not None:
-            put(await _settle(pf, completed_usage))
+            put(await _settle(pf, completed_usage, last_input_tokens))
         for record in ending:
             put(record)
         put(None)
@@ -318,7 +320,9 @@ async def _journal(
 
 
 async def _settle(
-    pf: Preflight, completed_usage: dict[str, Any] | None
+    pf: Preflight,
+    completed_usage: dict[str, Any] | None,
+    completed_last_input: int | float | None,
 ) -> ConsoleEvent:
     """Settle lovia web's records as its server does when a run ends; a failure
     to do so is a warning line, never a failed run (the run itself is done)."""
@@ -326,6 +330,7 @@ async def _settle(
         after = await _head_after(pf)
         if completed_usage is not None:
             status, usage, error = "completed", completed_usage, None
+            last_input = completed_last_input
         elif after is None:
             return ConsoleEvent(
                 "log", "lovia web's records: the checkpoint is gone", "warning"
@@ -333,8 +338,14 @@ async def _settle(
         else:
             error = (after.error or {}).get("message")
             status, usage = after.status, after.usage
+            last_input = after.last_input_tokens
         text = await settle_records(
-            pf.checkpoint_file, pf.run, pf.web_chat or "", status, usage, error
+            pf.checkpoint_file,
+            pf.run,
+            pf.web_chat or "",
+            status,
+            (usage, last_input),
+            error,
         )
         return ConsoleEvent("log", text, "muted")
     except Exception as exc:  # the run is over whatever happens here

@@ -19,9 +19,10 @@ from pathlib import Path
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.private_files import cache_dir, connect_private
 
-FORMAT_VERSION = 4
-"""Bumped whenever what is indexed or how changes: an older file is rebuilt.
-(4: ids kept as stored, of any type, where a TEXT column made ``42`` ``'42'``.)"""
+FORMAT_VERSION = 5
+"""Bumped whenever what is indexed or how changes: an older file is rebuilt
+(4: ids kept as stored, of any type, where a TEXT column made ``42`` ``'42'``;
+5: attachments indexed by name, type and size, not as ``[image]``)."""
 ENTRY_CAP = 4_000
 """Characters of one entry's text that are indexed (the start of a long tool
 output): measured at 4,000 to keep the index well under a quarter of the file."""

@@ -9,6 +9,7 @@ import asyncio
 import sqlite3
 from typing import Any
 
+from lovia_tui.core.context_meta import NOTICE_KEY, STATE_KEY, TIMING_KEY, context_line
 from lovia_tui.core.entries import (
     UnreadableError,
     parse_entries,
@@ -45,7 +46,12 @@ SAFE_ENTRY_COUNT = (
 
 
 def _segment(
-    db: Database, row: Any, count: int | None, first: int | None
+    db: Database,
+    row: Any,
+    count: int | None,
+    first: int | None,
+    *,
+    keep_meta: bool = False,
 ) -> SegmentInfo:
     row_id, session_id, run_id, created_at, size, meta_json = row[:6]
     unreadable = None
@@ -54,7 +60,8 @@ def _segment(
     except UnreadableError as exc:
         meta = {}
         unreadable = Unreadable(f"{db.name} session_runs id {row_id} meta", str(exc))
-    timing = meta.get("timing")
+    held = meta if keep_meta and meta else None
+    timing = meta.get(TIMING_KEY)
     if not isinstance(timing, dict):
         timing = {}
     if count is None and unreadable is None:
@@ -72,10 +79,11 @@ def _segment(
         created_at=stored_time(created_at),
         started_at=stored_number(timing.get("started_at")),
         finished_at=stored_number(timing.get("finished_at")),
-        has_context_state=bool(meta.get("context_state")),
-        has_notice=bool(meta.get("context_notice")),
+        has_context_state=context_line(meta.get(STATE_KEY)) is not None,
+        has_notice=bool(meta.get(NOTICE_KEY)),
         stored_bytes=size or 0,
         unreadable=unreadable,
+        meta=held,
     )
 
 
@@ -125,7 +133,7 @@ async def newest_segments(
     )
     rows.reverse()
     older = rows[0][7] - len(rows) if rows else 0
-    return [_segment(db, row, row[6], None) for row in rows], older
+    return [_segment(db, row, row[6], None, keep_meta=True) for row in rows], older
 
 
 async def oldest_segments(
@@ -139,7 +147,7 @@ async def oldest_segments(
         db, "id > ?2", "id", (session_id, after_id, limit), keep_parts=True
     )
     newer = rows[0][7] - len(rows) if rows else 0
-    return [_segment(db, row, row[6], None) for row in rows], newer
+    return [_segment(db, row, row[6], None, keep_meta=True) for row in rows], newer
 
 
 async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
@@ -244,6 +252,15 @@ async def _counted(db: Database, ids: list[int]) -> dict[int, int | None]:
         # A malformed row among these: count row by row, guarded.
         rows = await db.fetchall(sql.format(SAFE_ENTRY_COUNT), tuple(ids))
     return dict(rows)
+
+
+async def segment_meta(db: Database, segment: SegmentInfo) -> dict[str, Any] | None:
+    """One segment's ``meta`` as stored (``show`` and export print it whole);
+    raises UnreadableError for a meta that is not a JSON object."""
+    row = await db.fetchone(
+        "SELECT meta_json FROM session_runs WHERE id = ?", (segment.row_id,)
+    )
+    return None if row is None else parse_stored(parse_object, row[0])
 
 
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:

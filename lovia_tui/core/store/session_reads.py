@@ -34,7 +34,11 @@ INDEX_CHUNK = 4_000
 """Sessions per statement of the session index walk."""
 TITLE_WIDTH = 60
 # The first user message, as lovia serialises it, near the start of a segment.
-_FIRST_USER = re.compile(r'"role":\s*"user",\s*"content":\s*("(?:[^"\\]|\\.)*")')
+_FIRST_USER = re.compile(
+    r'"role":\s*"user",\s*"content":\s*(?:\[\{"text":\s*)?("(?:[^"\\]|\\.)*")'
+)
+"""A user message's text, or the text of its first part (lovia stores a text
+part's ``text`` first): an attachment after it may run past the start read."""
 
 
 async def recent_session_ids(
