@@ -33,7 +33,7 @@ from support.hostile_db import (
     HUGE_SESSION,
     MANY_ENTRIES,
     MANY_SESSION,
-    ODD_FIELDS,
+    PARSES,
     UTF8_SESSION,
     build_hostile_db,
 )
@@ -213,19 +213,19 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
         # shown, flat indices unknown after the first bad one.
         screen = await _open(pilot, BAD_SEGMENTS_SESSION)
         bad = _rows(screen, "unreadable")
-        assert len(bad) == len(BAD_SEGMENTS) - 1  # ODD_FIELDS parses
+        assert len(bad) == len(BAD_SEGMENTS) - len(PARSES)
         assert {str(row.problem).split("(run ")[1].split(")")[0] for row in bad} == set(
             BAD_SEGMENTS
-        ) - {ODD_FIELDS}
+        ) - PARSES
         entries = _rows(screen, "entry")
-        assert [row.entry.index for row in entries] == [0] + [None] * 9
+        assert [row.entry.index for row in entries] == [0] + [None] * 10
         # The cursor on every bad row and every entry of the odd one.
         await visit_transcript(
             pilot,
             lambda row: (
                 row.kind == "unreadable"
                 or row.segment
-                and row.segment.run_id == ODD_FIELDS
+                and row.segment.run_id in PARSES
             ),
         )
 
@@ -373,7 +373,7 @@ def test_the_cli_prints_hostile_rows_without_a_traceback(
             assert code == 0 and "Traceback" not in err, session_id
     shown = json.loads(cli(capsys, "show", hostile, BAD_SEGMENTS_SESSION, "--json")[1])
     assert ["unreadable" in s for s in shown["segments"]] == [
-        False, *(run_id != ODD_FIELDS for run_id in BAD_SEGMENTS), False
+        False, *(run_id not in PARSES for run_id in BAD_SEGMENTS), False
     ]  # fmt: skip
     runs = {
         r["run_id"]: r for r in json.loads(cli(capsys, "runs", hostile, "--json")[1])

@@ -27,7 +27,11 @@ HUGE_CHARS = 10 * 1024 * 1024
 MANY_ENTRIES = 100_000
 
 ODD_FIELDS = "odd-fields"
-"""The one bad segment that parses: known entry types, fields of any JSON shape."""
+"""A bad segment that parses: known entry types, fields of any JSON shape."""
+UNKNOWN_TYPE = "unknown-type"
+"""A segment of an entry type this lovia does not know: shown as stored, not hidden."""
+PARSES = frozenset({ODD_FIELDS, UNKNOWN_TYPE})
+"""The bad segments whose entries show (the rest are marked unreadable)."""
 BLOB = "blob"
 """A segment whose entries_json is a BLOB, not text."""
 # run id -> entries_json stored raw, in session BAD_SEGMENTS_SESSION between
@@ -38,7 +42,7 @@ BAD_SEGMENTS: dict[str, str] = {
     "shape-ints": "[1, 2, 3]",
     "shape-string": '"just a string"',
     "shape-null": "null",
-    "unknown-type": '[{"type": "mystery", "content": "?"}]',
+    UNKNOWN_TYPE: '[{"type": "mystery", "content": "?"}]',
     ODD_FIELDS: json.dumps(
         [
             {"type": "input", "role": 5, "content": {"weird": True}},

@@ -132,6 +132,7 @@ async def preview_rewind(
     chat's pointer and keeps every stored entry. Raises ActionError while a
     run linked to the session is live, unless forced.
     """
+    refuse_readonly(ws)  # before any read: a damaged file is refused, not read
     active = await active_run(ws, session_id)
     found = await ws.find_session(session_id)
     if active is None or (found is not None and found.stores.session):
