@@ -13,7 +13,14 @@ import importlib
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
+from lovia_tui.cli.command import (
+    EXIT_INTERRUPTED,
+    Command,
+    CommandParser,
+    fail,
+    run_command,
+    tolerate_narrow_output,
+)
 
 SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
@@ -58,7 +65,7 @@ def all_commands() -> list[Command]:
     ]
 
 
-class _AppParser(argparse.ArgumentParser):
+class _AppParser(CommandParser):
     """The app's parser; the subcommand list is built only when help is shown."""
 
     def format_help(self) -> str:
@@ -82,16 +89,24 @@ def _app_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(command: Command) -> argparse.ArgumentParser:
+    parser = CommandParser(prog=f"lovia-tui {command.name}", description=command.help)
+    command.configure(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     tolerate_narrow_output()
-    if argv and argv[0] in SUBCOMMANDS:
-        command = load_command(argv[0])
-        parser = argparse.ArgumentParser(
-            prog=f"lovia-tui {command.name}", description=command.help
-        )
-        command.configure(parser)
-        return run_command(command, parser.parse_args(argv[1:]))
-    from lovia_tui.cli.launch import launch_app
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            command = load_command(argv[0])
+            return run_command(command, command_parser(command).parse_args(argv[1:]))
+        from lovia_tui.cli.launch import launch_app
 
-    return launch_app(_app_parser().parse_args(argv))
+        return launch_app(_app_parser().parse_args(argv))
+    except (
+        KeyboardInterrupt
+    ):  # before or after a command's own body: importing, parsing
+        fail("interrupted")
+        return EXIT_INTERRUPTED

@@ -12,6 +12,7 @@ from lovia_tui.cli.command import (
     Command,
     add_json,
     add_paths,
+    add_paths_and_id,
     add_readonly,
     add_stale_after,
     console,
@@ -19,9 +20,9 @@ from lovia_tui.cli.command import (
     opened_session,
     print_json,
     print_json_lazy,
-    print_json_stream,
-    since_time,
+    print_json_lines,
 )
+from lovia_tui.cli.option_types import count, since_time
 from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, notice_of
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
 from lovia_tui.core.formatting import PIN, age_since, printable, timestamp
@@ -61,7 +62,11 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
         "`lovia-tui search` and the app's s cover those too)",
     )
     parser.add_argument(
-        "--limit", type=int, default=50, help="at most N sessions (default 50)"
+        "--limit",
+        type=count(1),
+        default=50,
+        metavar="N",
+        help="at most N sessions (default 50)",
     )
 
 
@@ -91,18 +96,20 @@ async def _sessions(args: argparse.Namespace) -> int:
         await ws.close()
     if args.json:
         print_json(
-            [
-                {
-                    "session_id": s.session_id,
-                    "title": s.title,
-                    "pinned": s.pinned,
-                    "parent_id": s.parent_id,
-                    "runs": s.runs,
-                    "last_activity": s.last_activity,
-                    "file": str(s.file),
-                }
-                for s in summaries
-            ]
+            {
+                "sessions": [
+                    {
+                        "session_id": s.session_id,
+                        "title": s.title,
+                        "pinned": s.pinned,
+                        "parent_id": s.parent_id,
+                        "runs": s.runs,
+                        "last_activity": s.last_activity,
+                        "file": str(s.file),
+                    }
+                    for s in summaries
+                ]
+            }
         )
         return EXIT_OK
     from rich.table import Table
@@ -116,12 +123,12 @@ async def _sessions(args: argparse.Namespace) -> int:
             timestamp(s.last_activity, UNREADABLE_SHOWN),
             s.file.name,
         )
-    console().print(table)
+    console().print_table(table)
     return EXIT_OK
 
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
+    add_paths_and_id(parser, "SESSION_ID")
     add_json(parser)
     add_readonly(parser)
     add_stale_after(parser)
@@ -265,7 +272,9 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         metavar="WHEN",
         help="only runs saved since WHEN: an age (90s, 30m, 12h, 7d) or an ISO date/time",
     )
-    parser.add_argument("--limit", type=int, help="at most N runs")
+    parser.add_argument(
+        "--limit", type=count(1), metavar="N", help="at most N runs (default: all)"
+    )
 
 
 async def stream_records(
@@ -348,8 +357,11 @@ async def _runs(args: argparse.Namespace) -> int:
     ws = await open_workspace(args)
     try:
         found = stream_records(ws, wanted, args.limit)
-        if args.json or args.jsonl:
-            await print_json_stream(found, lines=args.jsonl)
+        if args.jsonl:
+            await print_json_lines(found)
+            return EXIT_OK
+        if args.json:
+            await print_json_lazy({"runs": found})
             return EXIT_OK
         records = [record async for record in found]
     finally:
@@ -375,7 +387,7 @@ async def _runs(args: argparse.Namespace) -> int:
             session,
             r["file"],
         )
-    console().print(table)
+    console().print_table(table)
     return EXIT_OK
 
 
