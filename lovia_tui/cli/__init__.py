@@ -14,6 +14,7 @@ import sys
 
 from lovia_tui import __version__
 from lovia_tui.cli.command import (
+    EXIT_ERROR,
     EXIT_INTERRUPTED,
     Command,
     CommandParser,
@@ -95,18 +96,32 @@ def command_parser(command: Command) -> argparse.ArgumentParser:
     return parser
 
 
+class _Parsed(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The arguments; argparse's exit (help shown, a usage error) becomes a
+    status ``main`` returns, as every other outcome."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        raise _Parsed(exc.code if isinstance(exc.code, int) else EXIT_ERROR) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     tolerate_narrow_output()
     try:
         if argv and argv[0] in SUBCOMMANDS:
             command = load_command(argv[0])
-            return run_command(command, command_parser(command).parse_args(argv[1:]))
+            return run_command(command, _parsed(command_parser(command), argv[1:]))
         from lovia_tui.cli.launch import launch_app
 
-        return launch_app(_app_parser().parse_args(argv))
-    except (
-        KeyboardInterrupt
-    ):  # before or after a command's own body: importing, parsing
+        return launch_app(_parsed(_app_parser(), argv))
+    except _Parsed as done:  # --help, --version, or a usage error said on stderr
+        return done.code
+    except KeyboardInterrupt:  # outside a command's body: importing, parsing
         fail("interrupted")
         return EXIT_INTERRUPTED

@@ -54,8 +54,6 @@ def _configure_action(
     parser: argparse.ArgumentParser,
     ids: str,
     meaning: str = "the session's id",
-    *,
-    force: bool = True,
 ) -> None:
     add_paths_and_id(parser, ids, meaning)
     parser.add_argument(
@@ -64,13 +62,12 @@ def _configure_action(
     parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
     add_json(parser)
     add_readonly(parser)
-    if force:
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="act even on a run saved recently (maybe live)",
-        )
-        add_stale_after(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="act even on a run saved recently (maybe live)",
+    )
+    add_stale_after(parser)
 
 
 async def _act(
@@ -131,7 +128,7 @@ async def _rewind(args: argparse.Namespace) -> int:
 
 
 def _configure_trim(parser: argparse.ArgumentParser) -> None:
-    _configure_action(parser, "SESSION_ID", force=False)
+    _configure_action(parser, "SESSION_ID")
     parser.add_argument(
         "--keep-chars",
         type=count(0),
@@ -151,7 +148,15 @@ def _configure_trim(parser: argparse.ArgumentParser) -> None:
 async def _trim(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
     return await _act(
-        args, lambda ws: preview_trim(ws, session_id, args.keep_chars, args.keep_runs)
+        args,
+        lambda ws: preview_trim(
+            ws,
+            session_id,
+            args.keep_chars,
+            args.keep_runs,
+            force=args.force,
+            stale_after=args.stale_after,
+        ),
     )
 
 

@@ -135,6 +135,8 @@ class ActionFlows:
                 sid,
                 _int(values, "keep_chars", 400),
                 _int(values, "keep_runs", 1),
+                force=force,
+                stale_after=self.stale_after,
             ),
             fields,
         )

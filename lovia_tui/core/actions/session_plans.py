@@ -243,7 +243,13 @@ def _offloaded(metas: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
 
 
 async def preview_trim(
-    ws: Workspace, session_id: str, keep_chars: int = 400, keep_runs: int = 1
+    ws: Workspace,
+    session_id: str,
+    keep_chars: int = 400,
+    keep_runs: int = 1,
+    *,
+    force: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
 ) -> TrimPreview:
     """Which stored tool results ``trim_tool_results`` cuts, and what is lost for good.
 
@@ -258,6 +264,15 @@ async def preview_trim(
     if keep_chars < 0 or keep_runs < 0:
         raise ActionError("keep_chars and keep_runs must be >= 0")
     db = await session_database(ws, session_id)
+    # As for a rewind: a run of the session still writing moves the rows
+    # under the preview, and its own context state names the outputs cut.
+    heads, links = await session_runs_and_links(ws, session_id)
+    linked = (
+        head
+        for head in heads
+        if head.run_id in links and links[head.run_id].session_id == session_id
+    )
+    refuse_live(linked, force, stale_after, f"trimming session {session_id!r}")
     rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
     segments = [
         (run_id, _readable(rows, run_id, raw), meta_of(meta), raw)
