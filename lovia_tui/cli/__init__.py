@@ -97,6 +97,8 @@ def command_parser(command: Command) -> argparse.ArgumentParser:
 
 
 class _Parsed(Exception):
+    """argparse is done before a command ran: help shown, or a usage error."""
+
     def __init__(self, code: int) -> None:
         self.code = code
 

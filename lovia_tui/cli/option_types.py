@@ -1,4 +1,4 @@
-"""What the CLI's option values may be: counts, durations, dates, agents.
+"""What the CLI's option values may be: counts, durations, dates.
 
 argparse names the option in its message (``argument --keep: ...``), so each
 check says only what is wrong with the value: a script learns which option

@@ -201,6 +201,19 @@ def test_refusals_are_one_line_and_exit_2(
     assert err.startswith("lovia-tui: ") and err.count("\n") == 1 and said in err
 
 
+def test_trim_refuses_a_live_run_of_its_session_unless_forced(
+    demo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As its siblings: the demo's crashed run of chat-export, saved within a
+    day, may be live; ``--force`` previews anyway, ``--stale-after`` decides."""
+    argv = ["trim", demo.directory, demo.crashed_session]
+    code, out, err = cli(capsys, *argv, "--stale-after", "1d")
+    assert (code, out) == (2, "")
+    assert f"run {demo.crashed_run} is live" in err and "trimming session" in err
+    assert cli(capsys, *argv, "--stale-after", "1d", "--force")[0] == 0
+    assert cli(capsys, *argv, "--stale-after", "0")[0] == 0
+
+
 def test_keep_past_the_end_does_nothing_in_rewind_and_fork_alike(
     demo: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -19,6 +19,7 @@ from lovia_tui.core.actions.plans import (
     make_plan,
     meta_of,
     parse_segments,
+    refuse_live_session,
     refuse_readonly,
     session_database,
     stored_values,
@@ -266,13 +267,7 @@ async def preview_trim(
     db = await session_database(ws, session_id)
     # As for a rewind: a run of the session still writing moves the rows
     # under the preview, and its own context state names the outputs cut.
-    heads, links = await session_runs_and_links(ws, session_id)
-    linked = (
-        head
-        for head in heads
-        if head.run_id in links and links[head.run_id].session_id == session_id
-    )
-    refuse_live(linked, force, stale_after, f"trimming session {session_id!r}")
+    await refuse_live_session(ws, session_id, force, stale_after, "trimming")
     rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
     segments = [
         (run_id, _readable(rows, run_id, raw), meta_of(meta), raw)
