@@ -27,7 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
     "sessions": "browse",
     "show": "browse",
-    "runs": "browse",
+    "runs": "runs",
     "export": "export",
     "resume": "resume",
     "replay": "resume",

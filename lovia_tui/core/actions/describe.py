@@ -194,7 +194,7 @@ def _finalize(p: FinalizePreview) -> list[str]:
         )
     if p.mode == "stop" and p.entries_left_out:
         lines.append(
-            f"left out: {_plural(p.entries_left_out, 'entry', 'entries')} the run saved "
+            f"left out: {plural(p.entries_left_out, 'entry', 'entries')} the run saved "
             + (
                 "of its unfinished turn"
                 if p.live

@@ -155,7 +155,9 @@ async def session_runs_and_links(
 async def refuse_live_session(
     ws: Workspace, session_id: str, force: bool, stale_after: float, doing: str
 ) -> None:
-    """No change to a session while a run linked to it may still write to it."""
+    """No change to a session while a run linked to it may still write to it:
+    its appends move the rows under the preview (a trim too: the run's own
+    context state names the outputs it cuts)."""
     runs, links = await session_runs_and_links(ws, session_id)
     linked = (
         run
