@@ -142,7 +142,7 @@ def test_runs_json_carries_every_head_field_as_lovia_loads_it(
     code, out, err = cli(capsys, "runs", demo.directory, form, "--readonly")
     assert (code, err) == (0, "")
     records = (
-        json.loads(out)
+        json.loads(out)["runs"]
         if form == "--json"
         else [json.loads(line) for line in out.splitlines()]
     )

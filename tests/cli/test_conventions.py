@@ -238,10 +238,15 @@ def test_keep_past_the_end_does_nothing_in_rewind_and_fork_alike(
 def test_wording_counts_in_entries_and_agrees_in_number(
     demo: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """An empty journal says so; rewind and its undo count entries; one
-    checkpoint is "1 checkpoint"; export onto a file names --force."""
-    code, out, _ = cli(capsys, "journal", demo.directory)
+    """An empty journal says so (read with --readonly, it is not created);
+    rewind and its undo count entries; one checkpoint is "1 checkpoint";
+    export onto a file names --force."""
+    journal = Path(os.environ["LOVIA_TUI_JOURNAL"])
+    code, out, _ = cli(capsys, "journal", demo.directory, "--readonly")
     assert code == 0 and out.startswith("no actions journaled on these files")
+    assert not journal.exists()  # --readonly creates no journal
+    code, _, err = cli(capsys, "journal", "--prune", "--readonly")
+    assert code == 2 and "--prune writes the journal" in err
     argv = [demo.directory, demo.cli_session, "--keep", "2", "--stale-after", "0"]
     code, out, _ = cli(capsys, "rewind", *argv, "--yes")
     assert code == 0 and "done: 8 entries removed;" in out
@@ -252,7 +257,7 @@ def test_wording_counts_in_entries_and_agrees_in_number(
     assert code == 0 and "done: 1 checkpoint deleted;" in out
     code, out, _ = cli(capsys, "undo", demo.directory, "--yes")
     assert code == 0 and "done: 1 checkpoint restored (3 rows restored;" in out
-    code, out, _ = cli(capsys, "journal", demo.directory)
+    code, out, _ = cli(capsys, "journal", demo.directory, "--readonly")
     assert "1 checkpoint deleted" in out and "8 entries removed" in out
     for path in demo.files:
         assert integrity(path) == "ok"

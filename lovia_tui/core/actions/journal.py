@@ -232,7 +232,7 @@ class Journal:
         return await asyncio.to_thread(self._entries, wanted, limit, readonly)
 
     def _entries(
-        self, files: list[str] | None, limit: int, readonly: bool
+        self, files: list[str] | None, limit: int, readonly: bool = False
     ) -> list[JournalEntry]:
         if readonly:
             with journal_file.read_only(self.path) as conn:
