@@ -13,13 +13,21 @@ import importlib
 import sys
 
 from lovia_tui import __version__
-from lovia_tui.cli.command import Command, run_command, tolerate_narrow_output
+from lovia_tui.cli.command import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    Command,
+    CommandParser,
+    fail,
+    run_command,
+    tolerate_narrow_output,
+)
 
 SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
     "sessions": "browse",
     "show": "browse",
-    "runs": "browse",
+    "runs": "runs",
     "export": "export",
     "resume": "resume",
     "replay": "resume",
@@ -58,7 +66,7 @@ def all_commands() -> list[Command]:
     ]
 
 
-class _AppParser(argparse.ArgumentParser):
+class _AppParser(CommandParser):
     """The app's parser; the subcommand list is built only when help is shown."""
 
     def format_help(self) -> str:
@@ -82,16 +90,40 @@ def _app_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(command: Command) -> argparse.ArgumentParser:
+    parser = CommandParser(prog=f"lovia-tui {command.name}", description=command.help)
+    command.configure(parser)
+    return parser
+
+
+class _Parsed(Exception):
+    """argparse is done before a command ran: help shown, or a usage error."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The arguments; argparse's exit (help shown, a usage error) becomes a
+    status ``main`` returns, as every other outcome."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        raise _Parsed(exc.code if isinstance(exc.code, int) else EXIT_ERROR) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     tolerate_narrow_output()
-    if argv and argv[0] in SUBCOMMANDS:
-        command = load_command(argv[0])
-        parser = argparse.ArgumentParser(
-            prog=f"lovia-tui {command.name}", description=command.help
-        )
-        command.configure(parser)
-        return run_command(command, parser.parse_args(argv[1:]))
-    from lovia_tui.cli.launch import launch_app
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            command = load_command(argv[0])
+            return run_command(command, _parsed(command_parser(command), argv[1:]))
+        from lovia_tui.cli.launch import launch_app
 
-    return launch_app(_app_parser().parse_args(argv))
+        return launch_app(_parsed(_app_parser(), argv))
+    except _Parsed as done:  # --help, --version, or a usage error said on stderr
+        return done.code
+    except KeyboardInterrupt:  # outside a command's body: importing, parsing
+        fail("interrupted")
+        return EXIT_INTERRUPTED

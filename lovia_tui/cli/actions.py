@@ -17,6 +17,7 @@ from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
     add_json,
+    add_paths_and_id,
     add_readonly,
     add_stale_after,
     console,
@@ -25,7 +26,8 @@ from lovia_tui.cli.command import (
     split_paths_and_id,
     split_paths_and_ids,
 )
-from lovia_tui.core.actions.describe import describe
+from lovia_tui.cli.option_types import DAY, count, duration
+from lovia_tui.core.actions.describe import counts_text, describe
 from lovia_tui.core.actions.perform import load_lovia, perform
 from lovia_tui.core.actions.previews import Preview, preview_dict
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
@@ -49,22 +51,23 @@ def _print_lines(lines: list[str]) -> None:
 
 
 def _configure_action(
-    parser: argparse.ArgumentParser, ids: str, *, force: bool = True
+    parser: argparse.ArgumentParser,
+    ids: str,
+    meaning: str = "the session's id",
 ) -> None:
-    parser.add_argument("paths", nargs="+", metavar=f"PATH... {ids}")
+    add_paths_and_id(parser, ids, meaning)
     parser.add_argument(
         "--yes", action="store_true", help="do it (without: print what it would do)"
     )
     parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
     add_json(parser)
     add_readonly(parser)
-    if force:
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="act even on a run saved recently (maybe live)",
-        )
-        add_stale_after(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="act even on a run saved recently (maybe live)",
+    )
+    add_stale_after(parser)
 
 
 async def _act(
@@ -92,11 +95,8 @@ async def _act(
         if not preview.noop:
             console().print("nothing changed: add --yes to do it", style="dim")
     elif result.journal_id is not None:
-        counts = ", ".join(
-            f"{k.replace('_', ' ')} {v}" for k, v in result.counts.items()
-        )
         console().print(
-            f"done: {counts}; undo with "
+            f"done: {counts_text(result.counts)}; undo with "
             f"`{command_line('undo', *ws.paths, result.journal_id)}`",
             style="green",
             markup=False,
@@ -110,10 +110,10 @@ def _configure_rewind(parser: argparse.ArgumentParser) -> None:
     _configure_action(parser, "SESSION_ID")
     parser.add_argument(
         "--keep",
-        type=int,
+        type=count(0),
         required=True,
         metavar="N",
-        help="keep the first N flat entries",
+        help="keep the first N flat entries (N at or past the end: nothing to do)",
     )
 
 
@@ -128,17 +128,17 @@ async def _rewind(args: argparse.Namespace) -> int:
 
 
 def _configure_trim(parser: argparse.ArgumentParser) -> None:
-    _configure_action(parser, "SESSION_ID", force=False)
+    _configure_action(parser, "SESSION_ID")
     parser.add_argument(
         "--keep-chars",
-        type=int,
+        type=count(0),
         default=400,
         metavar="N",
         help="keep N chars of each output (400)",
     )
     parser.add_argument(
         "--keep-runs",
-        type=int,
+        type=count(0),
         default=1,
         metavar="N",
         help="leave the last N runs whole (1)",
@@ -148,20 +148,28 @@ def _configure_trim(parser: argparse.ArgumentParser) -> None:
 async def _trim(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
     return await _act(
-        args, lambda ws: preview_trim(ws, session_id, args.keep_chars, args.keep_runs)
+        args,
+        lambda ws: preview_trim(
+            ws,
+            session_id,
+            args.keep_chars,
+            args.keep_runs,
+            force=args.force,
+            stale_after=args.stale_after,
+        ),
     )
 
 
 def _configure_delete_run(parser: argparse.ArgumentParser) -> None:
-    _configure_action(parser, "[RUN_ID...]")
+    _configure_action(parser, "[RUN_ID...]", "the checkpoints' run ids, if any")
     parser.add_argument(
         "--status", choices=STATUS_FILTERS, help="only checkpoints with this status"
     )
     parser.add_argument(
         "--older-than",
-        type=float,
-        metavar="DAYS",
-        help="only checkpoints not saved for DAYS days",
+        type=duration("d"),
+        metavar="DURATION",
+        help="only checkpoints not saved for this long: 12h, 7d, plain days",
     )
 
 
@@ -173,7 +181,7 @@ async def _delete_run(args: argparse.Namespace) -> int:
             ws,
             run_ids,
             status=args.status,
-            older_than_days=args.older_than,
+            older_than_days=None if args.older_than is None else args.older_than / DAY,
             force=args.force,
             stale_after=args.stale_after,
         ),
@@ -181,7 +189,7 @@ async def _delete_run(args: argparse.Namespace) -> int:
 
 
 def _configure_finalize(parser: argparse.ArgumentParser) -> None:
-    _configure_action(parser, "RUN_ID")
+    _configure_action(parser, "RUN_ID", "the run's id")
     parser.add_argument(
         "--session",
         metavar="SID",

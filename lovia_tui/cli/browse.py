@@ -1,9 +1,9 @@
-"""Read-only views for scripts: ``sessions``, ``show`` and ``runs``."""
+"""Read-only views of sessions for scripts: ``sessions`` and ``show``
+(``runs``: :mod:`lovia_tui.cli.runs`)."""
 
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +12,7 @@ from lovia_tui.cli.command import (
     Command,
     add_json,
     add_paths,
+    add_paths_and_id,
     add_readonly,
     add_stale_after,
     console,
@@ -19,33 +20,28 @@ from lovia_tui.cli.command import (
     opened_session,
     print_json,
     print_json_lazy,
-    print_json_stream,
-    since_time,
 )
+from lovia_tui.cli.option_types import count
 from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, notice_of
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.formatting import PIN, age_since, printable, timestamp
+from lovia_tui.core.formatting import PIN, printable, timestamp
 from lovia_tui.core.huge_text import shortened
-from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionLink
+from lovia_tui.core.models import Entry, SegmentInfo
 from lovia_tui.core.run_status import (
     DANGLING_CALL,
     RUNNING_CALL,
-    STATUS_FILTERS,
-    stale_reason,
 )
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import segment_reads, session_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import segment_entries_stream
-from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_runs
 from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,
     seam_title,
     total_entries,
 )
-from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import UNREADABLE_SHOWN, time_order
+from lovia_tui.core.stored import UNREADABLE_SHOWN
 from lovia_tui.core.web_models import RunRecord, chat_lines, record_line
 
 
@@ -61,7 +57,11 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
         "`lovia-tui search` and the app's s cover those too)",
     )
     parser.add_argument(
-        "--limit", type=int, default=50, help="at most N sessions (default 50)"
+        "--limit",
+        type=count(1),
+        default=50,
+        metavar="N",
+        help="at most N sessions (default 50)",
     )
 
 
@@ -91,18 +91,20 @@ async def _sessions(args: argparse.Namespace) -> int:
         await ws.close()
     if args.json:
         print_json(
-            [
-                {
-                    "session_id": s.session_id,
-                    "title": s.title,
-                    "pinned": s.pinned,
-                    "parent_id": s.parent_id,
-                    "runs": s.runs,
-                    "last_activity": s.last_activity,
-                    "file": str(s.file),
-                }
-                for s in summaries
-            ]
+            {
+                "sessions": [
+                    {
+                        "session_id": s.session_id,
+                        "title": s.title,
+                        "pinned": s.pinned,
+                        "parent_id": s.parent_id,
+                        "runs": s.runs,
+                        "last_activity": s.last_activity,
+                        "file": str(s.file),
+                    }
+                    for s in summaries
+                ]
+            }
         )
         return EXIT_OK
     from rich.table import Table
@@ -116,12 +118,12 @@ async def _sessions(args: argparse.Namespace) -> int:
             timestamp(s.last_activity, UNREADABLE_SHOWN),
             s.file.name,
         )
-    console().print(table)
+    console().print_table(table)
     return EXIT_OK
 
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
+    add_paths_and_id(parser, "SESSION_ID")
     add_json(parser)
     add_readonly(parser)
     add_stale_after(parser)
@@ -246,139 +248,6 @@ def _entry_line(entry: Entry) -> Any:
     return Text(printable(text))  # a Text is not made printable by the console
 
 
-def _configure_runs(parser: argparse.ArgumentParser) -> None:
-    add_paths(parser)
-    add_json(parser)
-    parser.add_argument(
-        "--jsonl", action="store_true", help="print one JSON object per line"
-    )
-    add_readonly(parser)
-    add_stale_after(parser)
-    parser.add_argument(
-        "--status",
-        choices=STATUS_FILTERS,
-        help="only runs with this status (stale: running with no recent save)",
-    )
-    parser.add_argument(
-        "--since",
-        type=since_time,
-        metavar="WHEN",
-        help="only runs saved since WHEN: an age (90s, 30m, 12h, 7d) or an ISO date/time",
-    )
-    parser.add_argument("--limit", type=int, help="at most N runs")
-
-
-async def stream_records(
-    ws: Workspace, wanted: RunFilter, limit: int | None = None
-) -> AsyncIterator[dict[str, Any]]:
-    """One plain record per checkpoint, as ``runs --json`` prints it: most
-    recently saved first across the files, one head range of each in memory."""
-    streams = [_file_records(ws, db, wanted, limit) for db in ws.checkpoint_dbs]
-    emitted = 0
-    async for record in merge_newest(streams):
-        if limit is not None and emitted >= limit:
-            return
-        yield record
-        emitted += 1
-
-
-async def _file_records(
-    ws: Workspace, db: Database, wanted: RunFilter, limit: int | None
-) -> AsyncIterator[dict[str, Any]]:
-    async for batch in stream_runs(db, wanted, limit):
-        links = await ws.links(run.run_id for run in batch)
-        dangling = await dangling_by_run(db, [r.run_id for r in batch])
-        for run in batch:
-            yield _record(run, links.get(run.run_id), dangling[run.run_id], wanted)
-
-
-async def merge_newest(
-    streams: list[AsyncIterator[dict[str, Any]]],
-) -> AsyncIterator[dict[str, Any]]:
-    """Records of several newest-first streams, newest first (one held per stream)."""
-    heads = {n: await anext(s, None) for n, s in enumerate(streams)}
-    while live := {n: r for n, r in heads.items() if r is not None}:
-        n = max(live, key=lambda k: time_order(live[k]["updated_at"]))
-        yield live[n]
-        heads[n] = await anext(streams[n], None)
-
-
-STORED_HEAD_FIELDS = (
-    "usage",
-    "last_input_tokens",
-    "output",
-    "error",
-    "pending_handoff",
-    "context_state",
-)
-"""The head fields ``runs --json`` prints as stored (with the status, agent,
-turns and times above: every field of lovia's ``RunHead``)."""
-
-
-def _record(
-    run: RunInfo, link: SessionLink | None, dangling: list, wanted: RunFilter
-) -> dict[str, Any]:
-    now = wanted.now
-    return {
-        "run_id": run.run_id,
-        "status": run.status,
-        "agent": run.agent_name,
-        "turns": run.turns,
-        # The rest of the head exactly as lovia stored it.
-        **{field: run.head.get(field) for field in STORED_HEAD_FIELDS},
-        "started_at": run.started_at,
-        "updated_at": run.updated_at,
-        "age_s": None if run.updated_at is None else round(now - run.updated_at, 3),
-        "stale": run.is_stale(now, wanted.stale_after),
-        "stale_reason": stale_reason(run, now, wanted.stale_after),
-        "web_record": run.web_status,
-        "entries": run.entries,
-        "dangling": [
-            {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
-            for c in dangling
-        ],
-        "session_id": link.session_id if link else None,
-        "session_link": link.kind if link else None,
-        "file": str(run.file),
-    }
-
-
-async def _runs(args: argparse.Namespace) -> int:
-    wanted = RunFilter(args.status, args.since, time.time(), args.stale_after)
-    ws = await open_workspace(args)
-    try:
-        found = stream_records(ws, wanted, args.limit)
-        if args.json or args.jsonl:
-            await print_json_stream(found, lines=args.jsonl)
-            return EXIT_OK
-        records = [record async for record in found]
-    finally:
-        await ws.close()
-    from rich.table import Table
-
-    table = Table(
-        "run", "status", "agent", "turns", "age", "dangling", "session", "file"
-    )
-    for column in (table.columns[0], table.columns[6]):
-        column.overflow, column.no_wrap = "fold", False
-    for r in records:
-        status = f"stale: {r['stale_reason']}" if r["stale"] else r["status"]
-        dangling = ", ".join(d["name"] for d in r["dangling"]) or "-"
-        session = r["session_id"] or "unlinked"
-        table.add_row(
-            r["run_id"],
-            status,
-            r["agent"],
-            str(r["turns"]),
-            age_since(wanted.now, r["updated_at"]),
-            dangling,
-            session,
-            r["file"],
-        )
-    console().print(table)
-    return EXIT_OK
-
-
 COMMANDS = [
     Command(
         "sessions",
@@ -391,11 +260,5 @@ COMMANDS = [
         "print a session's segments and entries with flat indices, then its in-flight run",
         _configure_show,
         _show,
-    ),
-    Command(
-        "runs",
-        "list checkpoints: status, staleness, dangling calls, session",
-        _configure_runs,
-        _runs,
     ),
 ]

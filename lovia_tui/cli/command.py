@@ -1,7 +1,10 @@
 """What a subcommand is, and the plumbing every subcommand shares.
 
 Each module under ``lovia_tui.cli`` lists its subcommands as :class:`Command`
-values; errors surface as one line on stderr with exit status 2.
+values. The exit statuses are the ones docs/cli.md tabulates: 0 done (a
+preview included), 1 findings (``doctor``) or a run that did not complete
+(``resume``, ``replay``), 2 a usage error or a refusal (one line on stderr),
+130 interrupted by Ctrl+C.
 """
 
 from __future__ import annotations
@@ -13,17 +16,16 @@ import json
 import os
 import sqlite3
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from types import AsyncGeneratorType, GeneratorType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
+from lovia_tui.cli.option_types import duration, duration_text
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
 from lovia_tui.core.huge_text import expand
@@ -32,9 +34,22 @@ from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from lovia_tui.cli.data_console import DataConsole
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line on stderr and exit 2, as every
+    other refusal: the option named as it was typed, and where its help is."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("lovia-tui").strip()
+        self.exit(
+            EXIT_ERROR,
+            f"lovia-tui: {where + ': ' if where else ''}{printable(message)} "
+            f"(see {self.prog} --help)\n",
+        )
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,18 @@ def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
     )
 
 
+def add_paths_and_id(
+    parser: argparse.ArgumentParser, what: str, meaning: str = "the session's id"
+) -> None:
+    """``PATH... WHAT``: the files, then the one thing the command is about."""
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar=f"PATH... {what}",
+        help=f"lovia SQLite file(s) or directories of *.db, then {meaning}",
+    )
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print JSON instead of tables"
@@ -73,10 +100,11 @@ def add_readonly(parser: argparse.ArgumentParser) -> None:
 def add_stale_after(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
-        type=float,
+        type=duration("s"),
         default=DEFAULT_STALE_AFTER,
-        metavar="SECONDS",
-        help="a running run with no save for this long is stale (likely crashed); default %(default)g",
+        metavar="DURATION",
+        help="a running run with no save for this long is stale (likely crashed): "
+        f"30s, 5m, 2h, plain seconds; default {duration_text(DEFAULT_STALE_AFTER)}",
     )
 
 
@@ -207,12 +235,8 @@ class _Bytes:
             self._buffer.flush()
 
 
-async def print_json_stream(items: AsyncIterator[Any], *, lines: bool) -> None:
-    """Print items as they come: a JSON array written incrementally (the same
-    text :func:`print_json` would print), or one compact object per line."""
-    if not lines:
-        await print_json_lazy(items)
-        return
+async def print_json_lines(items: AsyncIterator[Any]) -> None:
+    """Print items as they come, one compact JSON object per line."""
     dump, out = _dumper(indent=False), _Bytes()
     async for item in items:
         out.write(dump(item) + b"\n")
@@ -287,32 +311,18 @@ async def _aiter(items: Iterator[Any] | AsyncIterator[Any]) -> AsyncIterator[Any
             yield item
 
 
-AGE_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
-
-
-def since_time(text: str) -> float:
-    """``--since``: an age (``90s``, ``30m``, ``12h``, ``7d``, plain seconds) or
-    an ISO date/time (local time unless it names its zone), as epoch seconds."""
-    value = text.strip()
-    unit = AGE_UNITS.get(value[-1:].lower())
-    number = value[:-1] if unit else value
-    try:
-        return time.time() - float(number) * (unit or 1)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is neither an age (30m, 12h, 7d) nor an ISO date/time"
-        ) from None
-
-
-def console(*, stderr: bool = False) -> Console:
+def console(*, stderr: bool = False) -> DataConsole:
     """Rich, for human output only (``--json`` never imports it)."""
     from lovia_tui.cli.data_console import DataConsole
 
-    return DataConsole(highlight=False, markup=False, emoji=False, stderr=stderr)
+    stream = sys.stderr if stderr else sys.stdout
+    return DataConsole(
+        highlight=False,
+        markup=False,
+        emoji=False,
+        stderr=stderr,
+        soft_wrap=not stream.isatty(),  # piped: a line goes out whole, ids unbroken
+    )
 
 
 def fail(message: str) -> int:
@@ -331,7 +341,8 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         # Raised where no file is known (the read layer names it when it can).
         return fail(f"SQLite error: {exc}")
     except KeyboardInterrupt:
-        return fail("interrupted")
+        fail("interrupted")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
 from rich.text import Text
 
 from lovia_tui.core.formatting import printable
@@ -20,3 +22,21 @@ class DataConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         kwargs["markup"] = kwargs["emoji"] = False
         return super().render_str(printable(text, multiline=True), **kwargs)
+
+    def print_table(self, table: Table) -> None:
+        """At a terminal, the table fits it; piped, it is printed at its natural
+        width, one line per row, so that ids reach ``grep``/``awk`` whole."""
+        if self.is_terminal:
+            self.print(table)
+            return
+        fitted = self.width
+        natural = Measurement.get(self, self.options.update(width=UNBOUNDED), table)
+        self.width = max(fitted, natural.maximum)
+        try:
+            self.print(table)
+        finally:
+            self.width = fitted
+
+
+UNBOUNDED = 1_000_000
+"""A width no table reaches: measuring against it gives the natural width."""

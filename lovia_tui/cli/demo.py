@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from lovia_tui.cli.command import EXIT_OK, Command
 from lovia_tui.cli.launch import launch_app
+from lovia_tui.cli.option_types import duration, duration_text
 from lovia_tui.core.formatting import command_line
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 
@@ -37,10 +38,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--stale-after",
-        type=float,
+        type=duration("s"),
         default=DEMO_STALE_AFTER,
-        metavar="SECONDS",
-        help=f"staleness threshold for the demo's runs (default {DEMO_STALE_AFTER:g})",
+        metavar="DURATION",
+        help="staleness threshold for the demo's runs (30s, 5m, plain seconds; "
+        f"default {duration_text(DEMO_STALE_AFTER)})",
     )
 
 

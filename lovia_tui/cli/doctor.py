@@ -26,6 +26,7 @@ from lovia_tui.cli.command import (
     print_json,
 )
 from lovia_tui.cli.integrity import integrity
+from lovia_tui.cli.option_types import DAY, duration, duration_text
 from lovia_tui.core.doctor.audit import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
 from lovia_tui.core.doctor.findings import SEVERITY_STYLES, summary
 from lovia_tui.core.formatting import printable, size
@@ -34,13 +35,20 @@ from lovia_tui.core.formatting import printable, size
 def _configure(parser: argparse.ArgumentParser) -> None:
     add_paths(parser)
     add_json(parser)
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="accepted as on every read: the doctor always opens the files with "
+        "SQLite mode=ro",
+    )
     add_stale_after(parser)
     parser.add_argument(
         "--older-than",
-        type=float,
-        default=DEFAULT_OLDER_THAN_DAYS,
-        metavar="DAYS",
-        help=f"report interrupted and failed runs not saved for DAYS days (default {DEFAULT_OLDER_THAN_DAYS:g})",
+        type=duration("d"),
+        default=DEFAULT_OLDER_THAN_DAYS * DAY,
+        metavar="DURATION",
+        help="report interrupted and failed runs not saved for this long (12h, 7d, "
+        f"plain days; default {duration_text(DEFAULT_OLDER_THAN_DAYS * DAY)})",
     )
     parser.add_argument(
         "--integrity",
@@ -55,7 +63,7 @@ async def _diagnose(args: argparse.Namespace) -> Report:
     try:
         if not sys.stderr.isatty():
             return await diagnose(
-                ws, stale_after=args.stale_after, older_than_days=args.older_than
+                ws, stale_after=args.stale_after, older_than_days=args.older_than / DAY
             )
         with Progress(
             TextColumn("{task.description}", markup=False), BarColumn(),
@@ -70,7 +78,7 @@ async def _diagnose(args: argparse.Namespace) -> Report:
             return await diagnose(
                 ws,
                 stale_after=args.stale_after,
-                older_than_days=args.older_than,
+                older_than_days=args.older_than / DAY,
                 progress=progress,
             )
     finally:
@@ -105,13 +113,14 @@ async def _doctor(args: argparse.Namespace) -> int:
             str(info.path), "+".join(info.stores), info.journal_mode,
             versions or "-", size(info.db_bytes), size(info.wal_bytes),
         )  # fmt: skip
-    out.print(files)
+    out.print_table(files)
     if not report.findings:
         out.print("no findings: the stores are consistent", style="green")
         return status
     table = Table(title="findings", title_justify="left", expand=True)
     table.add_column("finding", no_wrap=True)
-    table.add_column("run / session", max_width=24, overflow="fold")
+    piped = not out.is_terminal  # ids whole, one finding per line
+    table.add_column("run / session", max_width=None if piped else 24, overflow="fold")
     table.add_column("why → suggested fix", ratio=1)
     for finding in report.findings:
         subject = "\n".join(
@@ -130,7 +139,7 @@ async def _doctor(args: argparse.Namespace) -> int:
             f"\n{finding.kind}", style=""
         )
         table.add_row(kind, subject or finding.file.name, text)
-    out.print(table)
+    out.print_table(table)
     out.print(summary(report.findings), markup=False)
     return status
 

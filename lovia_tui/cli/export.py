@@ -9,15 +9,22 @@ from pathlib import Path
 from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
+    add_paths_and_id,
     add_readonly,
     opened_session,
 )
-from lovia_tui.core.export import FORMATS, export_session, export_to_file
-from lovia_tui.core.formatting import printable
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.export import (
+    FORMATS,
+    export_session,
+    export_to_file,
+    target_state,
+)
+from lovia_tui.core.formatting import plural, printable
 
 
 def _configure_export(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
+    add_paths_and_id(parser, "SESSION_ID")
     parser.add_argument(
         "--format", choices=FORMATS, default="md", help="md (default) or json"
     )
@@ -38,6 +45,13 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
 
 async def _export(args: argparse.Namespace) -> int:
     async with opened_session(args) as (ws, db, session_id):
+        files = [d.path for d in ws.databases]
+        if (
+            args.output
+            and not args.force
+            and target_state(args.output, files) == "file"
+        ):
+            raise LoviaTuiError(f"{args.output} exists: add --force to replace it")
         if args.output:
             count = await export_to_file(
                 db, session_id, args.format, args.output, replace=args.force, ws=ws
@@ -49,7 +63,8 @@ async def _export(args: argparse.Namespace) -> int:
                 db, session_id, args.format, sys.stdout, terminal=True, ws=ws
             )
     if args.output:
-        print(printable(f"wrote {count} entries to {args.output}"), file=sys.stderr)
+        wrote = plural(count, "entry", "entries")
+        print(printable(f"wrote {wrote} to {args.output}"), file=sys.stderr)
     return EXIT_OK
 
 

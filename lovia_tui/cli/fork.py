@@ -10,25 +10,27 @@ from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
     add_json,
+    add_paths_and_id,
     add_readonly,
     console,
     open_workspace,
     print_json,
     split_paths_and_id,
 )
+from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.describe import describe
 from lovia_tui.core.actions.fork import perform_fork, preview_fork
 from lovia_tui.core.formatting import command_line
 
 
 def _configure_fork(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... SESSION_ID")
+    add_paths_and_id(parser, "SESSION_ID")
     parser.add_argument(
         "--keep",
-        type=int,
+        type=count(0),
         required=True,
         metavar="N",
-        help="copy the first N flat entries",
+        help="copy the first N flat entries (N past the end: nothing to do)",
     )
     parser.add_argument(
         "--as",

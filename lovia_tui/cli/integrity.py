@@ -79,7 +79,7 @@ async def integrity(args: argparse.Namespace) -> int:
                 printable(verdict, multiline=True),
                 style=None if check.ok else "red",
             )
-        out.print(table)
+        out.print_table(table)
         bad = sorted({check.store for check in checks if not check.ok})
         if bad:
             out.print(

@@ -19,18 +19,21 @@ from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
     add_json,
+    add_paths_and_id,
     add_readonly,
     console,
     open_workspace,
     print_json,
     split_paths_and_ids,
 )
+from lovia_tui.cli.option_types import DAY, count, duration, duration_text
+from lovia_tui.core.actions.describe import counts_text
 from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal, JournalEntry
 from lovia_tui.core.actions.journal_file import size_note
 from lovia_tui.core.actions.journal_prune import DEFAULT_DAYS, prune
 from lovia_tui.core.actions.perform import undo
 from lovia_tui.core.errors import ActionError, LoviaTuiError
-from lovia_tui.core.formatting import timestamp
+from lovia_tui.core.formatting import plural, timestamp
 from lovia_tui.core.store.workspace import resolve_paths
 
 
@@ -55,34 +58,51 @@ def _configure_journal(parser: argparse.ArgumentParser) -> None:
         "paths", nargs="*", metavar="PATH", help="only entries on these files"
     )
     parser.add_argument(
-        "--limit", type=int, default=50, help="at most N entries (default 50)"
+        "--limit",
+        type=count(1),
+        default=50,
+        metavar="N",
+        help="at most N entries (default 50)",
     )
     parser.add_argument(
         "--prune",
         action="store_true",
-        help="list settled entries older than --older-than days; --yes removes them",
+        help="list settled entries older than --older-than; --yes removes them",
     )
     parser.add_argument(
         "--older-than",
-        type=float,
-        default=DEFAULT_DAYS,
-        metavar="DAYS",
-        help=f"with --prune: entries older than DAYS days ({DEFAULT_DAYS:g})",
+        type=duration("d"),
+        default=DEFAULT_DAYS * DAY,
+        metavar="DURATION",
+        help="with --prune: entries older than this (12h, 30d, plain days; "
+        f"default {duration_text(DEFAULT_DAYS * DAY)})",
     )
     parser.add_argument("--yes", action="store_true", help="with --prune: do it")
     add_json(parser)
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="read the journal with SQLite mode=ro: nothing created or written "
+        "(not with --prune)",
+    )
 
 
 async def _journal(args: argparse.Namespace) -> int:
     journal = Journal()
     files = resolve_paths(args.paths) if args.paths else None
     if args.prune:
+        if args.readonly:
+            raise LoviaTuiError("--readonly: --prune writes the journal")
         return await _prune(args, journal, files)
     if files is None:
         raise LoviaTuiError("expected PATH...: the files whose entries to list")
-    entries = await journal.entries(files, args.limit)
+    entries = await journal.entries(files, args.limit, readonly=args.readonly)
     if args.json:
-        print_json([_entry_dict(e) for e in entries])
+        print_json({"entries": [_entry_dict(e) for e in entries]})
+        return EXIT_OK
+    out = console()
+    if not entries:
+        out.print(f"no actions journaled on these files ({journal.path})", markup=False)
         return EXIT_OK
     table = Table(
         "id", "time", "user", "action", "subject", "reason", "counts", "state"
@@ -91,7 +111,7 @@ async def _journal(args: argparse.Namespace) -> int:
         state = f"undone by {e.undone_by}" if e.undone_by else e.status
         if e.unfinished and (where := journal.running(e.id)):
             state = f"running in {where}"
-        counts = ", ".join(f"{k} {v}" for k, v in e.counts.items())
+        counts = counts_text(e.counts)
         table.add_row(
             str(e.id),
             timestamp(e.created_at),
@@ -102,8 +122,7 @@ async def _journal(args: argparse.Namespace) -> int:
             counts,
             state,
         )
-    out = console()
-    out.print(table)
+    out.print_table(table)
     out.print(f"journal: {journal.path}", style="dim", markup=False)
     if note := size_note(journal.path):
         out.print(note, style="yellow", markup=False)
@@ -114,7 +133,7 @@ async def _prune(
     args: argparse.Namespace, journal: Journal, files: list[Path] | None
 ) -> int:
     """List (or with ``--yes`` remove) the settled entries past the cut."""
-    found = await prune(journal, args.older_than, files, apply=args.yes)
+    found = await prune(journal, args.older_than / DAY, files, apply=args.yes)
     if args.json:
         print_json(
             {"entries": [_entry_dict(e) for e in found], "removed": bool(args.yes)}
@@ -123,7 +142,8 @@ async def _prune(
     out = console()
     where = "on these files" if files else "in the journal"
     out.print(
-        f"{len(found)} settled entries {where} older than {args.older_than:g} days "
+        f"{plural(len(found), 'settled entry', 'settled entries')} {where} older than "
+        f"{duration_text(args.older_than)} "
         f"({journal.path}); pending, failed and running ones are kept",
         style="bold",
         markup=False,
@@ -139,7 +159,7 @@ async def _prune(
         return EXIT_OK
     if args.yes:
         out.print(
-            f"removed {len(found)} entries: they can no longer be undone",
+            f"removed {plural(len(found), 'entry', 'entries')}: they can no longer be undone",
             style="green",
         )
     else:
@@ -152,17 +172,19 @@ async def _prune(
 
 
 def _configure_undo(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... [ID]")
+    add_paths_and_id(
+        parser, "[ID]", "the journal entry's id (default: the newest on these files)"
+    )
     parser.add_argument(
         "--yes", action="store_true", help="do it (without: print what it would undo)"
     )
     parser.add_argument(
         "--wait",
-        type=float,
+        type=duration("s"),
         default=UNDO_WAIT_SECONDS,
-        metavar="SECONDS",
+        metavar="DURATION",
         help="how long to wait for an action still running in another process "
-        f"({UNDO_WAIT_SECONDS:g})",
+        f"(30s, 2m, plain seconds; default {duration_text(UNDO_WAIT_SECONDS)})",
     )
     add_json(parser)
     add_readonly(parser)
@@ -208,7 +230,7 @@ async def _undo(args: argparse.Namespace) -> int:
     if entry.unfinished and running:
         out.print(
             f"it is running right now in {running}: an undo waits up to "
-            f"{args.wait:g} s for it to finish, then refuses",
+            f"{duration_text(args.wait)} for it to finish, then refuses",
             style="yellow",
         )
     elif entry.unfinished:
@@ -217,7 +239,11 @@ async def _undo(args: argparse.Namespace) -> int:
             "now missing or altered are put back, the others left as they are",
             style="yellow",
         )
-    out.print(f"restores its rows in {', '.join(entry.databases)}")
+    undone = counts_text(entry.counts, undone=True)
+    out.print(
+        f"restores its rows in {', '.join(entry.databases)}"
+        + (f": {undone}" if undone else "")
+    )
     if result is None:
         out.print("nothing changed: add --yes to do it", style="dim")
         return EXIT_OK
@@ -229,10 +255,13 @@ async def _undo(args: argparse.Namespace) -> int:
             markup=False,
         )
         return EXIT_OK
-    removed = f", {result.rows_removed} it added removed" if result.rows_removed else ""
+    rows = plural(result.rows_restored, "row") + " restored"
+    if result.rows_removed:
+        rows += f", {plural(result.rows_removed, 'row')} it added removed"
     out.print(
-        f"done: {result.rows_restored} rows restored{removed} "
-        f"(journal entry {result.undo_entry_id})",
+        f"done: {undone} ({rows}; journal entry {result.undo_entry_id})"
+        if undone
+        else f"done: {rows} (journal entry {result.undo_entry_id})",
         style="green",
         markup=False,
     )
@@ -240,7 +269,8 @@ async def _undo(args: argparse.Namespace) -> int:
         shown = ", ".join(result.in_place)
         more = result.rows_in_place - len(result.in_place)
         out.print(
-            f"{result.rows_in_place} journaled rows were already in place (never "
+            f"{plural(result.rows_in_place, 'journaled row')} "
+            f"{'was' if result.rows_in_place == 1 else 'were'} already in place (never "
             f"removed, or back already): {shown}"
             + (f" and {more} more" if more else ""),
             style="dim",

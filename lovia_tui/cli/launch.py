@@ -35,9 +35,21 @@ async def check_opens(args: argparse.Namespace) -> None:
     await workspace.close()
 
 
+def check_agent(args: argparse.Namespace) -> None:
+    """Fail on an ``--agent`` or ``--deps`` that does not load, at launch rather
+    than at the first resume (the same check ``resume`` makes)."""
+    from lovia_tui.core.runs.agents import load_agent, load_deps
+
+    if args.agent:
+        load_agent(args.agent)
+    if args.deps:
+        load_deps(args.deps)
+
+
 def launch_app(args: argparse.Namespace) -> int:
-    """Open the app; bad paths fail before the screen is taken, as one line."""
+    """Open the app; bad paths or agents fail before the screen is taken, as one line."""
     try:
+        check_agent(args)
         asyncio.run(check_opens(args))
     except LoviaTuiError as exc:
         return fail(str(exc))

@@ -2,8 +2,9 @@
 
 Both print the preflight and stop there unless ``--yes``; then they stream the
 run's console events (``--json``: one JSON object per line, the preflight
-first). Exit 0 when the run completed, 1 when it ended failed or
-interrupted, 2 on an error or a refusal (one line on stderr).
+first). Exit 0 when the run completed (or for the preflight alone), 1 when
+it ended failed or interrupted, 2 on an error or a refusal (one line on
+stderr), 130 when Ctrl+C stopped it.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from lovia_tui.cli.approvals import (
 )
 from lovia_tui.cli.command import (
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     Command,
     add_json,
+    add_paths_and_id,
     add_stale_after,
     console,
     fail,
@@ -34,6 +37,7 @@ from lovia_tui.cli.command import (
     open_workspace,
     split_paths_and_id,
 )
+from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.runs.agents import load_agent, load_deps
@@ -60,7 +64,7 @@ _SOURCES = {
 
 
 def _configure_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... RUN_ID")
+    add_paths_and_id(parser, "RUN_ID", "the run's id")
     session = parser.add_mutually_exclusive_group()
     session.add_argument(
         "--session",
@@ -100,7 +104,7 @@ def _configure_resume(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-turns",
-        type=int,
+        type=count(1),
         metavar="N",
         help="turn limit, counting the turns already taken",
     )
@@ -191,7 +195,10 @@ async def _carry_out(
                 if asker and event.kind == "approval_required" and event.data["asking"]:
                     await asker.answer(event.data, control)
     except asyncio.CancelledError:
-        return fail(f"stopped at once: run {pf.run.run_id!r} is left interrupted")
+        fail(f"stopped at once: run {pf.run.run_id!r} is left interrupted")
+        return EXIT_INTERRUPTED
+    if control.cancelled:  # Ctrl+C: lovia stopped it at its next safe point
+        return EXIT_INTERRUPTED
     completed = last is not None and last.kind == "run_completed"
     return EXIT_OK if completed else EXIT_FINDINGS
 

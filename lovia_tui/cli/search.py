@@ -13,30 +13,38 @@ from lovia_tui.cli.command import (
     Command,
     add_json,
     add_paths,
+    add_paths_and_id,
     add_readonly,
     open_workspace,
     print_json,
     split_paths_and_id,
 )
+from lovia_tui.cli.option_types import count, duration
+from lovia_tui.core.formatting import plural
 
 PROGRESS_EVERY = 0.5
 
 
 def _configure_search(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH... QUERY")
+    add_paths_and_id(parser, "QUERY", "what to look for")
     add_json(parser)
     add_readonly(parser)
     parser.add_argument(
-        "--limit", type=int, default=50, help="at most N sessions (default 50)"
+        "--limit",
+        type=count(1),
+        default=50,
+        metavar="N",
+        help="at most N sessions (default 50)",
     )
     parser.add_argument(
         "--progress", action="store_true", help="report indexing progress on stderr"
     )
     parser.add_argument(
         "--wait",
-        type=float,
-        metavar="SECONDS",
-        help="index for at most this long first, scan what is left (default: index all)",
+        type=duration("s"),
+        metavar="DURATION",
+        help="index for at most this long first (30s, 2m, plain seconds), scan what "
+        "is left (default: index all)",
     )
     parser.add_argument(
         "--all",
@@ -165,7 +173,7 @@ def _print_results(summary: dict[str, Any]) -> None:
         cells = (session, str(r["hits"]), r["run_id"], _entry(r), r["snippet"])
         table.add_row(*(Text(printable(cell)) for cell in cells))
     out = console()
-    out.print(table)
+    out.print_table(table)
     out.print(Text(_footer(summary), style="dim"))
 
 
@@ -174,7 +182,7 @@ def _entry(record: dict[str, Any]) -> str:
 
 
 def _footer(summary: dict[str, Any]) -> str:
-    parts = [f"{len(summary['results'])} session(s)"]
+    parts = [plural(len(summary["results"]), "session")]
     if summary["scanned_rows"]:
         parts.append(
             f"index covers {summary['indexed_rows']:,} of {summary['total_rows']:,} rows; "
@@ -248,7 +256,7 @@ async def _index(args: argparse.Namespace) -> int:
     finally:
         await ws.close()
     if args.json:
-        print_json(records)
+        print_json({"files": records})
         return EXIT_OK
     for r in records:
         print(_index_line(r))

@@ -9,21 +9,31 @@ from pathlib import Path
 
 from lovia_tui.cli.command import EXIT_OK, Command, add_readonly, fail
 from lovia_tui.cli.launch import check_opens
+from lovia_tui.cli.option_types import count
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="lovia SQLite files or directories"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="default %(default)s")
-    parser.add_argument("--port", type=int, default=8000, help="default %(default)s")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on; default %(default)s",
+    )
+    parser.add_argument(
+        "--port",
+        type=count(0),
+        default=8000,
+        help="the port to listen on (0: any free one); default %(default)s",
+    )
     add_readonly(parser)
     parser.add_argument(
         "--public-url", metavar="URL", help="the URL browsers use (behind a proxy)"
     )
     parser.add_argument(
         "--max-sessions",
-        type=int,
+        type=count(1),
         default=4,
         metavar="N",
         help="open tabs at most (one app process each); default %(default)s",

@@ -118,6 +118,11 @@ def age(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 entry``, ``2 entries``: a count with its noun agreeing."""
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
 def size(num_bytes: int) -> str:
     value = float(num_bytes)
     for unit in ("B", "KB", "MB", "GB"):

@@ -25,7 +25,7 @@ from textual.worker import Worker
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
 from lovia_tui.core.models import SessionKey
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.screens.undo_flow import counts_text, undo_flow
+from lovia_tui.screens.undo_flow import undo_flow
 from lovia_tui.view.kinds import Group
 from lovia_tui.view.selection import Selection
 
@@ -135,6 +135,8 @@ class ActionFlows:
                 sid,
                 _int(values, "keep_chars", 400),
                 _int(values, "keep_runs", 1),
+                force=force,
+                stale_after=self.stale_after,
             ),
             fields,
         )
@@ -342,6 +344,8 @@ class ActionFlows:
                 self.host.notify(str(exc), severity="error")
                 return
             break
+        from lovia_tui.core.actions.describe import counts_text
+
         self.host.notify(
             f"{preview.action}: {counts_text(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
         )

@@ -12,12 +12,14 @@ from pathlib import Path
 from textual.screen import Screen
 
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.workspace import Workspace
 
 
 async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) -> bool:
     """Undo an action (the newest on the open files), after saying what it
     was; whether it was undone."""
+    from lovia_tui.core.actions.describe import counts_text
     from lovia_tui.core.actions.journal import Journal
     from lovia_tui.core.actions.perform import undo
     from lovia_tui.screens.action_dialog import ActionScreen
@@ -49,7 +51,10 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
             "missing or altered, leaves the others as they are"
         )
     else:
-        state = f"restores the rows exactly as they were before it ({counts_text(entry.counts)})"
+        state = (
+            "restores the rows exactly as they were before it "
+            f"({counts_text(entry.counts, undone=True)})"
+        )
     lines = [
         f"undo journal entry #{entry.id}: {what} by {entry.user}",
         state,
@@ -76,13 +81,10 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
         if entry.unfinished and result.rows_in_place
         else ""
     )
+    restored = plural(result.rows_restored, "row")
     host.notify(
-        f"undone: journal #{entry.id} ({result.rows_restored} rows restored{in_place})"
+        f"undone: journal #{entry.id} ("
+        + (f"{counts_text(entry.counts, undone=True)}; " if entry.counts else "")
+        + f"{restored} restored{in_place})"
     )
     return True
-
-
-def counts_text(counts: dict[str, int]) -> str:
-    return ", ".join(
-        f"{count} {what.replace('_', ' ')}" for what, count in counts.items()
-    )

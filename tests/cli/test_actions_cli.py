@@ -111,7 +111,7 @@ def test_live_run_refused_without_force(
     code, out, _ = run(
         capsys, "delete-run", sessions, runs, "crashed", "--yes", "--force"
     )
-    assert code == 0 and "done: checkpoints deleted 1" in out
+    assert code == 0 and "done: 1 checkpoint deleted" in out
     assert [r[0] for r in rows(runs)["snapshot_heads"]] == ["'s-0'", "'s-1'", "'s-2'"]
 
 
@@ -141,7 +141,7 @@ def test_journal_and_undo(
         == 0
     )
     code, out, _ = run(capsys, "journal", sessions, "--json")
-    [entry] = json.loads(out)
+    [entry] = json.loads(out)["entries"]
     assert (code, entry["action"], entry["reason"], entry["undoable"]) == (
         0,
         "clear",

@@ -70,7 +70,9 @@ def test_runs_json_reports_every_checkpoint(
     demo: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = time.time()
-    records = cli_json(capsys, "runs", demo.directory, "--json", "--stale-after", "0")
+    records = cli_json(capsys, "runs", demo.directory, "--json", "--stale-after", "0")[
+        "runs"
+    ]
     assert all(set(record) == RUN_KEYS for record in records)
     by_id = {record["run_id"]: record for record in records}
     assert set(by_id) == {
@@ -140,7 +142,7 @@ def test_runs_json_carries_every_head_field_as_lovia_loads_it(
     code, out, err = cli(capsys, "runs", demo.directory, form, "--readonly")
     assert (code, err) == (0, "")
     records = (
-        json.loads(out)
+        json.loads(out)["runs"]
         if form == "--json"
         else [json.loads(line) for line in out.splitlines()]
     )
@@ -190,7 +192,7 @@ def test_runs_status_filter(
         stale_after,
         "--status",
         status,
-    )
+    )["runs"]
     assert {record["run_id"] for record in records} == {
         getattr(demo, name) for name in expected
     }
@@ -199,7 +201,7 @@ def test_runs_status_filter(
 def test_runs_of_one_file_and_as_a_table(
     demo: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    records = cli_json(capsys, "runs", demo.runs_db, "--json")
+    records = cli_json(capsys, "runs", demo.runs_db, "--json")["runs"]
     # Without sessions.db open, the appended run's segment is not visible: no link.
     assert {(r["run_id"], r["session_id"]) for r in records} == {
         (demo.cli_crashed_run, None), (demo.cli_completed_run, None),
@@ -213,7 +215,7 @@ def test_runs_of_one_file_and_as_a_table(
 
 
 def test_sessions_json(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    sessions = cli_json(capsys, "sessions", demo.directory, "--json")
+    sessions = cli_json(capsys, "sessions", demo.directory, "--json")["sessions"]
     assert all(set(s) == SESSION_KEYS for s in sessions)
     chats = dict(raw(demo.web_db, "SELECT id, title FROM chat_sessions"))
     by_id = {s["session_id"]: s for s in sessions}
@@ -230,7 +232,9 @@ def test_sessions_json(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
     activity = [s["last_activity"] for s in sessions]
     assert activity == sorted(activity, reverse=True)
 
-    limited = cli_json(capsys, "sessions", demo.directory, "--json", "--limit", "3")
+    limited = cli_json(capsys, "sessions", demo.directory, "--json", "--limit", "3")[
+        "sessions"
+    ]
     assert limited == sessions[:3]
 
 
@@ -246,7 +250,9 @@ def test_sessions_json(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
 def test_sessions_search(
     demo: Any, capsys: pytest.CaptureFixture[str], needle: str, expected: set[str]
 ) -> None:
-    found = cli_json(capsys, "sessions", demo.directory, "--json", "--search", needle)
+    found = cli_json(capsys, "sessions", demo.directory, "--json", "--search", needle)[
+        "sessions"
+    ]
     assert {s["session_id"] for s in found} == {
         getattr(demo, name) for name in expected
     }
@@ -256,7 +262,7 @@ def test_sessions_search(
 def test_sessions_search_limit(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
     found = cli_json(
         capsys, "sessions", demo.web_db, "--json", "--search", "lookup", "--limit", "2"
-    )
+    )["sessions"]
     assert len(found) == 2
 
 
@@ -354,7 +360,10 @@ def test_corrupt_rows_are_reported_not_fatal(
     assert (code, err) == (0, "") and "unreadable" in out
     assert "    ?  user           And the weather?" in out  # unknown index, not a crash
 
-    runs = {r["run_id"]: r for r in cli_json(capsys, "runs", demo.directory, "--json")}
+    runs = {
+        r["run_id"]: r
+        for r in cli_json(capsys, "runs", demo.directory, "--json")["runs"]
+    }
     assert runs["run-bad"]["status"] == "unreadable"
     assert runs[demo.crashed_run]["status"] == "running"
 

@@ -70,7 +70,7 @@ def test_index_status_drop_and_readonly(capsys, files):
     sqlite3.connect(sessions).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
     before = hashlib.sha256(sessions.read_bytes()).hexdigest()
     code, out, _ = cli(capsys, "index", sessions, "--status", "--json", "--readonly")
-    [status] = json.loads(out)
+    [status] = json.loads(out)["files"]
     assert code == 0 and not status["complete"] and status["indexed_rows"] == 0
     code, out, _ = cli(capsys, "index", sessions, "--readonly")
     assert code == 0 and "3/3 rows indexed" in out and str(index_path(sessions)) in out

@@ -35,7 +35,7 @@ from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.demo.crash import crash_run
 from lovia_tui.demo.webui import web_run
 
-JSON_KEYS = {"kind", "severity", "run_id", "session_id", "message", "fix"}
+JSON_KEYS = {"kind", "severity", "file", "run_id", "session_id", "message", "fix"}
 
 
 async def doctor(*paths: Path, **options) -> Report:

@@ -81,12 +81,14 @@ async def test_a_web_fork_is_cut_only_before_a_user_message(scratch: Path) -> No
             await preview_fork(ws, "chat", 5)
         with pytest.raises(ActionError, match="names its forks itself"):
             await preview_fork(ws, "chat", 4, "mine")
-        whole = await preview_fork(ws, "chat", 99)
+        whole = await preview_fork(ws, "chat", 12)
         assert (whole.web_ref, whole.entries_copied, whole.truncated) == (
             None,
             12,
             None,
         )
+        past = await preview_fork(ws, "chat", 99)  # as rewind: nothing to do
+        assert (past.past_end, past.noop, past.entries_copied) == (True, True, 0)
     finally:
         await ws.close()
 

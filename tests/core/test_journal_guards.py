@@ -220,7 +220,7 @@ def test_prune_from_the_command_line_previews_then_removes(
     capsys.readouterr()
     assert main(["journal", "--prune"]) == 0
     out = capsys.readouterr().out
-    assert "1 settled entries in the journal older than 30 days" in out
+    assert "1 settled entry in the journal older than 30d" in out
     assert "add --yes to remove them" in out
     assert len(asyncio.run(Journal().entries([db]))) == 1
     assert main(["journal", "--prune", "--yes", "--json"]) == 0

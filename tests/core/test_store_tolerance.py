@@ -79,11 +79,11 @@ async def test_a_newer_store_is_refused_alone_as_lovia_refuses_it(
     assert [s.run_id for s in ours] == [s.run_id for s in lovia_segments]
 
     code, out, err = await asyncio.to_thread(cli, capsys, "sessions", path, "--json")
-    assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["s"]
+    assert code == 0 and [s["session_id"] for s in json.loads(out)["sessions"]] == ["s"]
     [line] = err.splitlines()
     assert str(path) in line and "newer than the installed lovia knows" in line
     code, out, err = await asyncio.to_thread(cli, capsys, "runs", path, "--json")
-    assert (code, json.loads(out)) == (0, [])
+    assert (code, json.loads(out)) == (0, {"runs": []})
     assert raw(path, "PRAGMA integrity_check") == [("ok",)]
 
 

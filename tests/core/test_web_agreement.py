@@ -64,7 +64,9 @@ async def test_a_run_lovia_web_swept_is_not_live(
 ) -> None:
     path = await restarted_chat(scratch / "web.db")
     # Saved a moment ago, under any stale limit: only the web record tells.
-    [record] = await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
+    [record] = (
+        await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
+    )["runs"]
     assert record["status"] == "running" and record["stale"] is True
     assert record["web_record"] == "interrupted"
     assert record["stale_reason"] == "lovia web marked it interrupted at restart"
@@ -72,7 +74,7 @@ async def test_a_run_lovia_web_swept_is_not_live(
     stale = await cli_json(
         capsys, "runs", path, "--json", "--status", "stale", "--stale-after", "3600"
     )
-    assert [r["run_id"] for r in stale] == ["inflight"]
+    assert [r["run_id"] for r in stale["runs"]] == ["inflight"]
 
     ws = await Workspace.open([path])
     try:
@@ -99,7 +101,9 @@ async def test_an_open_web_record_leaves_a_fresh_run_live(
     await write_session(path, "chat", SCRIPTS[:1])
     await web_records(path, "chat", "inflight")
     await abandoned_run(path, "inflight", CRASH, session_path=path, session_id="chat")
-    [record] = await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
+    [record] = (
+        await cli_json(capsys, "runs", path, "--json", "--stale-after", "3600")
+    )["runs"]
     assert (record["stale"], record["stale_reason"]) == (False, None)
     assert record["web_record"] == "running"
 
@@ -123,7 +127,7 @@ async def test_sessions_are_ordered_and_pinned_as_the_web_sidebar(
     web_order = [chat.id for chat in await store.list()]
     assert web_order == ["old-pinned", "recent-run", "newer-segment"]
 
-    listed = await cli_json(capsys, "sessions", path, "--json")
+    listed = (await cli_json(capsys, "sessions", path, "--json"))["sessions"]
     assert [s["session_id"] for s in listed] == web_order
     assert [s["pinned"] for s in listed] == [True, False, False]
     ws = await Workspace.open([path])
@@ -178,7 +182,7 @@ async def test_a_chat_whose_only_run_is_unfinished_is_listed_and_shown(
     path = scratch / "web.db"
     await web_records(path, "new-chat", "first", title="Brand new")
     await abandoned_run(path, "first", CRASH, session_path=path, session_id="new-chat")
-    [listed] = await cli_json(capsys, "sessions", path, "--json")
+    [listed] = (await cli_json(capsys, "sessions", path, "--json"))["sessions"]
     assert (listed["session_id"], listed["title"], listed["runs"]) == (
         "new-chat",
         "Brand new",
@@ -209,7 +213,7 @@ async def test_a_session_known_only_from_a_checkpoints_run_record(
     # The chat row lost (hostile: lovia web deletes a chat's records with it).
     with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("DELETE FROM chat_sessions")
-    [listed] = await cli_json(capsys, "sessions", path, "--json")
+    [listed] = (await cli_json(capsys, "sessions", path, "--json"))["sessions"]
     assert listed["session_id"] == "gone-chat"
     shown = await cli_json(capsys, "show", path, "gone-chat", "--json")
     assert shown["in_flight"]["run_id"] == "first"
@@ -288,7 +292,7 @@ async def test_hostile_chat_rows_rank_last_and_crash_nothing(
             "INSERT INTO chat_sessions (id, title, created_at, updated_at, pinned) "
             "VALUES ('bad', '[bold red]x[/]', 0, 'soon', 'yes')"
         )
-    listed = await cli_json(capsys, "sessions", path, "--json")
+    listed = (await cli_json(capsys, "sessions", path, "--json"))["sessions"]
     assert [(s["session_id"], s["pinned"]) for s in listed] == [
         ("good", False),
         ("bad", False),

@@ -170,7 +170,8 @@ async def test_sessions_list_a_task_under_its_parent(
 ) -> None:
     path, fork = history
     store = ChatStore.sqlite(path)
-    listed = json.loads(await cli(capsys, "sessions", path, "--json"))
+    out = await cli(capsys, "sessions", path, "--json")
+    listed = json.loads(out)["sessions"]
     ids = [s["session_id"] for s in listed]
     assert ids[ids.index(CHAT) + 1] == TASK
     assert {s["session_id"]: s["parent_id"] for s in listed} == {

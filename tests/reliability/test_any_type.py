@@ -119,7 +119,7 @@ def test_every_cli_command_shows_any_type_and_exits_as_documented(
 ) -> None:
     code, out, _ = cli(capsys, "sessions", any_type, "--json")
     assert code == 0
-    listed = {s["session_id"]: s for s in json.loads(out)}
+    listed = {s["session_id"]: s for s in json.loads(out)["sessions"]}
     assert {SHOWN["integer"], SHOWN["real"], SHOWN["blob"], TEXT_TWIN} <= set(listed)
     assert SHOWN["null"] in listed  # the chat row of a NULL id
     assert listed[BAD_TIME_SESSION]["last_activity"] is None
@@ -128,7 +128,7 @@ def test_every_cli_command_shows_any_type_and_exits_as_documented(
 
     code, out, _ = cli(capsys, "runs", any_type, "--json")
     assert code == 0
-    found = {r["run_id"]: r for r in json.loads(out)}
+    found = {r["run_id"]: r for r in json.loads(out)["runs"]}
     assert {found[run_id]["status"] for run_id in ODD_STATUSES} == {
         "bogus", "paused", '{"a":1}', "7"
     }  # fmt: skip
@@ -182,10 +182,14 @@ def test_lovia_own_tables_holding_blob_and_null_ids_read_everywhere(
     stored = raw(path, "SELECT DISTINCT typeof(run_id) FROM snapshot_heads")
     assert {kind for (kind,) in stored} == {"text", "blob", "null"}
     code, out, _ = cli(capsys, "sessions", path, "--json")
-    assert code == 0 and SHOWN["blob"] in {s["session_id"] for s in json.loads(out)}
+    assert code == 0 and SHOWN["blob"] in {
+        s["session_id"] for s in json.loads(out)["sessions"]
+    }
     code, out, _ = cli(capsys, "runs", path, "--json")
     assert code == 0
-    assert {SHOWN["blob"], SHOWN["null"]} <= {r["run_id"] for r in json.loads(out)}
+    assert {SHOWN["blob"], SHOWN["null"]} <= {
+        r["run_id"] for r in json.loads(out)["runs"]
+    }
     for argv, expected in [
         (["runs", path], 0),
         (["sessions", path, "--search", "stored here"], 0),

@@ -350,7 +350,10 @@ def test_the_cli_prints_hostile_rows_without_a_traceback(
 ) -> None:
     code, out, err = cli(capsys, "sessions", hostile, "--json")
     assert (code, err) == (0, "")
-    assert {s["session_id"] for s in json.loads(out)} == {"chat", *HOSTILE_SESSIONS}
+    assert {s["session_id"] for s in json.loads(out)["sessions"]} == {
+        "chat",
+        *HOSTILE_SESSIONS,
+    }
     for session_id in (BAD_SEGMENTS_SESSION, BAD_META_SESSION, UTF8_SESSION):
         for argv in (
             ["show", hostile, session_id],
@@ -376,7 +379,8 @@ def test_the_cli_prints_hostile_rows_without_a_traceback(
         False, *(run_id not in PARSES for run_id in BAD_SEGMENTS), False
     ]  # fmt: skip
     runs = {
-        r["run_id"]: r for r in json.loads(cli(capsys, "runs", hostile, "--json")[1])
+        r["run_id"]: r
+        for r in json.loads(cli(capsys, "runs", hostile, "--json")[1])["runs"]
     }
     assert runs["run-list"]["status"] == "unreadable"
     # Exactly as stored, odd shapes and all (the app shows such a count as "?").
@@ -527,7 +531,9 @@ async def test_a_locked_wal_file_still_reads(
         code, out, err = await asyncio.to_thread(
             cli, capsys, "sessions", web_file, "--json"
         )
-        assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["chat"]
+        assert code == 0 and [s["session_id"] for s in json.loads(out)["sessions"]] == [
+            "chat"
+        ]
         app = make_app([web_file])
         async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
             watch.attach(app)
@@ -562,7 +568,9 @@ async def test_a_read_only_wal_directory_opens_immutable_in_readonly_mode(
     code, out, err = await asyncio.to_thread(
         cli, capsys, "sessions", "--readonly", readonly_wal_dir, "--json"
     )
-    assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["chat"]
+    assert code == 0 and [s["session_id"] for s in json.loads(out)["sessions"]] == [
+        "chat"
+    ]
     code, out, err = await asyncio.to_thread(cli, capsys, "sessions", readonly_wal_dir)
     assert_one_line_error(code, out, err, "cannot open")
     watch = AppWatch()

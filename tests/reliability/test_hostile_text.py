@@ -132,11 +132,11 @@ def test_json_output_keeps_the_exact_data(
 ) -> None:
     code, out, _ = cli(capsys, "sessions", hostile_text, "--json")
     assert code == 0 and not UNSAFE.search(out)
-    sessions = {s["session_id"]: s for s in json.loads(out)}
+    sessions = {s["session_id"]: s for s in json.loads(out)["sessions"]}
     assert sessions[SESSION]["title"].startswith(TITLE[:40])  # a title is cut
     code, out, _ = cli(capsys, "runs", hostile_text, "--json")
     assert code == 0 and not UNSAFE.search(out)
-    runs = {r["run_id"]: r for r in json.loads(out)}
+    runs = {r["run_id"]: r for r in json.loads(out)["runs"]}
     assert {CRASHED_RUN, FAILED_RUN} <= set(runs)
     assert runs[CRASHED_RUN]["session_id"] == SESSION
     code, out, _ = cli(capsys, "show", hostile_text, SESSION, "--json")

@@ -44,7 +44,7 @@ def test_served_action_names_who_and_where_and_needs_a_reason(
     )
     assert code == 0 and rows(sessions)["session_runs"] == []
     code, out, _ = _run(capsys, "journal", sessions, "--json")
-    [entry] = json.loads(out)
+    [entry] = json.loads(out)["entries"]
     assert (entry["user"], entry["reason"]) == (
         "alice from 10.1.2.3 (serve)",
         "ticket 7",

@@ -44,6 +44,11 @@ def jobs() -> Jobs:
     return Jobs(Path(os.environ[JOBS_ENV]))
 
 
+def held_jobs() -> Jobs:
+    """Deps whose ``run_job`` never finishes: a resume that runs until Ctrl+C."""
+    return Jobs(Path(os.environ[JOBS_ENV]), release=asyncio.Event())
+
+
 @tool
 async def run_job(ctx: RunContext[Jobs], job: str) -> str:
     """Run a named batch job."""

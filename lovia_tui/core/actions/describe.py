@@ -19,7 +19,7 @@ from lovia_tui.core.actions.previews import (
     ToolCallRef,
     TrimPreview,
 )
-from lovia_tui.core.formatting import size, timestamp
+from lovia_tui.core.formatting import plural, size, timestamp
 
 _SOURCES = {
     "segment": "its stored segment",
@@ -28,15 +28,11 @@ _SOURCES = {
 }
 
 
-def _plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word if count == 1 else words or word + 's'}"
-
-
 def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
     lines = []
     for c in checkpoints:
         state = f"stale: {c.stale_reason}" if c.stale_reason else c.status
-        line = f"delete checkpoint {c.run_id} ({state}, {_plural(c.entries, 'entry', 'entries')}): {c.reason}"
+        line = f"delete checkpoint {c.run_id} ({state}, {plural(c.entries, 'entry', 'entries')}): {c.reason}"
         if c.web_pointer:
             line += f"; web chat {c.web_pointer!r} stops pointing at it"
         if c.live:
@@ -71,9 +67,13 @@ def _unknown_live(run_ids: tuple[str, ...]) -> list[str]:
 
 def _rewind(p: RewindPreview) -> list[str]:
     if p.noop:
-        return [
-            f"rewind {p.session_id}: nothing to do ({p.total_entries} entries, keeping {p.keep_entries})"
-        ]
+        entries = plural(p.total_entries, "entry", "entries")
+        why = (
+            f"keeping {p.keep_entries} is past its end ({entries})"
+            if p.keep_entries > p.total_entries
+            else f"keeping {p.keep_entries} of {entries} removes none"
+        )
+        return [f"rewind {p.session_id}: nothing to do: {why}"]
     kept = p.total_entries - p.entries_removed
     if p.entries_removed:
         headline = (
@@ -119,12 +119,12 @@ def _trim(p: TrimPreview) -> list[str]:
             f"trim {p.session_id}: nothing to trim (keeping the last {p.keep_runs} runs)"
         ]
     lines = [
-        f"trim {p.session_id}: cut {_plural(p.results_trimmed, 'tool result')} to "
+        f"trim {p.session_id}: cut {plural(p.results_trimmed, 'tool result')} to "
         f"{p.keep_chars} chars, reclaim {size(p.bytes_reclaimed)}"
     ]
     for run in p.runs:
         lines.append(
-            f"run {run.run_id}: {_plural(run.results, 'result')}, {size(run.bytes_reclaimed)}"
+            f"run {run.run_id}: {plural(run.results, 'result')}, {size(run.bytes_reclaimed)}"
         )
     for c in p.cuts:
         fate = (
@@ -138,7 +138,7 @@ def _trim(p: TrimPreview) -> list[str]:
         )
     if p.lost_for_good:
         lines.append(
-            f"WARNING: {_plural(p.lost_for_good, 'output')} not archived to a result store "
+            f"WARNING: {plural(p.lost_for_good, 'output')} not archived to a result store "
             "cannot be recovered by lovia or the agent once trimmed; only lovia-tui's "
             "journal keeps the full text"
         )
@@ -149,7 +149,7 @@ def _delete(p: DeleteRunsPreview) -> list[str]:
     if p.noop:
         return ["delete checkpoints: none matches"]
     lines = [
-        f"delete {_plural(len(p.checkpoints), 'checkpoint')}",
+        f"delete {plural(len(p.checkpoints), 'checkpoint')}",
         *_checkpoints(p.checkpoints),
     ]
     lost = [c.run_id for c in p.checkpoints if not c.appended]
@@ -190,11 +190,11 @@ def _finalize(p: FinalizePreview) -> list[str]:
             else ""
         )
         lines.append(
-            f"append {_plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}"
+            f"append {plural(p.entries_appended, 'entry', 'entries')} as segment {p.run_id}{timing}"
         )
     if p.mode == "stop" and p.entries_left_out:
         lines.append(
-            f"left out: {_plural(p.entries_left_out, 'entry', 'entries')} the run saved "
+            f"left out: {plural(p.entries_left_out, 'entry', 'entries')} the run saved "
             + (
                 "of its unfinished turn"
                 if p.live
@@ -232,7 +232,7 @@ def _finalize(p: FinalizePreview) -> list[str]:
 def _clear(p: ClearPreview) -> list[str]:
     entries = "unknown number of" if p.entries is None else str(p.entries)
     return [
-        f"clear {p.session_id}: remove {_plural(p.segments, 'segment')} ({entries} entries)",
+        f"clear {p.session_id}: remove {plural(p.segments, 'segment')} ({entries} entries)",
         *_checkpoints(p.checkpoints),
         *_unknown_live(p.unknown_live_runs),
     ]
@@ -252,6 +252,37 @@ _UNDO = {
     "is never touched",
 }
 """What undo can and cannot put back: the journal keeps what lovia no longer has."""
+
+
+_COUNTED = {
+    "entries_removed": ("entry", "entries", "removed", "restored"),
+    "entries_appended": ("entry", "entries", "appended", "removed"),
+    "checkpoints_deleted": ("checkpoint", "checkpoints", "deleted", "restored"),
+    "segments_removed": ("segment", "segments", "removed", "restored"),
+    "results_trimmed": ("tool result", "tool results", "trimmed", "restored whole"),
+    "runs_copied": ("run", "runs", "copied", "removed"),
+    "rows_restored": ("row", "rows", "restored", "removed"),
+    "rows_removed": ("row", "rows", "removed", "restored"),
+}
+"""Each count an action reports: its noun, what the action did, what its undo does."""
+
+
+def counts_text(counts: dict[str, int], *, undone: bool = False) -> str:
+    """An action's counts in words ("5 entries removed, 1 checkpoint deleted"),
+    or with ``undone`` what undoing it does, in the same units."""
+    parts = []
+    shown = {
+        k: v for k, v in counts.items() if v
+    } or counts  # "0 checkpoints" says little
+    for what, count in shown.items():
+        if what in _COUNTED:
+            one, many, done, undo = _COUNTED[what]
+            parts.append(f"{plural(count, one, many)} {undo if undone else done}")
+        elif what == "bytes_reclaimed":
+            parts.append(f"{size(count)} {'given back' if undone else 'reclaimed'}")
+        else:  # a count an older lovia-tui journaled
+            parts.append(f"{what.replace('_', ' ')}: {count}")
+    return ", ".join(parts)
 
 
 def describe(preview: Preview | ForkPreview) -> list[str]:

@@ -40,6 +40,7 @@ from lovia_tui.core.actions.session_plans import (
     user_turn_start,
 )
 from lovia_tui.core.errors import ActionError, RowsChangedError
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
@@ -75,6 +76,12 @@ class ForkPreview:
     @property
     def web(self) -> bool:
         return self.new_session_id is None
+
+    @property
+    def past_end(self) -> bool:
+        """Asked to keep more entries than the session has: nothing is copied,
+        as ``rewind`` past the end removes nothing (``--keep`` the total copies all)."""
+        return self.keep_entries > self.total_entries
 
     @property
     def noop(self) -> bool:
@@ -123,7 +130,7 @@ async def preview_fork(
     """
     db, rows, segments = await cut_session(ws, session_id, keep_entries, "fork")
     total = sum(len(s.entries) for s in segments)
-    keep = min(keep_entries, total)
+    keep = 0 if keep_entries > total else keep_entries  # past the end: nothing
     truncated, deleted, _ = _rewind_split(segments, keep)
     cut = {s.run_id for s in deleted} | ({truncated.run_id} if truncated else set())
     copied = tuple(s.run_id for s in segments if s.run_id not in cut)
@@ -140,7 +147,7 @@ async def preview_fork(
                 f"{session_id!r} is a lovia web chat: lovia web names its forks itself (drop --as)"
             )
         await require_current_chat(db)
-        if keep < total:
+        if keep < total and keep_entries <= total:
             ref = _web_ref(segments, keep)
             if ref is None:
                 starts = ", ".join(map(str, _user_starts(segments)[:20])) or "none"
@@ -155,7 +162,7 @@ async def preview_fork(
     return ForkPreview(
         file=db.path,
         session_id=session_id,
-        keep_entries=keep,
+        keep_entries=keep_entries,
         total_entries=total,
         new_session_id=None if web else new_id,
         web_ref=ref,
@@ -182,10 +189,14 @@ def describe_fork(p: ForkPreview) -> list[str]:
     target = (
         "a new lovia web chat (lovia web names it)" if p.web else repr(p.new_session_id)
     )
-    if p.noop:
+    if p.past_end:
         return [
-            f"fork {p.session_id}: nothing to copy (keeping {p.keep_entries} entries)"
+            f"fork {p.session_id}: nothing to do: keeping {p.keep_entries} is past its "
+            f"end ({plural(p.total_entries, 'entry', 'entries')}; keeping "
+            f"{p.total_entries} copies all of it)"
         ]
+    if p.noop:
+        return [f"fork {p.session_id}: nothing to copy (keeping 0 entries)"]
     where = (
         f"everything before entry {p.keep_entries}"
         + (", where its user turn starts (lovia web forks there)" if p.web else "")
@@ -199,7 +210,7 @@ def describe_fork(p: ForkPreview) -> list[str]:
     whole = [r for r in p.runs_copied if not p.truncated or r != p.truncated.run_id]
     if whole:
         lines.append(
-            f"copy {len(whole)} whole run(s), same run ids: {', '.join(whole)}"
+            f"copy {plural(len(whole), 'whole run')}, same run ids: {', '.join(whole)}"
         )
     if t := p.truncated:
         lines.append(

@@ -220,13 +220,23 @@ class Journal:
         return running_in(self.path, entry_id)
 
     async def entries(
-        self, files: Iterable[Path] | None = None, limit: int = 100
+        self,
+        files: Iterable[Path] | None = None,
+        limit: int = 100,
+        *,
+        readonly: bool = False,
     ) -> list[JournalEntry]:
-        """The newest entries first, optionally only those touching ``files``."""
+        """The newest entries first, optionally only those touching ``files``;
+        ``readonly``: through ``mode=ro``, none when there is no journal yet."""
         wanted = None if files is None else [str(Path(f).resolve()) for f in files]
-        return await asyncio.to_thread(self._entries, wanted, limit)
+        return await asyncio.to_thread(self._entries, wanted, limit, readonly)
 
-    def _entries(self, files: list[str] | None, limit: int) -> list[JournalEntry]:
+    def _entries(
+        self, files: list[str] | None, limit: int, readonly: bool = False
+    ) -> list[JournalEntry]:
+        if readonly:
+            with journal_file.read_only(self.path) as conn:
+                return [] if conn is None else select_entries(conn, files, limit)
         with self.connect() as conn:
             return select_entries(conn, files, limit)
 

@@ -141,6 +141,26 @@ def connect(path: Path, own_directory: bool) -> Iterator[sqlite3.Connection]:
 
 
 @contextlib.contextmanager
+def read_only(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """A ``mode=ro`` connection to the journal, or None when there is no journal
+    yet: nothing is created, migrated or written (``journal --readonly``)."""
+    if not path.exists():
+        yield None
+        return
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise journal_error(path, exc) from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        yield conn
+    except sqlite3.Error as exc:
+        raise journal_error(path, exc) from exc
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
 def write(path: Path, own_directory: bool) -> Iterator[sqlite3.Connection]:
     """One journal transaction, committed only if the block succeeds.
 

@@ -152,6 +152,21 @@ async def session_runs_and_links(
     return found, await ws.links(run.run_id for run in found)
 
 
+async def refuse_live_session(
+    ws: Workspace, session_id: str, force: bool, stale_after: float, doing: str
+) -> None:
+    """No change to a session while a run linked to it may still write to it:
+    its appends move the rows under the preview (a trim too: the run's own
+    context state names the outputs it cuts)."""
+    runs, links = await session_runs_and_links(ws, session_id)
+    linked = (
+        run
+        for run in runs
+        if run.run_id in links and links[run.run_id].session_id == session_id
+    )
+    refuse_live(linked, force, stale_after, f"{doing} session {session_id!r}")
+
+
 def refuse_live(
     runs: Iterable[RunInfo], force: bool, stale_after: float, what: str
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from lovia_tui.core.actions.offloads import offloaded, result_digest_of
 from lovia_tui.core.actions.plans import (
     Segment,
     active_run,
@@ -19,6 +20,7 @@ from lovia_tui.core.actions.plans import (
     make_plan,
     meta_of,
     parse_segments,
+    refuse_live_session,
     refuse_readonly,
     session_database,
     stored_values,
@@ -230,21 +232,14 @@ async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
     )
 
 
-def _offloaded(metas: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
-    """(call_id, digest) of every offload record in the session's carried context state."""
-    found = set()
-    for meta in metas:
-        state = meta.get("context_state") or {}
-        context = state.get("context") if isinstance(state, dict) else None
-        records = context.get("offloaded") if isinstance(context, dict) else None
-        for call_id, record in (records if isinstance(records, dict) else {}).items():
-            if isinstance(record, dict) and isinstance(record.get("digest"), str):
-                found.add((call_id, record["digest"]))
-    return found
-
-
 async def preview_trim(
-    ws: Workspace, session_id: str, keep_chars: int = 400, keep_runs: int = 1
+    ws: Workspace,
+    session_id: str,
+    keep_chars: int = 400,
+    keep_runs: int = 1,
+    *,
+    force: bool = False,
+    stale_after: float = DEFAULT_STALE_AFTER,
 ) -> TrimPreview:
     """Which stored tool results ``trim_tool_results`` cuts, and what is lost for good.
 
@@ -259,6 +254,7 @@ async def preview_trim(
     if keep_chars < 0 or keep_runs < 0:
         raise ActionError("keep_chars and keep_runs must be >= 0")
     db = await session_database(ws, session_id)
+    await refuse_live_session(ws, session_id, force, stale_after, "trimming")
     rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
     segments = [
         (run_id, _readable(rows, run_id, raw), meta_of(meta), raw)
@@ -274,7 +270,7 @@ async def preview_trim(
     for _, entries, _, _ in segments[kept:]:
         for _ in entries:  # read whole, as every preview reads every segment
             pass
-    offloaded = _offloaded(meta for _, _, meta, _ in segments)
+    archived = offloaded(meta for _, _, meta, _ in segments)
     names: dict[str, str] = {}
     cuts, runs = [], []
     for run_id, entries, _, raw in segments[:kept] if cut_ids else ():
@@ -294,7 +290,7 @@ async def preview_trim(
                         tool=names.get(call_id, "?"),
                         old_chars=len(old),
                         new_chars=len(output),
-                        archived=(call_id, _digest(old)) in offloaded,
+                        archived=(call_id, result_digest_of(old)) in archived,
                         drops_parts=entry.get("parts") is not None,
                     )
                 )
@@ -343,13 +339,6 @@ def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]
                 raise unreadable(rows, run_id, "trim", exc) from exc
 
     return Refused()
-
-
-def _digest(output: Any) -> str:
-    """lovia's ``result_digest`` of an output, a huge one read a piece at a time."""
-    from lovia_tui.core.lovia_private import result_digest
-
-    return result_digest(output) if isinstance(output, str) else output.sha1()[:16]
 
 
 def _entry_count(raw: Any) -> int | None:

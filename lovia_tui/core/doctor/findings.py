@@ -66,6 +66,7 @@ class Finding:
         return {
             "kind": self.kind,
             "severity": self.severity,
+            "file": str(self.file),
             "run_id": self.run_id,
             "session_id": self.session_id,
             "message": self.message,
