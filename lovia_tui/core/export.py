@@ -29,19 +29,12 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from lovia_tui.core.attachments import attachments, part_label
-from lovia_tui.core.context_meta import (
-    STATE_KEY,
-    context_line,
-    notice_details,
-    notice_line,
-    notice_of,
-)
-from lovia_tui.core.entries import UnreadableError, entry_text
+from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable, printable_json, timestamp
 from lovia_tui.core.huge_text import expand, holds_huge, json_piece
-from lovia_tui.core.markdown_text import code_span, fenced, message, plain
+from lovia_tui.core.markdown_text import code_span, plain
+from lovia_tui.core.markdown_transcript import context_block, entry_block, run_header
 from lovia_tui.core.private_files import COMPANIONS, FILE_MODE, create_new_file
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads, web_chats, web_records
@@ -294,7 +287,7 @@ async def export_session(
             meta, entries, problem = None, iter(()), str(exc)
         if fmt == "md":
             await write(
-                _markdown_header(
+                run_header(
                     segment.run_id,
                     timestamp(segment.created_at, UNREADABLE_SHOWN),
                     problem,
@@ -303,10 +296,10 @@ async def export_session(
             )
             for entry in entries:
                 await write(
-                    _markdown_entry({"index": entry.index, **entry.data}), flush=False
+                    entry_block({"index": entry.index, **entry.data}), flush=False
                 )
                 written += 1
-            await write(_markdown_context(meta), flush=False)
+            await write(context_block(meta), flush=False)
             continue
         head: dict[str, Any] = {
             "run_id": segment.run_id,
@@ -352,7 +345,7 @@ async def export_session(
                 await write(f"> unreadable: {plain(problem)}\n\n", flush=False)
             for entry in flight.entries:
                 await write(
-                    _markdown_entry({"index": entry.index, **entry.data}), flush=False
+                    entry_block({"index": entry.index, **entry.data}), flush=False
                 )
                 written += 1
         await write("")
@@ -383,41 +376,3 @@ async def _no_records() -> AsyncIterator[RunRecord]:
 
 def _printable_lines(text: str) -> str:
     return printable(text, multiline=True)
-
-
-def _markdown_header(run_id: str, when: str, problem: str | None) -> str:
-    return f"\n## Run {code_span(run_id)} · {when}\n\n" + (
-        f"> unreadable: {plain(problem)}\n\n" if problem else ""
-    )
-
-
-def _markdown_context(meta: dict | None) -> str:
-    """What compaction left in a run's meta, after its entries (where lovia
-    web replays the notice): the notice, its reason and summary, the sticky
-    decisions; stored text escaped, the summary a message block."""
-    notice = notice_of(meta)
-    context = context_line(meta.get(STATE_KEY)) if meta else None
-    text = ""
-    if notice is not None:
-        _, reason, *summary = notice_details(notice)
-        text += f"**⟲ {plain(notice_line(notice))}**\n\n{plain(reason)}\n\n"
-        text += message("\n".join(summary))
-    if context:
-        text += f"_context state: {plain(context)}_\n\n"
-    return text
-
-
-def _markdown_entry(entry: dict) -> str:
-    """One entry: a one-line label, then its text (stored text never acts as
-    markup outside a code block or span, see :mod:`~lovia_tui.core.markdown_text`)."""
-    kind, index = entry.get("type"), entry["index"]
-    if kind == "tool_call":
-        label = f"**#{index} tool call {code_span(entry.get('name'))}**\n\n"
-        return label + fenced(str(entry.get("arguments")), "json")
-    if kind == "tool_result":
-        error = " (error)" if entry.get("is_error") else ""
-        label = f"**#{index} tool result{error}** {code_span(entry.get('call_id'))}\n\n"
-        attached = "".join(f"📎 {plain(part_label(p))}\n\n" for p in attachments(entry))
-        return label + fenced(str(entry.get("output"))) + attached
-    role = entry.get("role") if kind == "input" else str(kind).replace("_text", "")
-    return f"**#{index} {plain(role)}**\n\n" + message(entry_text(entry))

@@ -14,6 +14,16 @@ from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.web_models import RunRecord
 from lovia_tui.view.kinds import RowKind, newer_key, older_key
 
+ENTRY_COMPONENTS = (
+    "user", "system", "assistant-text", "reasoning",
+    "tool-call", "tool-result", "error", "unknown",
+)  # fmt: skip
+"""How an entry row is coloured, by what it is (:attr:`Row.component`)."""
+ROW_COMPONENTS = frozenset(
+    [f"transcript--{kind}" for kind in RowKind if kind != RowKind.ENTRY]
+    + [f"transcript--{name}" for name in ENTRY_COMPONENTS]
+)
+"""Every component class (in the .tcss) a transcript row is coloured by."""
 KIND_LABELS = {
     "assistant_text": "assistant",
     "reasoning": "reasoning",

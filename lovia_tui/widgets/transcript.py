@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from lovia_tui.view.kinds import RowKind
-from lovia_tui.view.rows import Row
+from lovia_tui.view.rows import ROW_COMPONENTS, Row
 from lovia_tui.widgets.line_view import LineCache, LineView
 from lovia_tui.widgets.transcript_window import TranscriptWindow
 
@@ -41,26 +41,10 @@ class Transcript(LineView, can_focus=True):
         ),
     ]
     COMPONENT_CLASSES = {
+        *ROW_COMPONENTS,
         "transcript--cursor",
         "transcript--partner",
         "transcript--match",
-        "transcript--segment",
-        "transcript--seam",
-        "transcript--older",
-        "transcript--newer",
-        "transcript--held-back",
-        "transcript--notice",
-        "transcript--unreadable",
-        "transcript--record",
-        "transcript--chat",
-        "transcript--user",
-        "transcript--system",
-        "transcript--assistant-text",
-        "transcript--reasoning",
-        "transcript--tool-call",
-        "transcript--tool-result",
-        "transcript--error",
-        "transcript--unknown",
         "transcript--detail",
     }
 

@@ -223,9 +223,7 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
         await visit_transcript(
             pilot,
             lambda row: (
-                row.kind == "unreadable"
-                or row.segment
-                and row.segment.run_id in PARSES
+                row.kind == "unreadable" or row.segment and row.segment.run_id in PARSES
             ),
         )
 
