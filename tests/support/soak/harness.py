@@ -43,11 +43,13 @@ from support.soak.live_actions import act_live, is_live, undo_live
 WRITER = Path(__file__).with_name("writer.py")
 DEBUG = bool(__import__("os").environ.get("SOAK_DEBUG"))
 WAIT = 20.0
+"""Longest wait for any one thing the app should do (seconds)."""
 KEY_PACE = 0.05
+"""Seconds between two keys the soak types."""
 RESHOWN = 6
 """Confirms of a dialog the app shows again (rows moved on) before giving up."""
-"""Seconds between two keys the soak types."""
-"""Longest wait for any one thing the app should do (seconds)."""
+PRESSES = 3
+"""Presses of an action's key whose target moved away before the key landed."""
 
 
 @dataclass
@@ -182,6 +184,12 @@ async def within(pilot, predicate, timeout: float = WAIT) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def _last_notice(app) -> str:
+    """The app's newest toast: why a key did nothing, as the user read it."""
+    notices = list(app._notifications)
+    return f"last notice: {notices[-1].message!r}" if notices else "no notice"
 
 
 def _idle(app, group: str) -> bool:
@@ -328,9 +336,16 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> str | None:
                 screen.runs.select_run(run_id)
             return False
 
-        if not await within(pilot, located):
-            return f"run {run_id} never highlighted"
         key = "d"
+        dialogs = ActionScreen | ForceScreen
+        for _ in range(PRESSES):  # bounded: a walk may replace the list under the key
+            if not await within(pilot, located):
+                return f"run {run_id} never highlighted"
+            await tap(pilot, key)
+            if await within(pilot, lambda: isinstance(app.screen, dialogs)):
+                break
+            if located():  # the key landed on the run and still opened nothing
+                return f"{key} opened no dialog ({_last_notice(app)})"
     else:
         if not await within(
             pilot, lambda: any(k[1] == victim for k in screen.sessions.keys)
@@ -364,10 +379,11 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> str | None:
             if position is None:
                 return "no entry 4 in the transcript"
             transcript.move_cursor(position)
-    await tap(pilot, key)
+    if action != "delete":
+        await tap(pilot, key)
     dialogs = ActionScreen | ForceScreen
     if not await within(pilot, lambda: isinstance(app.screen, dialogs)):
-        return f"{key} opened no dialog (screen {app.screen!r})"
+        return f"{key} opened no dialog ({_last_notice(app)})"
     for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
         dialog = app.screen
         if isinstance(dialog, ForceScreen):
