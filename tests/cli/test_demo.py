@@ -417,7 +417,7 @@ def test_an_interrupted_build_leaves_nothing_and_a_rerun_says_how_to_open_it(
     deadline = time.monotonic() + 60
     while not any(directory.glob("*.db")) and build.poll() is None:
         assert time.monotonic() < deadline
-        time.sleep(0.02)
+        time.sleep(0.02)  # bounded by the deadline above
     build.send_signal(signal.SIGINT)
     _, err = build.communicate(timeout=60)
     assert build.returncode == 130, err
