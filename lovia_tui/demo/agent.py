@@ -93,7 +93,13 @@ async def run_job(job: str) -> str:
     return f"job {job!r} finished: ok ✅"
 
 
-TOOLS = [lookup, check_stock, fetch_logs, run_job]
+@tool(needs_approval=True)
+def refund(order: str, amount: int) -> str:
+    """Refund an order; a person approves each refund before it runs."""
+    return f"refunded {amount} € on order {order} 💸"
+
+
+TOOLS = [lookup, check_stock, fetch_logs, run_job, refund]
 
 
 def make_agent(

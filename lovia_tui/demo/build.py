@@ -1,8 +1,9 @@
 """Write the demo workspace: both storage layouts, filled by real lovia runs.
 
 Nothing is inserted by hand: every row comes from ``Runner`` on scripted
-models, lovia's stores, ``ChatStore`` bookkeeping mirroring the web UI, and a
-child process killed mid-tool for the crash.
+models, lovia's stores, ``ChatStore`` bookkeeping mirroring the web UI, and
+child processes killed mid-tool (the crashes) or while a refund waited for
+its approval.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class DemoWorkspace:
     crash_window_run: str = "run-crash-window"
     crash_window_session: str = "chat-weekly"
     orphan_run: str = "run-orphan"
+    approval_run: str = "run-refund-waiting"  # killed while refund waited for approval
+    approval_session: str = "chat-refund"
     trip_session: str = "chat-kyoto"
     tool_error_session: str = "chat-stock"
     handoff_session: str = "chat-handoff"
@@ -98,15 +101,24 @@ def build_demo(directory: Path) -> DemoWorkspace:
 
 
 async def _build(ws: DemoWorkspace) -> None:
-    await _two_file_layout(ws)
     store = ChatStore.sqlite(ws.web_db)
-    await chat(store, ws.crashed_session, "Nightly export 📦", [
-        ("Is the nightly export healthy?", [
-            call("lookup", {"topic": "export"}, call_id="call_export_1"),
-            text("Yes: last success at 02:00 UTC, 1.2M rows."),
-        ]),
-        ("Thanks! Keep an eye on it.", [text("Will do. 👀")]),
-    ])  # fmt: skip
+    await open_record(
+        store, ws.approval_session, ws.approval_run, "Refund for order A-17 ✋"
+    )
+    # Killed before the crashes start, so the crashed runs are the newest heads.
+    with AgentProcess(
+        ws.web_db, ws.web_db, ws.approval_session, ws.approval_run,
+        prompt="Order A-17 arrived broken: refund it, please.", steps=1, refund=True,
+    ) as approval_child:  # fmt: skip
+        await _two_file_layout(ws)
+        await chat(store, ws.crashed_session, "Nightly export 📦", [
+            ("Is the nightly export healthy?", [
+                call("lookup", {"topic": "export"}, call_id="call_export_1"),
+                text("Yes: last success at 02:00 UTC, 1.2M rows."),
+            ]),
+            ("Thanks! Keep an eye on it.", [text("Will do. 👀")]),
+        ])  # fmt: skip
+        approval_child.wait_for(READY)
     await open_record(store, ws.crashed_session, ws.crashed_run)
     with (
         AgentProcess(

@@ -5,9 +5,10 @@ dangling tool call and a frozen ``updated_at``; the demo and the tests (live
 tail, resume) share this helper.
 
 Child usage: ``python -m lovia_tui.demo.crash --session-db S --checkpoint-db C
---session-id SID --run-id RID [--steps N] [--slow SECONDS] [--wal]``. It prints
-``READY`` once the slow ``run_job`` tool has started and ``DONE`` if the run
-ever completes.
+--session-id SID --run-id RID [--steps N] [--slow SECONDS] [--wal] [--refund]``.
+It prints ``READY`` once the slow ``run_job`` tool has started (with
+``--refund``: once ``refund`` asks for its approval, which nobody gives) and
+``DONE`` if the run ever completes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from .agent import make_agent, slow_jobs
 READY = "READY"
 DONE = "DONE"
 _TOPICS = ("export", "weather", "suppliers", "kyoto", "osaka")
+REFUND = ("refund", {"order": "A-17", "amount": 42})
+"""The call a ``--refund`` child leaves waiting for its approval: (tool, arguments)."""
 
 
 class AgentProcess:
@@ -39,7 +42,9 @@ class AgentProcess:
 
     The run first calls ``lookup`` ``steps`` times, then ``run_job``, which
     sleeps ``slow`` seconds after printing ``READY``, then answers with text.
-    Use as a context manager: leaving the block kills a child still alive.
+    ``refund``: it calls :data:`REFUND` instead and waits ``slow`` seconds for
+    the approval after printing ``READY``. Use as a context manager: leaving
+    the block kills a child still alive.
     """
 
     def __init__(
@@ -53,6 +58,7 @@ class AgentProcess:
         steps: int = 0,
         slow: float = 60.0,
         wal: bool = True,
+        refund: bool = False,
     ) -> None:
         args = [
             sys.executable, "-m", "lovia_tui.demo.crash",
@@ -60,8 +66,7 @@ class AgentProcess:
             "--session-id", session_id, "--run-id", run_id, "--prompt", prompt,
             "--steps", str(steps), "--slow", str(slow),
         ]  # fmt: skip
-        if wal:
-            args.append("--wal")
+        args += ["--wal"] * wal + ["--refund"] * refund
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
@@ -143,11 +148,14 @@ async def _child(args: argparse.Namespace) -> None:
         call("lookup", {"topic": next(topics)}, call_id=f"call_{args.run_id}_{i}")
         for i in range(args.steps)
     ]
-    script += [
-        call("run_job", {"job": "nightly-export"}, call_id=f"call_{args.run_id}_job"),
-        text("The nightly export finished. 导出完成 ✅"),
-    ]
-    await Runner.run(
+    if args.refund:
+        last = call(*REFUND, call_id=f"call_{args.run_id}_refund")
+    else:
+        last = call(
+            "run_job", {"job": "nightly-export"}, call_id=f"call_{args.run_id}_job"
+        )
+    script += [last, text("The nightly export finished. 导出完成 ✅")]
+    handle = Runner.stream(
         make_agent(script),
         args.prompt,
         session=SQLiteSession(args.session_db, wal=args.wal),
@@ -156,6 +164,11 @@ async def _child(args: argparse.Namespace) -> None:
             SQLiteCheckpointer(args.checkpoint_db, wal=args.wal), args.run_id
         ),
     )
+    async for event in handle:
+        if type(event).__name__ == "ApprovalRequired":  # nobody answers
+            print(READY, flush=True)
+            await asyncio.sleep(args.slow)  # bounded: the parent kills us first
+    await handle.result()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -168,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--slow", type=float, default=60.0)
     parser.add_argument("--wal", action="store_true")
+    parser.add_argument("--refund", action="store_true")
     args = parser.parse_args(argv)
     with slow_jobs(args.slow, lambda: print(READY, flush=True)):
         asyncio.run(_child(args))

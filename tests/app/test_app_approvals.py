@@ -37,15 +37,22 @@ def web_waiting(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-async def _resume_until_asked(pilot) -> RunConsole:
+async def _resume_until_asked(pilot, run: str = RUN, call: str = CALL) -> RunConsole:
     """R on the run, Enter twice in the preflight (checked), until the console asks."""
     app = pilot.app
     await settle(pilot)
-    await pilot.press("3", "R")
+    await pilot.press("3")
+    await _until(pilot, lambda: app.screen.runs.selected is not None)
+    for _ in range(20):  # bounded: the demo lists fewer runs
+        if app.screen.runs.selected.run_id == run:
+            break
+        await pilot.press("j")
+        await settle(pilot)
+    await pilot.press("R")
     await settle(pilot)
     dialog = app.screen
     assert isinstance(dialog, PreflightScreen)
-    assert [g.call.call_id for g in dialog.pf.approvals.gated] == [CALL]
+    assert [g.call.call_id for g in dialog.pf.approvals.gated] == [call]
     await pilot.press("enter", "enter")  # on to Resume, then start it
     console = app.screen.query_one(RunConsole)
     await _until(pilot, lambda: console.waiting is not None)
@@ -136,3 +143,31 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_resumable(
     assert session_rows(db) == []
     assert await Journal().entries() == []
     assert integrity(db) == ["ok"]
+
+
+async def test_the_demos_waiting_refund_is_approved_with_a_reason(demo) -> None:
+    """The demo's run killed while ``refund`` waited: R, the console asks, E types
+    the reason, A approves; the refund is stored once and the answer is listed
+    with the demo file's journal."""
+    run, call = demo.approval_run, f"call_{demo.approval_run}_refund"
+    app = make_app([demo.directory], stale_after=0, agent_spec="lovia_tui.demo:agent")
+    async with app.run_test(size=(160, 45)) as pilot:
+        console = await _resume_until_asked(pilot, run, call)
+        await pilot.press("E", *"photo of the damage", "enter", "A")
+        await _until(pilot, lambda: not console.running)
+    [*_, (_, run_id, entries)] = [
+        row for row in session_rows(demo.web_db) if row[0] == demo.approval_session
+    ]
+    stored = [
+        e["output"]
+        for e in orjson.loads(entries)
+        if e["type"] == "tool_result" and e["call_id"] == call
+    ]
+    assert (run_id, stored) == (run, ["refunded 42 € on order A-17 💸"])
+    [entry] = await Journal().entries([demo.web_db])
+    assert (entry.action, entry.reason, entry.params["approved"]) == (
+        "approval",
+        "photo of the damage",
+        True,
+    )
+    assert integrity(demo.web_db) == ["ok"]

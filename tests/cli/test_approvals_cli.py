@@ -100,7 +100,28 @@ def test_scripted_flags_answer_and_are_journaled(
     assert _result(desk)["is_error"] is not approved
     [entry] = asyncio.run(Journal().entries())
     assert (entry.reason, entry.params["approved"]) == (reason, approved)
+    listed = _lovia_tui("journal", str(desk), "--json")
+    [shown] = json.loads(listed.stdout)["entries"]
+    assert (shown["id"], shown["action"], shown["undoable"]) == (
+        entry.id,
+        "approval",
+        False,
+    )
+    nothing = _lovia_tui("undo", str(desk))
+    assert nothing.returncode != 0
+    assert "nothing to undo" in nothing.stderr
+    by_id = _lovia_tui("undo", str(desk), str(entry.id))
+    assert "answered an approval: it changed no rows" in by_id.stderr
     assert integrity(desk) == ["ok"]
+
+
+def _lovia_tui(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lovia_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
 
 
 def test_the_agents_own_handler_answers_when_no_flag_is_given(desk: Path) -> None:

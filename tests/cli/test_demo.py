@@ -196,6 +196,41 @@ def test_crashed_run(demo_dir: DemoWorkspace, layout: str) -> None:
         assert _chat_run(ws, run_id)[:3] == (session_id, "running", None)
 
 
+async def test_the_refund_waits_for_its_approval(
+    demo_dir: DemoWorkspace, tmp_path: Path
+) -> None:
+    """Killed while ``refund`` waited: a running head with the call dangling and
+    lovia web's records as a crash leaves them; lovia's resume asks for the
+    approval again, and an approved refund is stored once."""
+    ws = demo_dir
+    run_id, call_id = ws.approval_run, f"call_{ws.approval_run}_refund"
+    assert _head(ws.web_db, run_id)["status"] == "running"
+    assert _dangling(_run_entries(ws.web_db, run_id)) == {call_id}
+    assert _active_run(ws, ws.approval_session) == run_id
+    assert _chat_run(ws, run_id)[:3] == (ws.approval_session, "running", None)
+
+    copy = DemoWorkspace(tmp_path / "copy")
+    shutil.copytree(ws.directory, copy.directory)
+    asked: list[str] = []
+    handle = Runner.stream(
+        agent(), [],
+        session=SQLiteSession(copy.web_db, wal=True), session_id=ws.approval_session,
+        checkpoint=CheckpointOptions(SQLiteCheckpointer(copy.web_db, wal=True), run_id, if_run_exists="resume_only"),
+    )  # fmt: skip
+    async for event in handle:
+        if isinstance(event, events.ApprovalRequired):
+            asked.append(event.call.id)
+            event.approve()
+    await handle.result()
+    assert asked == [call_id]
+    [*_, (landed_run, landed)] = _segments(copy.web_db, ws.approval_session)
+    [result] = [
+        e for e in landed if e["type"] == "tool_result" and e["call_id"] == call_id
+    ]
+    assert landed_run == run_id
+    assert result["output"] == "refunded 42 € on order A-17 💸"
+
+
 def test_interrupted_and_failed(demo_dir: DemoWorkspace) -> None:
     ws = demo_dir
     head = _head(ws.web_db, ws.interrupted_run)

@@ -40,6 +40,8 @@ UNDO_WAIT_SECONDS = 5.0
 """How long an undo waits for an entry still running in another process."""
 UNFINISHED = ("pending", "failed")
 """Statuses of an entry whose rows' state after the action is unknown."""
+APPROVAL = "approval"
+"""The action of an answer to a resumed run's approval: a record, no rows changed."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class JournalEntry:
             return (
                 f"journal entry {self.id} was already undone by entry {self.undone_by}"
             )
+        if self.action == APPROVAL:
+            return f"journal entry {self.id} answered an approval: it changed no rows"
         if self.status == "rolled back":
             return f"journal entry {self.id} changed nothing (it was rolled back)"
         if self.status == "superseded":
@@ -117,15 +121,26 @@ class Journal:
         *,
         subject: str | None = None,
         adds: Sequence[tuple[str, ...]] = (),
+        files: Iterable[Path] = (),
     ) -> int:
         """Record an action about to run, with the rows it will touch as they are.
 
         ``adds`` names, per group, the rows the action means to add (a
-        finalize's segment): undoing it unfinished takes them out. The entry
-        is locked by this process from before any other can see it.
+        finalize's segment): undoing it unfinished takes them out. ``files``:
+        what it concerns beyond its groups' files (an approval touches no
+        rows), so listing by file finds it. The entry is locked by this
+        process from before any other can see it.
         """
         return await asyncio.to_thread(
-            self.begin_sync, action, params, reason, captured, None, subject, adds
+            self.begin_sync,
+            action,
+            params,
+            reason,
+            captured,
+            None,
+            subject,
+            adds,
+            files,
         )
 
     def begin_sync(
@@ -137,9 +152,13 @@ class Journal:
         undoes: int | None,
         subject: str | None,
         adds: Sequence[tuple[str, ...]] = (),
+        files: Iterable[Path] = (),
     ) -> int:
         """:meth:`begin` on the caller's thread (an undo, a fork under its write lock)."""
-        databases = sorted({str(c.group.file.resolve()) for c in captured})
+        databases = sorted(
+            {str(c.group.file.resolve()) for c in captured}
+            | {str(Path(f).resolve()) for f in files}
+        )
         who = who_acts(explained=bool(reason) or undoes is not None)
         lock: EntryLock | None = None
         try:
@@ -325,8 +344,9 @@ def select_entries(
         rows = conn.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN "
             f"(SELECT entry_id FROM groups WHERE database IN ({marks})) "
-            "ORDER BY id DESC LIMIT ?",
-            (*files, limit),
+            f"OR (action = ? AND EXISTS (SELECT 1 FROM json_each(databases_json) "
+            f"WHERE value IN ({marks}))) ORDER BY id DESC LIMIT ?",
+            (*files, APPROVAL, *files, limit),
         ).fetchall()
     return [_entry(row) for row in rows]
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lovia_tui.core.actions.journal import APPROVAL
 from lovia_tui.core.models import DanglingCall, RunInfo
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 NEEDS_APPROVAL = "its tool is marked needs_approval"
 CHECKED = "its tool's approval check decides from the arguments (it may ask)"
-JOURNAL_ACTION = "approval"
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ async def journal_decision(
     }
     subject = f"{call['name']} in run {run.run_id}: {decision.verb}"
     entry_id = await journal.begin(
-        JOURNAL_ACTION, params, decision.reason, (), subject=subject
+        APPROVAL, params, decision.reason, (), subject=subject, files=(run.file,)
     )
     await journal.finish(entry_id, "done", {decision.verb: 1})
     return entry_id
