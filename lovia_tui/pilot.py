@@ -33,12 +33,17 @@ def waits_on_user(worker: Worker[Any], app: App[Any]) -> bool:
     return group.startswith(LONG_LIVED) and isinstance(app.screen, ModalScreen)
 
 
-def busy_workers(app: App[Any]) -> list[Worker[Any]]:
-    """The workers still working that the app's next state depends on."""
+def busy_workers(
+    app: App[Any], groups: tuple[str, ...] | None = None
+) -> list[Worker[Any]]:
+    """The workers still working that the app's next state depends on (only
+    those of ``groups``, by prefix, when given)."""
     return [
         worker
         for worker in app.workers
-        if not worker.is_finished and not waits_on_user(worker, app)
+        if not worker.is_finished
+        and not waits_on_user(worker, app)
+        and (groups is None or str(worker.group).startswith(groups))
     ]
 
 
@@ -49,12 +54,18 @@ def _consume(wait: asyncio.Future[Any]) -> None:
 
 
 async def settle(
-    pilot: Pilot[Any], seconds: float = SETTLE_SECONDS, *, quiet: float = 0.0
+    pilot: Pilot[Any],
+    seconds: float = SETTLE_SECONDS,
+    *,
+    quiet: float = 0.0,
+    groups: tuple[str, ...] | None = None,
 ) -> None:
     """Wait until :func:`busy_workers` is empty and the messages they posted are
     handled (and, with ``quiet``, has stayed so that long: a timer may start a
     worker a moment later). Bounded by time, not by rounds: on a loaded machine
     a worker may take seconds, and returning early would let a caller read too soon.
+    ``groups``: wait for those workers only; beside a writer committing many
+    times a second the panes' reloads never all rest at once.
     """
     calm_rounds, calm_since = 0, time.monotonic()
     deadline = calm_since + seconds
@@ -62,7 +73,7 @@ async def settle(
     # own task, so cancelling a waiter would cancel the work itself.
     waiting: dict[Worker[Any], asyncio.Future[Any]] = {}
     while calm_rounds < 3 or time.monotonic() - calm_since < quiet:
-        busy = busy_workers(pilot.app)
+        busy = busy_workers(pilot.app, groups)
         if busy:
             calm_rounds, calm_since = 0, time.monotonic()
             for worker in busy:
@@ -76,4 +87,4 @@ async def settle(
         else:
             calm_rounds += 1
         # Once calm, poll on a clock until ``quiet`` has passed.
-        await pilot.pause(0.01 if quiet and calm_rounds >= 3 else None)
+        await pilot.pause(0.01 if quiet and calm_rounds >= 3 else 0)

@@ -82,6 +82,19 @@ class DemoWorkspace:
     def files(self) -> tuple[Path, ...]:
         return (self.web_db, self.sessions_db, self.runs_db)
 
+    @property
+    def web_runs(self) -> tuple[str, ...]:
+        """The checkpoints left in :attr:`web_db` (every other web run completed)."""
+        return (
+            self.crashed_run, self.interrupted_run, self.failed_run, self.batch_run,
+            self.crash_window_run, self.orphan_run, self.approval_run,
+        )  # fmt: skip
+
+    @property
+    def cli_runs(self) -> tuple[str, ...]:
+        """The checkpoints left in :attr:`runs_db`."""
+        return (self.cli_crashed_run, self.cli_completed_run)
+
 
 def build_demo(directory: Path) -> DemoWorkspace:
     """Write the demo into ``directory`` (created if missing) in a few seconds.

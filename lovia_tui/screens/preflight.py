@@ -116,8 +116,9 @@ def describe(pf: Preflight) -> RenderableType:
     for line in pf.afterwards:
         table.add_row("afterwards", data_text(line))
     parts: list[RenderableType] = [table, Text("")]
-    if pf.mode == "resume":
-        parts.append(dangling_panel(list(pf.dangling)))
+    # What blocks or asks comes before the calls, which can fill the dialog.
+    for problem in pf.problems:
+        parts.append(data_text(f"✗ {in_the_app(problem)}", "bold red"))
     for gated in pf.approvals.gated:
         call = gated.call
         parts.append(
@@ -129,8 +130,8 @@ def describe(pf: Preflight) -> RenderableType:
         )
     for warning in pf.warnings:
         parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
-    for problem in pf.problems:
-        parts.append(data_text(f"✗ {in_the_app(problem)}", "bold red"))
+    if pf.mode == "resume":
+        parts.append(dangling_panel(list(pf.dangling)))
     return Group(*parts)
 
 

@@ -75,10 +75,7 @@ def test_runs_json_reports_every_checkpoint(
     ]
     assert all(set(record) == RUN_KEYS for record in records)
     by_id = {record["run_id"]: record for record in records}
-    assert set(by_id) == {
-        demo.crashed_run, demo.interrupted_run, demo.failed_run, demo.batch_run,
-        demo.crash_window_run, demo.orphan_run, demo.cli_crashed_run, demo.cli_completed_run,
-    }  # fmt: skip
+    assert set(by_id) == {*demo.web_runs, *demo.cli_runs}
     saved = [record["updated_at"] for record in records]
     assert saved == sorted(saved, reverse=True)
     for record in records:
@@ -168,9 +165,9 @@ def test_runs_json_carries_every_head_field_as_lovia_loads_it(
 @pytest.mark.parametrize(
     ("status", "stale_after", "expected"),
     [
-        ("stale", "0", {"crashed_run", "cli_crashed_run"}),
+        ("stale", "0", {"crashed_run", "cli_crashed_run", "approval_run"}),
         ("stale", "1e9", set()),  # saved too recently to call crashed
-        ("running", "1e9", {"crashed_run", "cli_crashed_run"}),
+        ("running", "1e9", {"crashed_run", "cli_crashed_run", "approval_run"}),
         ("interrupted", "0", {"interrupted_run", "batch_run", "orphan_run"}),
         ("failed", "0", {"failed_run"}),
         ("completed", "0", {"crash_window_run", "cli_completed_run"}),

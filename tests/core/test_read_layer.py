@@ -40,7 +40,7 @@ from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 # ---------------------------------------------------------------- helpers
 
-DEMO_WEB_CHATS = 15
+DEMO_WEB_CHATS = 16
 """The demo's web chats: its chats, a subagent task chat, two schedule fires, a fork."""
 
 
@@ -331,10 +331,7 @@ async def test_runs_report_every_head_field(
         batches.setdefault(run_id, []).append((seq, json.loads(text)))
     async with opened(demo.web_db) as db:
         found = await every_run(db)
-        assert {run.run_id for run in found} == set(heads) == {
-            demo.crashed_run, demo.interrupted_run, demo.failed_run,
-            demo.batch_run, demo.crash_window_run, demo.orphan_run,
-        }  # fmt: skip
+        assert {run.run_id for run in found} == set(heads) == set(demo.web_runs)
         saved = [run.updated_at for run in found]
         assert saved == sorted(saved, reverse=True)
         for run in found:
@@ -708,7 +705,7 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
             == len(_chat_ids(path))
             == DEMO_WEB_CHATS
         )
-        assert len(await every_run(db)) == 6
+        assert len(await every_run(db)) == len(demo_dir.web_runs)
     assert_untouched(tmp_path, before)
     # The default mode has no such fallback: it must be able to write.
     with pytest.raises(OpenError) as info:
@@ -848,7 +845,9 @@ async def test_hostile_file_is_one_line_and_the_rest_still_opens(
         await Workspace.open([demo.web_db, bad], readonly=readonly)
     ws = await Workspace.open([demo.directory], readonly=readonly)
     try:
-        assert sum([len(await every_run(db)) for db in ws.checkpoint_dbs]) == 8
+        assert sum([len(await every_run(db)) for db in ws.checkpoint_dbs]) == len(
+            demo.web_runs + demo.cli_runs
+        )
         assert (
             len(await session_reads.list_sessions(ws.database(demo.web_db), 100))
             == DEMO_WEB_CHATS
@@ -1025,7 +1024,7 @@ async def test_corrupt_heads_are_unreadable_and_other_runs_fine(hostile: Any) ->
         readable = {r for r in by_id if r not in broken}
         assert all(by_id[r].unreadable is None for r in readable)
         assert by_id[hostile.crashed_run].status == "running"
-        assert len(readable) == 6
+        assert len(readable) == len(hostile.web_runs)
         # An unreadable batch is reported; the run's other batches still read.
         entries, problems = await checkpoint_reads.snapshot_entries(
             db, hostile.crashed_run

@@ -21,13 +21,16 @@ import pytest
 from support import open_guard
 from support.app import confirm, snapshot_app, user_rows
 from support.lovia_factory import copy_db, integrity
+from support.reliability import until
 from support.writer_process import wait_for, writer
 
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.store.connect import wal_path
 from lovia_tui.core.store.database import open_database
 from lovia_tui.pilot import settle
+from lovia_tui.view.kinds import Group
 from lovia_tui.screens.action_dialog import ActionScreen
+from lovia_tui.screens.preflight import PreflightScreen
 from lovia_tui.widgets.run_console import RunConsole
 
 
@@ -94,6 +97,11 @@ async def test_opening_a_file_again_keeps_the_first_connections_locks(tmp_path):
     assert integrity(path) == "ok"
 
 
+ACTING = (Group.ACTION, Group.CONSOLE, Group.TRANSCRIPT)
+"""What each step waits for: the panes' other reloads never all rest while
+the writer commits twenty times a second."""
+
+
 async def test_resume_then_rewind_fork_and_trim_in_the_app_beside_a_writer(
     snap_dir, monkeypatch
 ):
@@ -107,14 +115,19 @@ async def test_resume_then_rewind_fork_and_trim_in_the_app_beside_a_writer(
             await settle(pilot)
             await pilot.press("s", *"kyoto", "enter")  # starts the indexer process
             await settle(pilot)
-            await pilot.press("escape", "3", "R", "enter", "enter")
+            await pilot.press("escape")
+            app.screen.go_to_run("run-crashed")  # the writer's own runs come and go
             await settle(pilot)
+            await pilot.press("R")
+            await until(pilot, lambda: isinstance(app.screen, PreflightScreen))
+            await pilot.press("enter", "enter")
             console = app.screen.query_one(RunConsole)
+            await until(pilot, lambda: not console.running, timeout=60)
             lines = [str(line.text) for line in console.query_one("#console-log").lines]
             assert any("completed" in line for line in lines), lines
 
             async def step(name: str) -> None:
-                await settle(pilot)
+                await settle(pilot, groups=ACTING)
                 seen = committed.commits_so_far()
                 wait_for(lambda: committed.commits_so_far() > seen + 1)
                 assert wal_path(db).exists(), (
@@ -135,8 +148,9 @@ async def test_resume_then_rewind_fork_and_trim_in_the_app_beside_a_writer(
             await confirm(pilot)
             await step("rewind")
             for action in ("u", "b", "u", "t", "u"):  # undo, fork, undo, trim, undo
+                await settle(pilot, groups=ACTING)
                 await pilot.press(action)
-                await settle(pilot)
+                await settle(pilot, groups=ACTING)
                 if isinstance(app.screen, ActionScreen):
                     await confirm(pilot)
                 await step(action)
