@@ -28,9 +28,9 @@ from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.store.connect import wal_path
 from lovia_tui.core.store.database import open_database
 from lovia_tui.pilot import settle
-from lovia_tui.view.kinds import Group
 from lovia_tui.screens.action_dialog import ActionScreen
 from lovia_tui.screens.preflight import PreflightScreen
+from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.run_console import RunConsole
 
 
