@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from lovia_tui.view.kinds import Pane
 from lovia_tui.view.selection import (
     APPROVAL_WAITING,
+    ATTACHED,
     ENTRY,
     RAW,
     REPLAYABLE,
@@ -106,6 +107,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry, run head or run meta under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
     CommandDef("copy_id", "y", "Copy id", "Copy the whole id under the cursor (session, run or tool call) to the clipboard", needs=(UNDER_CURSOR,), footer=(RUNS,)),
+    CommandDef("attachments", "i", "Attachments", "The images and files attached to the entry under the cursor: what each is, and each stored image drawn", panes=(TRANSCRIPT,), needs=(ATTACHED,), urgent=True),
     CommandDef("pager", "o", "Pager", "Open the entry under the cursor in $PAGER", show=False, panes=(TRANSCRIPT,), needs=(ROW_ENTRY,)),
     CommandDef("rewind_here", "w", "Rewind here", "Rewind the session to before the entry under the cursor", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),
     CommandDef("rewind_turn", "W", "Rewind turn", "Rewind to before the user turn holding the cursor (edit and resend)", group="Actions", panes=(TRANSCRIPT,), needs=(WRITABLE, TEXT_SESSION, ENTRY)),

@@ -9,6 +9,8 @@ base64 itself never reaches a screen (a 5 MB image is 7 MB of letters).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from lovia_tui.core.formatting import size
@@ -77,6 +79,33 @@ def part_label(part: Any) -> str:
         return f"[{kind}]"
     facts = attachment_facts(part)
     return f"[{kind}{' ' if facts else ''}{' · '.join(facts)}]"
+
+
+IMAGE_DRAWN_BYTES = 3 << 20
+"""Largest inline image drawn on screen (decoded); a larger one is told by its facts."""
+
+
+def image_bytes(part: dict[str, Any]) -> bytes | str:
+    """An attachment's image bytes to draw, or why it is told by its facts only.
+
+    Only bytes stored in the file are drawn: a URL from a model or a user is
+    never fetched.
+    """
+    if part.get("type") != "image":
+        return "a file, not an image"
+    data, url = part.get("data"), part.get("url")
+    if not isinstance(data, str) and isinstance(url, str):
+        if _data_url(url) is None:
+            return "stored as a URL, which lovia-tui does not fetch"
+        data = url.partition(",")[2]
+    if not isinstance(data, str):
+        return "its bytes are too large to draw here"  # kept stored (huge_text)
+    if decoded_size(data) > IMAGE_DRAWN_BYTES:
+        return f"larger than {size(IMAGE_DRAWN_BYTES)}, not drawn"
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return "its data is not valid base64"
 
 
 def attachments(entry: dict[str, Any]) -> list[dict[str, Any]]:

@@ -137,15 +137,30 @@ class _EncryptedReasoning(ScriptedProvider):
             yield delta
 
 
-def _png(width: int) -> bytes:
-    """A small real PNG (grey, ``width`` x 8), made here: no file to ship."""
+def _png(width: int, height: int = 24) -> bytes:
+    """A small real PNG made here (no file to ship): an error-rate chart, pale
+    bars with a red spike two thirds of the way along, ``width`` x ``height``."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
         return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
 
-    header = width.to_bytes(4, "big") + (8).to_bytes(4, "big") + bytes([8, 0, 0, 0, 0])
-    rows = b"".join(b"\x00" + bytes([128]) * width for _ in range(8))
+    spike = width * 2 // 3
+
+    def bar(x: int) -> int:  # pixels tall
+        return height - 2 if abs(x - spike) < max(1, width // 32) else 3 + (x * 7) % 5
+
+    def pixel(x: int, y: int) -> bytes:
+        if height - y > bar(x):
+            return bytes([24, 26, 33])  # the background
+        return bytes([230, 57, 70]) if bar(x) > height // 2 else bytes([120, 170, 220])
+
+    header = (
+        width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    )
+    rows = b"".join(
+        b"\x00" + b"".join(pixel(x, y) for x in range(width)) for y in range(height)
+    )
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)

@@ -356,6 +356,17 @@ class InspectorScreen(InspectorBase):
 
         open_in_pager(self.app, row)
 
+    def action_attachments(self) -> None:
+        row = self.transcript.current_row
+        if row is None or row.entry is None or not isinstance(row.entry.data, dict):
+            return
+        from lovia_tui.core.attachments import attachments
+        from lovia_tui.screens.attachments import AttachmentsScreen
+        from lovia_tui.view.rows import index_text
+
+        title = f"Attachments of entry {index_text(row)}"
+        self.app.push_screen(AttachmentsScreen(title, attachments(row.entry.data)))
+
     def action_export(self, fmt: str) -> None:
         key = self.selection.session
         if key is None:

@@ -73,6 +73,8 @@ class Group(StrEnum):
     SEARCH_INDEX = "live:search-index"
     """The content index's build and commit follower: lives as the screen does."""
     HITS = "hits"
+    ATTACHMENTS = "attachments"
+    """Decoding and scaling an entry's images for its attachments view."""
     RECHECK = "recheck"
     """Ctrl+R's new look at a file called damaged, before the panes reload."""
 

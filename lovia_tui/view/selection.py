@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lovia_tui.core.attachments import attachments
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.stored import non_text
@@ -123,6 +124,15 @@ ENTRY = Need(lambda s: s.entry_index is not None, _entry_missing)
 ROW_ENTRY = Need(
     lambda s: s.row is not None and s.row.entry is not None,
     lambda s: "put the cursor on an entry",
+)
+ATTACHED = Need(
+    lambda s: (
+        s.row is not None
+        and s.row.entry is not None
+        and isinstance(s.row.entry.data, dict)
+        and bool(attachments(s.row.entry.data))
+    ),
+    lambda s: "put the cursor on an entry with an image or a file attached",
 )
 RUN = Need(lambda s: s.run is not None, lambda s: "no run is selected")
 RESUMABLE = Need(

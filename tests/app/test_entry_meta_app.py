@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from support.lovia_factory import ATTACHED, CACHED_RUN, COMPACTED, build_stored_extras
+from textual.widgets import Static
 
 from lovia_tui.app import make_app
 from lovia_tui.demo.compaction import SUMMARY
 from lovia_tui.pilot import settle
+from lovia_tui.screens.attachments import AttachmentsScreen
 from lovia_tui.view.kinds import RowKind
+from lovia_tui.widgets.half_blocks import HalfBlocks
 from lovia_tui.widgets.run_detail import RunDetail
 
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{101,}")
@@ -161,3 +164,39 @@ async def test_the_run_detail_shows_cache_tokens(extras: Path) -> None:
             f"{usage.cache_read_tokens:,} cache read · {usage.cache_write_tokens:,} "
             f"cache write · last input {head.last_input_tokens:,}"
         ) in text
+
+
+async def test_i_draws_a_stored_image_and_says_why_the_rest_are_not(
+    extras: Path,
+) -> None:
+    app = make_app([extras], readonly=True)
+    async with app.run_test(size=(170, 45)) as pilot:
+        await settle(pilot)
+        transcript = await _open_session(pilot, ATTACHED)
+        [message] = [
+            row
+            for row in transcript.rows
+            if row.kind == RowKind.ENTRY and row.entry.data.get("type") == "input"
+        ]
+        transcript.select_key(message.key)
+        await pilot.press("i")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AttachmentsScreen)
+        drawn = [screen.query_one(f"#attachment-{n}", Static).content for n in range(3)]
+        image = drawn[0]
+        assert isinstance(image, HalfBlocks)
+        assert len(image.pixels.rows[0]) == 64  # the demo's chart, not scaled up
+        assert "stored as a URL, which lovia-tui does not fetch" in str(drawn[1])
+        assert "not drawn: a file, not an image" in str(drawn[2])
+        shown = app.export_screenshot()
+        assert "▀" in shown and "incident.log" in shown
+        assert not BASE64_RUN.search(shown)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, AttachmentsScreen)
+        answer = [row for row in transcript.rows if row.kind == RowKind.ENTRY][-1]
+        assert answer.entry.data["type"] == "assistant_text"  # nothing attached:
+        transcript.select_key(answer.key)  # i opens nothing
+        await pilot.press("i")
+        await settle(pilot)
+        assert not isinstance(app.screen, AttachmentsScreen)
