@@ -29,6 +29,7 @@ from textual.widgets import Button, Input, Label, Select
 if TYPE_CHECKING:
     from lovia_tui.core.actions.fork import ForkPreview
     from lovia_tui.core.actions.previews import Preview
+from lovia_tui.core.actions.actor import serving
 from lovia_tui.core.formatting import printable
 from lovia_tui.screens.dialog_frame import dialog_head
 
@@ -161,7 +162,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
             else:
                 yield Input(spec.value, id=f"field-{spec.name}", compact=True)
         if self.ask_reason:
-            yield Label("Reason (optional; kept in the journal u (undo) restores from)")
+            need = "required through serve" if serving() else "optional"
+            yield Label(
+                f"Reason ({need}; kept in the journal u (undo) restores from)",
+                id="reason-why",
+            )
             yield Input(id="reason", placeholder="why", compact=True)
         if self.token:
             value, why = self.token
@@ -196,7 +201,12 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         if event.input.id == "typed" and any(button.disabled for button in confirm):
             self.query_one("#typed-why", Label).add_class("needed")
             return
-        self.focus_next()
+        # The widget after this field, not after the focus: a fast second
+        # Enter reaches this field again before the focus moves, and must
+        # land on Confirm, never one button further (Fork).
+        chain = self.focus_chain
+        if event.input in chain[:-1]:
+            chain[chain.index(event.input) + 1].focus()
 
     @on(Input.Changed, "#typed")
     def _typed(self, event: Input.Changed) -> None:
@@ -225,6 +235,13 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
             if self.ask_reason
             else None
         )
+        if reason is None and self.ask_reason and serving():
+            # Every action through serve says why: ask here, the dialog kept.
+            why = self.query_one("#reason-why", Label)
+            why.update("A reason is required through serve: type it here, then Confirm")
+            why.add_class("needed")
+            self.query_one("#reason", Input).focus()
+            return
         self.dismiss(ActionAnswer(True, self._values(), reason))
 
     @on(Button.Pressed, "#alternative")

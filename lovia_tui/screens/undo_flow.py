@@ -11,6 +11,7 @@ from pathlib import Path
 
 from textual.screen import Screen
 
+from lovia_tui.core.actions.actor import served_person
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.workspace import Workspace
@@ -26,17 +27,21 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
 
     journal = Journal()
     files = [db.path for db in workspace.databases]
+    person = served_person()  # through serve, u undoes your own last action
     try:
         entry = (
             await journal.get(entry_id)
             if entry_id is not None
-            else await journal.last_undoable([Path(f).resolve() for f in files])
+            else await journal.last_undoable(
+                [Path(f).resolve() for f in files], by=person
+            )
         )
     except ActionError as exc:
         host.notify(str(exc), severity="error")
         return False
     if entry is None:
-        host.notify("nothing to undo in the journal for these files")
+        yours = "" if person is None else f" of {person}'s"
+        host.notify(f"nothing{yours} to undo in the journal for these files")
         return False
     what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
     running = journal.running(entry.id) if entry.unfinished else None

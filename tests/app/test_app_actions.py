@@ -189,3 +189,35 @@ async def test_rows_moved_on_before_confirm_show_the_new_preview(snap_dir, monke
         await settle(pilot)
         assert not isinstance(app.screen, ActionScreen)
     assert not any(row[1] == "chat-kyoto" for row in _rows(db))
+
+
+async def test_through_serve_confirm_without_a_reason_keeps_the_dialog_and_asks(
+    snap_dir, monkeypatch
+):
+    from textual.widgets import Label
+
+    from lovia_tui.core.actions.actor import SERVE_USER_ENV
+
+    monkeypatch.setenv(SERVE_USER_ENV, "alice from 10.0.0.7")
+    db = snap_dir / "snap.db"
+    before = _rows(db)
+    async with _kyoto(snap_dir, monkeypatch) as pilot:
+        app = pilot.app
+        transcript = app.screen.transcript
+        transcript.move_cursor(user_rows(transcript)[1] + 1)
+        await pilot.press("W")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        why = dialog.query_one("#reason-why", Label)
+        assert "required through serve" in str(why.content)
+        await pilot.press("enter", "enter")  # to Confirm, and Confirm: refused here
+        assert app.screen is dialog and _rows(db) == before
+        assert "A reason is required" in str(why.content)
+        assert app.focused is not None and app.focused.id == "reason"
+        await pilot.press(*"ticket 7", "enter", "enter")
+        await settle(pilot)
+        assert app.screen is not dialog
+    assert [row[2] for row in _rows(db)] == ["run-kyoto-1", "run-export-1"]
+    [entry] = await Journal().entries(None, 1)
+    assert (entry.reason, entry.user) == ("ticket 7", "alice from 10.0.0.7 (serve)")

@@ -36,3 +36,16 @@ def who_acts(*, explained: bool) -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
+
+
+def served_person() -> str | None:
+    """The person a served app acts for (their name, not their address); None
+    in a terminal, where undo takes the newest action whoever took it."""
+    served = os.environ.get(SERVE_USER_ENV)
+    return served.split(" from ", 1)[0] if served else None
+
+
+def acted_by(user: str, person: str) -> bool:
+    """Whether a journal entry's ``user`` is ``person`` acting through serve
+    (from any address)."""
+    return user.endswith(" (serve)") and user.split(" from ", 1)[0] == person

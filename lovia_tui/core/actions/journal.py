@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from lovia_tui.core.actions import journal_file
-from lovia_tui.core.actions.actor import who_acts
+from lovia_tui.core.actions.actor import acted_by, who_acts
 from lovia_tui.core.actions.entry_locks import EntryLock, running_in
 from lovia_tui.core.actions.row_undo import after_state
 from lovia_tui.core.errors import ActionError
@@ -269,13 +269,18 @@ class Journal:
             return []
         return [e for e in await self.entries(files, limit=1000) if e.unfinished]
 
-    async def last_undoable(self, files: Iterable[Path]) -> JournalEntry | None:
-        """The newest action on ``files`` not undone yet: what a bare "undo" means.
+    async def last_undoable(
+        self, files: Iterable[Path], by: str | None = None
+    ) -> JournalEntry | None:
+        """The newest action on ``files`` not undone yet: what a bare "undo" means
+        (``by``: only that person's, through serve, where several people act).
 
         Undo entries are skipped, so repeated undos walk back through history;
         redo is undoing an undo entry by its id.
         """
         for entry in await self.entries(files, limit=1000):
+            if by is not None and not acted_by(entry.user, by):
+                continue
             if entry.action != "undo" and entry.undoable is None:
                 return entry
         return None
