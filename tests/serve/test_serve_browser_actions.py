@@ -86,19 +86,23 @@ def _rewind(driver, session_id: str, reason: str) -> None:
     """w on the transcript's cursor; Confirm without a reason is refused in the
     dialog, then the reason typed and confirmed."""
     keys(driver, "w")
-    mark = wait_for(driver, f"rewind {session_id}: keep")
-    keys(driver, ENTER, ENTER)  # Enter moves from the reason to Confirm, Enter again
+    mark = _confirm(driver, wait_for(driver, f"rewind {session_id}: keep"))
     mark = wait_for(driver, "A reason is required through serve", after=mark)
     _confirm_with(driver, reason, mark)
 
 
+def _confirm(driver, mark: int) -> int:
+    """Enter on to Confirm, then (once it repaints focused) Enter on it."""
+    keys(driver, ENTER)
+    mark = wait_for(driver, "Confirm", after=mark)
+    keys(driver, ENTER)
+    return mark
+
+
 def _confirm_with(driver, reason: str, mark: int) -> None:
-    """Type the reason, Enter on to Confirm (once it repaints focused), Enter."""
+    """Type the reason, then :func:`_confirm`."""
     keys(driver, reason)
-    mark = wait_for(driver, reason[-3:], after=mark)
-    keys(driver, ENTER)
-    wait_for(driver, "Confirm", after=mark)
-    keys(driver, ENTER)
+    _confirm(driver, wait_for(driver, reason[-3:], after=mark))
 
 
 def test_rewind_needs_a_reason_is_journaled_and_undone_in_the_page(
