@@ -41,6 +41,17 @@ async def _open_kyoto(pilot) -> None:
     await settle(pilot)
 
 
+async def _rewind_second_turn(pilot) -> ActionScreen:
+    """W inside the second user turn: the rewind's dialog."""
+    transcript = pilot.app.screen.transcript
+    transcript.move_cursor(user_rows(transcript)[1] + 1)
+    await pilot.press("W")
+    await settle(pilot)
+    dialog = pilot.app.screen
+    assert isinstance(dialog, ActionScreen)
+    return dialog
+
+
 async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
     snap_dir, monkeypatch
 ):
@@ -48,13 +59,7 @@ async def test_rewind_before_a_user_turn_then_undo_restores_identical_rows(
     before = _rows(db)
     async with _kyoto(snap_dir, monkeypatch) as pilot:
         app = pilot.app
-        transcript = app.screen.transcript
-        # inside the second user turn
-        transcript.move_cursor(user_rows(transcript)[1] + 1)
-        await pilot.press("W")
-        await settle(pilot)
-        dialog = app.screen
-        assert isinstance(dialog, ActionScreen)
+        dialog = await _rewind_second_turn(pilot)
         text = "\n".join(dialog.lines)
         assert "run-kyoto-2" in text and "check_stock" in text, (
             "the removed run and its tool call are listed"
@@ -203,12 +208,7 @@ async def test_through_serve_confirm_without_a_reason_keeps_the_dialog_and_asks(
     before = _rows(db)
     async with _kyoto(snap_dir, monkeypatch) as pilot:
         app = pilot.app
-        transcript = app.screen.transcript
-        transcript.move_cursor(user_rows(transcript)[1] + 1)
-        await pilot.press("W")
-        await settle(pilot)
-        dialog = app.screen
-        assert isinstance(dialog, ActionScreen)
+        dialog = await _rewind_second_turn(pilot)
         why = dialog.query_one("#reason-why", Label)
         assert "required through serve" in str(why.content)
         await pilot.press("enter", "enter")  # to Confirm, and Confirm: refused here

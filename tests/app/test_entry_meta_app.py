@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,15 @@ async def _open_session(pilot, session_id: str):
     await settle(pilot)
     await pilot.press("2")
     return screen.transcript
+
+
+@asynccontextmanager
+async def _attached(extras: Path) -> AsyncIterator:
+    """The app (read-only) on session :data:`ATTACHED`: (app, pilot, transcript)."""
+    app = make_app([extras], readonly=True)
+    async with app.run_test(size=(170, 45)) as pilot:
+        await settle(pilot)
+        yield app, pilot, await _open_session(pilot, ATTACHED)
 
 
 def _details(transcript, row) -> str:
@@ -108,10 +119,7 @@ async def test_notices_follow_their_runs_and_r_shows_a_runs_meta(extras: Path) -
 async def test_attachments_and_encrypted_reasoning_never_show_base64(
     extras: Path,
 ) -> None:
-    app = make_app([extras], readonly=True)
-    async with app.run_test(size=(170, 45)) as pilot:
-        await settle(pilot)
-        transcript = await _open_session(pilot, ATTACHED)
+    async with _attached(extras) as (app, pilot, transcript):
         entries = [row for row in transcript.rows if row.kind == RowKind.ENTRY]
         summaries = [transcript.window.summary(row).plain for row in entries]
         assert (
@@ -169,10 +177,7 @@ async def test_the_run_detail_shows_cache_tokens(extras: Path) -> None:
 async def test_i_draws_a_stored_image_and_says_why_the_rest_are_not(
     extras: Path,
 ) -> None:
-    app = make_app([extras], readonly=True)
-    async with app.run_test(size=(170, 45)) as pilot:
-        await settle(pilot)
-        transcript = await _open_session(pilot, ATTACHED)
+    async with _attached(extras) as (app, pilot, transcript):
         [message] = [
             row
             for row in transcript.rows

@@ -9,19 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.browser import (
-    browser,
-    keys,
-    needs_chromium,
-    screen,
-    serve,
-    until,
-    wait_for,
-)
+from support import browser as page
 
 from lovia_tui.demo import build_demo
 
-pytestmark = needs_chromium
+pytestmark = page.needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -29,32 +21,32 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     """``lovia-tui serve`` on the demo, as started on a host; yields the printed URL."""
     demo = tmp_path_factory.mktemp("demo")
     build_demo(demo)
-    with serve([demo], demo) as (url, _):
+    with page.serve([demo], demo) as (url, _):
         assert "?token=" in url
         yield url, demo
 
 
 def test_printed_url_shows_the_demo_sessions(served, tmp_path: Path) -> None:
     url, _ = served
-    driver = browser(tmp_path / "profile")
+    driver = page.browser(tmp_path / "profile")
     try:
         driver.get(url)
         assert "token=" not in driver.current_url  # swapped for the cookie
         assert not [c for c in driver.get_cookies() if not c.get("httpOnly")]
-        wait_for(driver, "chat-weekly")
-        wait_for(driver, "chat-kyoto")
+        page.wait_for(driver, "chat-weekly")
+        page.wait_for(driver, "chat-kyoto")
     finally:
         driver.quit()
 
 
 def test_a_second_browser_without_the_token_is_refused(served, tmp_path: Path) -> None:
     url, _ = served
-    driver = browser(tmp_path / "profile")
+    driver = page.browser(tmp_path / "profile")
     try:
         driver.get(url.split("?", 1)[0])
         assert "open the printed URL" in driver.page_source
         driver.get(url)  # the token works once per browser, not only once at all
-        wait_for(driver, "chat-weekly")
+        page.wait_for(driver, "chat-weekly")
     finally:
         driver.quit()
 
@@ -63,15 +55,15 @@ def test_export_arrives_as_a_download(served, tmp_path: Path) -> None:
     url, demo = served
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    driver = browser(tmp_path / "profile", downloads)
+    driver = page.browser(tmp_path / "profile", downloads)
     try:
         driver.get(url)
-        wait_for(driver, "chat-weekly")
-        mark = len(screen(driver))
-        keys(driver, "1")  # the sessions pane: its key bar offers the filter
-        wait_for(driver, "Filter", after=mark)
-        keys(driver, "x")
-        until(
+        page.wait_for(driver, "chat-weekly")
+        mark = len(page.screen(driver))
+        page.keys(driver, "1")  # the sessions pane: its key bar offers the filter
+        page.wait_for(driver, "Filter", after=mark)
+        page.keys(driver, "x")
+        page.until(
             lambda: any(p.suffix == ".md" for p in downloads.iterdir()),
             "no Markdown download arrived",
         )

@@ -9,11 +9,13 @@ Skipped, with the reason, where chromium or its driver is missing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -105,32 +107,40 @@ def _confirm_with(driver, reason: str, mark: int) -> None:
     _confirm(driver, wait_for(driver, reason[-3:], after=mark))
 
 
+@contextlib.contextmanager
+def _served_page(demo: DemoWorkspace, journal: Path, profile: Path) -> Iterator:
+    """The demo served (journal at ``journal``) and one browser on its printed
+    URL, showing the sessions: (the browser, the server)."""
+    with serve(
+        [demo.directory], demo.directory, env={"LOVIA_TUI_JOURNAL": str(journal)}
+    ) as (url, server):
+        driver = browser(profile)
+        try:
+            driver.get(url)
+            wait_for(driver, demo.trip_session)
+            yield driver, server
+        finally:
+            driver.quit()
+
+
 def test_rewind_needs_a_reason_is_journaled_and_undone_in_the_page(
     demo: DemoWorkspace, tmp_path: Path
 ) -> None:
     db, session = demo.web_db, demo.trip_session
     journal = tmp_path / "journal.db"
     before = rows(db)
-    with serve(
-        [demo.directory], demo.directory, env={"LOVIA_TUI_JOURNAL": str(journal)}
-    ) as (url, _):
-        driver = browser(tmp_path / "profile")
-        try:
-            driver.get(url)
-            wait_for(driver, session)
-            _open_session(driver, session)
-            _rewind(driver, session, "ticket 4711")
-            until(lambda: rows(db) != before, "the rewind never landed")
-            [entry] = _entries(journal)
-            assert entry.action == "rewind" and entry.reason == "ticket 4711"
-            assert entry.user.startswith("token from 127.0.0.1")
-            assert rows(db) != before
-            keys(driver, "u")
-            wait_for(driver, f"Undo {entry.action}")
-            keys(driver, ENTER)
-            until(lambda: rows(db) == before, "the undo never put every row back")
-        finally:
-            driver.quit()
+    with _served_page(demo, journal, tmp_path / "profile") as (driver, _):
+        _open_session(driver, session)
+        _rewind(driver, session, "ticket 4711")
+        until(lambda: rows(db) != before, "the rewind never landed")
+        [entry] = _entries(journal)
+        assert entry.action == "rewind" and entry.reason == "ticket 4711"
+        assert entry.user.startswith("token from 127.0.0.1")
+        assert rows(db) != before
+        keys(driver, "u")
+        wait_for(driver, f"Undo {entry.action}")
+        keys(driver, ENTER)
+        until(lambda: rows(db) == before, "the undo never put every row back")
     listed = subprocess.run(
         [sys.executable, "-m", "lovia_tui", "journal", str(db)],
         capture_output=True, text=True, check=True,
@@ -210,22 +220,15 @@ def test_a_tab_closed_as_its_action_runs_leaves_it_done_or_undoable(
     db, session = demo.web_db, demo.trip_session
     journal = tmp_path / "journal.db"
     before, before_kept = rows(db), _segments(db, session)
-    with serve(
-        [demo.directory], demo.directory, env={"LOVIA_TUI_JOURNAL": str(journal)}
-    ) as (url, server):
-        driver = browser(tmp_path / "profile")
-        try:
-            driver.get(url)
-            wait_for(driver, session)
-            apps = children(server.pid)
-            assert apps, "no app process for the tab"
-            _open_session(driver, session)
-            keys(driver, "w")
-            mark = wait_for(driver, f"rewind {session}: keep")
-            _confirm_with(driver, "closing now", mark)
-            until(lambda: _entries(journal), "the action never began", poll=0.005)
-        finally:
-            driver.quit()  # the tab closes as soon as the action has begun
+    with _served_page(demo, journal, tmp_path / "profile") as (driver, server):
+        apps = children(server.pid)
+        assert apps, "no app process for the tab"
+        _open_session(driver, session)
+        keys(driver, "w")
+        mark = wait_for(driver, f"rewind {session}: keep")
+        _confirm_with(driver, "closing now", mark)
+        until(lambda: _entries(journal), "the action never began", poll=0.005)
+        driver.quit()  # the tab closes as soon as the action has begun
         until(lambda: not (apps & children(server.pid)), "the tab's app never ended")
     _intact(db)
     [entry] = _entries(journal)
