@@ -36,7 +36,7 @@ from lovia_tui.demo import DemoWorkspace
 from lovia_tui.serve.gate import add_user
 
 pytestmark = needs_chromium
-ENTER = "\ue007"  # Selenium's Keys.ENTER
+ENTER, TAB = "\ue007", "\ue004"  # Selenium's Keys.ENTER, Keys.TAB
 
 
 @pytest.fixture
@@ -84,27 +84,28 @@ def _open_session(driver, session_id: str) -> None:
     wait_for(driver, "Rewind here", after=mark)
 
 
-def _rewind(driver, session_id: str, reason: str) -> None:
-    """w on the transcript's cursor; Confirm without a reason is refused in the
-    dialog, then the reason typed and confirmed."""
+def _dialog(driver, session_id: str) -> int:
+    """w on the transcript's cursor: the rewind's dialog, drawn down to its last
+    button (so a later "Confirm" on the page is a repaint, not the first frame)."""
     keys(driver, "w")
-    mark = _confirm(driver, wait_for(driver, f"rewind {session_id}: keep"))
-    mark = wait_for(driver, "A reason is required through serve", after=mark)
-    _confirm_with(driver, reason, mark)
+    mark = wait_for(driver, f"rewind {session_id}: keep")
+    return wait_for(driver, "Cancel", after=mark)
 
 
-def _confirm(driver, mark: int) -> int:
-    """Enter on to Confirm, then (once it repaints focused) Enter on it."""
-    keys(driver, ENTER)
-    mark = wait_for(driver, "Confirm", after=mark)
-    keys(driver, ENTER)
-    return mark
+def _rewind(driver, session_id: str, reason: str) -> None:
+    """The dialog; Confirm without a reason is refused in it, then the reason
+    typed and confirmed."""
+    mark = _dialog(driver, session_id)
+    keys(driver, TAB, ENTER)
+    wait_for(driver, "A reason is required through serve", after=mark)
+    _confirm_with(driver, reason)
 
 
-def _confirm_with(driver, reason: str, mark: int) -> None:
-    """Type the reason, then :func:`_confirm`."""
-    keys(driver, reason)
-    _confirm(driver, wait_for(driver, reason[-3:], after=mark))
+def _confirm_with(driver, reason: str) -> None:
+    """Type the reason where the dialog's focus is, Tab to Confirm, Enter. (Tab
+    moves the focus as its key is handled; Enter in the field moves it by a
+    message, which a fast second key can overtake.)"""
+    keys(driver, reason, TAB, ENTER)
 
 
 @contextlib.contextmanager
@@ -174,12 +175,10 @@ def test_two_people_act_at_once_each_on_their_own_session(
                 driver.find_element(By.TAG_NAME, "button").click()
                 wait_for(driver, people[name])
                 _open_session(driver, people[name])
-            marks = {}
             for name, driver in drivers.items():  # both dialogs open, then both act
-                keys(driver, "w")
-                marks[name] = wait_for(driver, f"rewind {people[name]}: keep")
+                _dialog(driver, people[name])
             for name, driver in drivers.items():
-                _confirm_with(driver, f"{name} asked", marks[name])
+                _confirm_with(driver, f"{name} asked")
             until(
                 lambda: all(
                     _segments(db, sid) != before[sid] for sid in people.values()
@@ -224,9 +223,8 @@ def test_a_tab_closed_as_its_action_runs_leaves_it_done_or_undoable(
         apps = children(server.pid)
         assert apps, "no app process for the tab"
         _open_session(driver, session)
-        keys(driver, "w")
-        mark = wait_for(driver, f"rewind {session}: keep")
-        _confirm_with(driver, "closing now", mark)
+        _dialog(driver, session)
+        _confirm_with(driver, "closing now")
         until(lambda: _entries(journal), "the action never began", poll=0.005)
         driver.quit()  # the tab closes as soon as the action has begun
         until(lambda: not (apps & children(server.pid)), "the tab's app never ended")

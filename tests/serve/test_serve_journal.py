@@ -58,3 +58,15 @@ def test_served_action_names_who_and_where_and_needs_a_reason(
     assert code == 0 and rows(sessions) == before
     _intact(sessions)
     _intact(runs)
+
+
+def test_the_person_behind_a_served_action_is_told_from_their_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lovia_tui.core.actions.actor import acted_by, served_person, who_acts
+
+    monkeypatch.setenv(SERVE_USER_ENV, "ana from lima from 10.1.2.3")
+    assert served_person() == "ana from lima"
+    user = who_acts(explained=True)
+    assert acted_by(user, "ana from lima")
+    assert not acted_by(user, "ana") and not acted_by("ana from lima", "ana from lima")

@@ -42,10 +42,13 @@ def served_person() -> str | None:
     """The person a served app acts for (their name, not their address); None
     in a terminal, where undo takes the newest action whoever took it."""
     served = os.environ.get(SERVE_USER_ENV)
-    return served.split(" from ", 1)[0] if served else None
+    return served.rsplit(" from ", 1)[0] if served else None  # a name may say "from"
 
 
 def acted_by(user: str, person: str) -> bool:
     """Whether a journal entry's ``user`` is ``person`` acting through serve
     (from any address)."""
-    return user.endswith(" (serve)") and user.split(" from ", 1)[0] == person
+    suffix = " (serve)"
+    return (
+        user.endswith(suffix) and user[: -len(suffix)].rsplit(" from ", 1)[0] == person
+    )
