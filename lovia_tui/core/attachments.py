@@ -98,6 +98,8 @@ def image_bytes(part: dict[str, Any]) -> bytes | str:
         if _data_url(url) is None:
             return "stored as a URL, which lovia-tui does not fetch"
         data = url.partition(",")[2]
+    if data is None:
+        return "no bytes stored with it"
     if not isinstance(data, str):
         return "its bytes are too large to draw here"  # kept stored (huge_text)
     if decoded_size(data) > IMAGE_DRAWN_BYTES:

@@ -40,11 +40,12 @@ class AttachmentsScreen(ModalScreen[None]):
         self.parts = parts
 
     def compose(self) -> ComposeResult:
-        facts = Text("\n").join(
-            Text(printable(part_label(part))) for part in self.parts
+        summary = Text(
+            f"{len(self.parts)} attached. Each image stored in the file is drawn "
+            "below, scaled down; an image stored as a URL is never fetched."
         )
         with Vertical(classes="dialog attachments"):
-            yield from dialog_head(self.title_text, facts)
+            yield from dialog_head(self.title_text, summary)
             with VerticalScroll(id="attachment-images"):
                 for number, part in enumerate(self.parts):
                     yield Static(
@@ -71,5 +72,7 @@ class AttachmentsScreen(ModalScreen[None]):
                 drawn: Text | HalfBlocks = Text(f"not drawn: {shown}", style="italic")
             else:
                 drawn = HalfBlocks(shown)
-            target = self.query_one(f"#attachment-{number}", Static)
-            self.app.call_from_thread(target.update, drawn)
+            self.app.call_from_thread(self._show, number, drawn)
+
+    def _show(self, number: int, drawn: Text | HalfBlocks) -> None:
+        self.query_one(f"#attachment-{number}", Static).update(drawn)

@@ -50,6 +50,7 @@ def test_inline_data_and_a_data_url_are_decoded_alike() -> None:
             "larger than",
         ),
         ({"type": "image", "data": 42}, "too large to draw"),
+        ({"type": "image", "mime_type": "image/png"}, "no bytes stored"),
     ],
 )
 def test_what_is_not_drawn_says_why(part: dict, why: str) -> None:
