@@ -66,7 +66,10 @@ class AgentProcess:
             "--session-id", session_id, "--run-id", run_id, "--prompt", prompt,
             "--steps", str(steps), "--slow", str(slow),
         ]  # fmt: skip
-        args += ["--wal"] * wal + ["--refund"] * refund
+        if wal:
+            args.append("--wal")
+        if refund:
+            args.append("--refund")
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
