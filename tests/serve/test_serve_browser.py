@@ -44,7 +44,12 @@ def test_a_second_browser_without_the_token_is_refused(served, tmp_path: Path) -
     driver = page.browser(tmp_path / "profile")
     try:
         driver.get(url.split("?", 1)[0])
-        assert "open the printed URL" in driver.page_source
+        # Chromium may hand back the plain-text page before its text is in it.
+        page.until(
+            lambda: "open the printed URL" in driver.page_source,
+            "the refusal never showed",
+            timeout=10,
+        )
         driver.get(url)  # the token works once per browser, not only once at all
         page.wait_for(driver, "chat-weekly")
     finally:
