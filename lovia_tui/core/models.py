@@ -68,6 +68,9 @@ class SegmentInfo:
     unreadable: Unreadable | None = None
     counting: bool = False
     """Its ``first_index`` is still being counted (the view shows it later)."""
+    uncounted: bool = False
+    """Its entries are still being counted (a run of a million entries, listed
+    before the stream pass that counts it): the app holds its first ones until then."""
     meta: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     """Its ``meta`` as stored, where a batch is listed for the app (``r`` on its
     header shows it; its compaction notice is a row): a list of a whole session

@@ -65,7 +65,7 @@ async def segment_rows(
             entries if isinstance(entries, SegmentPart) else SegmentPart(entries, 0, [])
         )
         rows.extend(_entry_rows(header, segment, part.first, 0))
-        if part.skipped:
+        if part.skipped or segment.uncounted:
             rows.append(
                 Row(
                     RowKind.HELD_BACK,
@@ -102,11 +102,12 @@ def _entry_rows(
 
 
 def set_indices(rows: list[Row], starts: Starts) -> None:
-    """Fill in the flat indices of rows loaded while they were being counted."""
+    """Fill in the flat indices of rows loaded while they were being counted
+    (an uncounted run's rows are read again: see :func:`uncounted`)."""
     offsets: dict[int, int] = {}  # a segment's entry rows come in order
     for row in rows:
         segment = row.segment
-        if segment is None or not segment.counting:
+        if segment is None or not segment.counting or segment.uncounted:
             continue
         first = starts.get(segment.row_id)
         if row.kind == RowKind.HELD_BACK:
@@ -117,6 +118,12 @@ def set_indices(rows: list[Row], starts: Starts) -> None:
                 row.entry, index=None if first is None else first + offset
             )
         row.segment = replace(segment, first_index=first, counting=False)
+
+
+def uncounted(rows: list[Row]) -> bool:
+    """Whether a large run among ``rows`` was listed before it was counted:
+    its last entries are not read yet (the rows are read again once it is)."""
+    return any(row.segment is not None and row.segment.uncounted for row in rows)
 
 
 def run_entry_rows(run: RunInfo, loaded: RunEntries, first_offset: int) -> list[Row]:

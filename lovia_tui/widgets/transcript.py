@@ -349,6 +349,9 @@ class Transcript(LineView, can_focus=True):
         if row.kind == RowKind.NEWER:
             self._load_newer()
             return
+        if row.kind == RowKind.HELD_BACK and row.segment and row.segment.uncounted:
+            self.notify("This run is being counted: its last entries show when it is")
+            return
         if row.kind == RowKind.HELD_BACK:
             self.notify(
                 f"{row.older:,} entries of this run are not held in the app: "

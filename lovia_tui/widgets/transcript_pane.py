@@ -47,6 +47,7 @@ from lovia_tui.view.transcript_loader import (
     run_entry_rows,
     session_rows,
     set_indices,
+    uncounted,
 )
 from lovia_tui.widgets.transcript import Transcript
 from lovia_tui.widgets.transcript_hits import Hits
@@ -142,7 +143,11 @@ class TranscriptPane(WorkerErrors, Vertical):
     # ----- a session's batches -----
 
     @work(exclusive=True, group=Group.TRANSCRIPT)
-    async def _load_session(self, key: SessionKey, settle: float = 0.0) -> None:
+    async def _load_session(
+        self, key: SessionKey, settle: float = 0.0, starts: Starts | None = None
+    ) -> None:
+        """Read the session's newest rows, then (unless ``starts`` are known
+        and hold) count every older segment for the flat indices."""
         if settle:
             # Moving through the list: load once the cursor rests, not for
             # every session passed over (each one repaints the whole screen).
@@ -150,12 +155,12 @@ class TranscriptPane(WorkerErrors, Vertical):
         db = self.workspace.database(Path(key[0]))
         batch, older = listed = await newest_batch(db, key[1])
         self.live.follow_session(db.path, key[1], batch, older + len(batch))
-        rows, seqs = await session_rows(db, key[1], listed, self._seams(key))
+        rows, seqs = await session_rows(db, key[1], listed, self._seams(key), starts)
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
-        # Shown first; the flat indices need every older segment counted.
-        self.post_message(
-            messages.IndicesCounted(key, await segment_reads.flat_starts(db, key[1]))
-        )
+        if starts is None or uncounted(rows):
+            # Shown first; the flat indices need every older segment counted.
+            starts = await segment_reads.flat_starts(db, key[1])
+        self.post_message(messages.IndicesCounted(key, starts))
 
     def on_transcript_loaded(self, message: messages.TranscriptLoaded) -> None:
         message.stop()
@@ -191,7 +196,10 @@ class TranscriptPane(WorkerErrors, Vertical):
 
     def on_indices_counted(self, message: messages.IndicesCounted) -> None:
         message.stop()
-        if message.key == self.session_key:
+        if message.key == self.session_key and uncounted(self.transcript.rows):
+            # A large run is counted now (its part kept): read its last entries.
+            self._load_session(message.key, starts=message.starts)
+        elif message.key == self.session_key:
             self._flat_starts = message.starts
             set_indices(self.transcript.rows, message.starts)
             self.transcript.refresh()

@@ -61,6 +61,8 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         return Text(
             f"▼ {row.older:,} newer runs — press Enter (or scroll to the bottom) to load"
         )
+    if row.kind == RowKind.HELD_BACK and row.segment and row.segment.uncounted:
+        return Text("⋯ more entries: the run is being counted, its last entries follow")
     if row.kind == RowKind.HELD_BACK:
         # A run this large shows its first and last HELD_ENTRIES / 2 entries.
         return Text(
@@ -138,7 +140,13 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     started = timestamp(segment.started_at or segment.created_at, UNREADABLE_SHOWN)
     finished = timestamp(segment.finished_at) if segment.finished_at else ""
     span = f"{started} → {finished[11:]}" if finished else started
-    count = "?" if segment.entry_count is None else segment.entry_count
+    count = (
+        "counting…"
+        if segment.uncounted
+        else "?"
+        if segment.entry_count is None
+        else segment.entry_count
+    )
     badges = []
     if segment.unreadable:
         badges.append(UNREADABLE_SHOWN)

@@ -111,11 +111,9 @@ async def opened_rows(pilot, path) -> list:
     return pilot.app.screen.transcript.rows
 
 
-async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkeypatch):
-    """A segment of very many entries is not held whole (a million took
-    1.3 GB): its first and last entries show with their flat indices, one row
-    says how many between are not held, and a call whose result is among
-    them is not called dangling."""
+async def huge_run(tmp_path, monkeypatch) -> tuple:
+    """Session "s": a run of one entry, then a run of 402 entries (200 tool
+    calls and their results), held in part (HELD_ENTRIES = 20)."""
     from lovia import SQLiteSession
     from lovia.transcript import (
         AssistantTextEntry,
@@ -124,10 +122,7 @@ async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkey
         ToolResultEntry,
     )
 
-    from lovia_tui.app import make_app
-    from lovia_tui.core.run_status import DANGLING_CALL
     from lovia_tui.core.store import entry_stream, segment_parts
-    from lovia_tui.widgets.transcript_rows import summary_line
 
     path = tmp_path / "sessions.db"
     entries = [InputEntry("user", "check every ticket")]
@@ -143,6 +138,19 @@ async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkey
     monkeypatch.setattr(entry_stream, "STREAM_ABOVE", 2_000)
     monkeypatch.setattr(entry_stream, "MANY_ENTRIES", 5)
     monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
+    return path, entries
+
+
+async def test_a_huge_run_is_held_by_its_first_and_last_entries(tmp_path, monkeypatch):
+    """A segment of very many entries is not held whole (a million took
+    1.3 GB): its first and last entries show with their flat indices, one row
+    says how many between are not held, and a call whose result is among
+    them is not called dangling."""
+    from lovia_tui.app import make_app
+    from lovia_tui.core.run_status import DANGLING_CALL
+    from lovia_tui.widgets.transcript_rows import summary_line
+
+    path, entries = await huge_run(tmp_path, monkeypatch)
     app = make_app([path])
     async with app.run_test(size=(160, 40)) as pilot:
         rows = await opened_rows(pilot, path)
@@ -207,3 +215,60 @@ async def test_a_huge_output_is_held_by_its_start(tmp_path, monkeypatch):
         assert "21,900 more characters not held here" in held
         assert rows[-2].entry.data == entry_to_dict(entries[1])
         assert rows[-1].partner is not None  # paired with its call as ever
+
+
+async def test_a_huge_run_shows_its_first_entries_while_it_is_counted(
+    tmp_path, monkeypatch
+):
+    """Rows first, counts later: a run of a million entries took 6 s to count
+    before a row showed. Its first entries show at once, with a row saying
+    it is being counted and no rewind offered; once counted, its last
+    entries and every flat index follow."""
+    import asyncio
+
+    from lovia_tui.app import make_app
+    from lovia_tui.core.store import segment_reads
+    from lovia_tui.widgets.transcript_rows import summary_line
+
+    path, _ = await huge_run(tmp_path, monkeypatch)
+    monkeypatch.setattr(segment_reads, "COUNT_IN_SQL_UP_TO", 0)  # counted by a pass
+    counted = asyncio.Event()
+    flat_starts = segment_reads.flat_starts
+
+    async def held_starts(db, session_id):
+        await counted.wait()
+        return await flat_starts(db, session_id)
+
+    monkeypatch.setattr(segment_reads, "flat_starts", held_starts)
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = app.screen
+        screen.go_to_session((str(path), "s"))
+        for _ in range(200):  # the count waits: the rows come without it
+            await pilot.pause(0.05)
+            if any(row.kind == "held-back" for row in screen.transcript.rows):
+                break
+        rows = screen.transcript.rows
+        assert [row.kind for row in rows] == (
+            ["segment", "entry", "segment"] + ["entry"] * 10 + ["held-back"]
+        )
+        held = rows[-1]
+        assert held.segment.uncounted and held.segment.entry_count is None
+        assert "being counted" in str(summary_line(held, rows, False))
+        assert "counting…" in str(summary_line(rows[2], rows, False))
+        assert all(row.entry.index is None for row in rows if row.kind == "entry")
+        screen.transcript.focus()
+        screen.transcript.select_key(rows[5].key)
+        await pilot.pause(0)
+        assert not screen.check_action("rewind_here", ())
+        counted.set()
+        await settle(pilot)
+        rows = screen.transcript.rows
+        assert [row.kind for row in rows][-12:] == (
+            ["entry"] * 10 + ["held-back"] + ["entry"] * 10
+        )[-12:]
+        assert rows[13].older == 382 and not rows[13].segment.uncounted
+        indices = [row.entry.index for row in rows if row.kind == "entry"]
+        assert indices == [0, *range(1, 11), *range(393, 403)]
+        assert screen.transcript.current_row.key == rows[5].key  # kept its place
+        assert screen.check_action("rewind_here", ())

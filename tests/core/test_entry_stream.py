@@ -194,6 +194,7 @@ async def test_a_segment_held_in_part_is_refused_whole_for_a_bad_entry(
         )
     db = await open_database(long_segment, readonly=True)
     try:
+        await segment_reads.flat_starts(db, "s")  # as the app counts, then reads again
         segments, _ = await segment_reads.newest_segments(db, "s", 30)  # the app's
         assert segment_parts.held_in_part(segments[1])
         found = await segment_reads.batch_entries(db, segments)
@@ -203,12 +204,14 @@ async def test_a_segment_held_in_part_is_refused_whole_for_a_bad_entry(
     assert "entry 300 is not an object" in str(found[segments[1].row_id])
 
 
-async def test_a_large_segment_counted_is_not_read_again_for_its_part(
+async def test_a_large_segment_shows_its_first_entries_before_it_is_counted(
     long_segment, streamed_small, monkeypatch
 ):
-    """The pass that counts a large segment as its session is listed keeps
-    the part the app holds: opening a million entries is one pass, not two,
-    and the part is the one a read of its own would give."""
+    """A large run listed before any pass counted it is left uncounted and
+    its first entries are read alone (a million entries took 6 s to count
+    before a row showed); the pass that counts it for the flat indices keeps
+    the part the app holds, so reading it again is no pass of its own, and
+    that part is the one a read of its own would give."""
     from lovia_tui.core.store import segment_reads
 
     monkeypatch.setattr(segment_parts, "HELD_ENTRIES", 20)
@@ -221,24 +224,28 @@ async def test_a_large_segment_counted_is_not_read_again_for_its_part(
         passes += 1
         yield from chunks(self, *args)
 
+    [(_, raw)] = stored_r1(long_segment)
+    stored = json.loads(raw)
     db = await open_database(long_segment, readonly=True)
     try:
-        segments, _ = await segment_reads.newest_segments(db, "s", 30)  # the app's
-        assert segments[1].entry_count == 402
-        assert segment_parts.held_in_part(segments[1])
+        listed, _ = await segment_reads.newest_segments(db, "s", 30)  # the app's
+        assert listed[1].uncounted and listed[1].entry_count is None
+        assert segment_parts.held_in_part(listed[1])
+        head = (await segment_reads.batch_entries(db, listed))[listed[1].row_id]
+        assert isinstance(head, segment_parts.SegmentPart)
+        assert [e.data for e in head.first] == stored[:10] and not head.last
+        starts = await segment_reads.flat_starts(db, "s")  # counts, keeps the part
+        assert starts == {listed[0].row_id: 0, listed[1].row_id: 1}
+        segments, _ = await segment_reads.newest_segments(db, "s", 30)
+        assert segments[1].entry_count == 402 and not segments[1].uncounted
         monkeypatch.setattr(Database, "blob_chunks", counted)
         kept = (await segment_reads.batch_entries(db, segments))[segments[1].row_id]
-        starts = await segment_reads.flat_starts(db, "s")  # counted once, remembered
+        assert passes == 0  # the counting pass kept it
         assert (await segment_reads.segments(db, "s"))[1].entry_count == 402
-        assert not segment_parts._KEPT_PARTS  # a listing only: nothing kept
-        assert passes == 0  # the listing's pass kept it
-        assert starts == {segments[0].row_id: 0, segments[1].row_id: 1}
         again = (await segment_reads.batch_entries(db, segments))[segments[1].row_id]
         assert passes > 0  # taken once: read afresh
     finally:
         await db.close()
     assert kept == again
     assert isinstance(kept, segment_parts.SegmentPart) and kept.skipped == 382
-    [(_, raw)] = stored_r1(long_segment)
-    stored = json.loads(raw)
     assert [e.data for e in kept.first + kept.last] == stored[:10] + stored[-10:]

@@ -181,7 +181,7 @@ def streamed(value: Value, entries: int | None) -> bool:
 
 def iter_entries(
     value: Value, entries: int | None = None, *, check: bool = True
-) -> Iterator[Any]:
+) -> Generator[Any]:
     """The entries of one ``entries_json`` value (of ``entries`` entries, if
     known), checked (unless not ``check``), one at a time.
 

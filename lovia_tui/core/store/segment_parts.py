@@ -31,15 +31,20 @@ from lovia_tui.core.store.entry_stream import (
     streamed,
 )
 
+NOT_COUNTED = -1
+"""The count of a large run not counted yet (:func:`count_stored` with ``defer``)."""
+
 
 async def count_stored(
-    db: Database, row_id: int, *, keep_part: bool = False
+    db: Database, row_id: int, *, keep_part: bool = False, defer: bool = False
 ) -> int | None:
     """How many items a large stored value's list holds (None: none, or not a
     list), read once, off SQLite and off the event loop; with ``keep_part``
     (the app reads its entries next) the pass that counts it keeps what the
-    app holds, else :func:`segment_part` makes a pass of its own."""
-    return await asyncio.to_thread(_count_stored, db, row_id, keep_part)
+    app holds, else :func:`segment_part` makes a pass of its own. With
+    ``defer``, a value of many entries not counted before is not counted now
+    (``NOT_COUNTED``): a million entries took a 6 s pass before any row showed."""
+    return await asyncio.to_thread(_count_stored, db, row_id, keep_part, defer)
 
 
 _COUNTED: dict[tuple[Path, int, int], int | None] = {}
@@ -50,12 +55,16 @@ flat indices of its session, then each time the session is listed again."""
 COUNTED = 64
 
 
-def _count_stored(db: Database, row_id: int, keep_part: bool) -> int | None:
+def _count_stored(
+    db: Database, row_id: int, keep_part: bool, defer: bool
+) -> int | None:
     value = stored_value(db, row_id)
     if value is None:
         return None
     key = (db.path, row_id, value.size)
     if key not in _COUNTED:
+        if defer and streamed(value, entries_hint(value)):
+            return NOT_COUNTED
         _remember(_COUNTED, key, _count(db, value, keep_part), COUNTED)
     return _COUNTED[key]
 
@@ -95,12 +104,16 @@ class SegmentPart:
 
     first: list[Entry]
     skipped: int
+    """Entries between ``first`` and ``last`` (0 where the run is uncounted:
+    its first ones are held, the rest not read yet)."""
     last: list[Entry]
 
 
 def held_in_part(segment: SegmentInfo) -> bool:
     """Whether the app holds only a part of this segment's entries."""
-    return read_by_blob(segment) and (segment.entry_count or 0) > HELD_ENTRIES
+    return read_by_blob(segment) and (
+        segment.uncounted or (segment.entry_count or 0) > HELD_ENTRIES
+    )
 
 
 async def segment_part(db: Database, segment: SegmentInfo) -> SegmentPart:
@@ -110,7 +123,8 @@ async def segment_part(db: Database, segment: SegmentInfo) -> SegmentPart:
     none where the pass that counted the segment kept them."""
     kept = _KEPT_PARTS.pop((db.path, segment.row_id, segment.stored_bytes), None)
     if kept is None:
-        kept = await asyncio.to_thread(_read_part, stored_value(db, segment.row_id))
+        read = _read_head if segment.uncounted else _read_part
+        kept = await asyncio.to_thread(read, stored_value(db, segment.row_id))
     if kept.error is not None:
         raise kept.error
     start = segment.first_index
@@ -121,7 +135,7 @@ async def segment_part(db: Database, segment: SegmentInfo) -> SegmentPart:
             for n, data in enumerate(items)
         ]
 
-    skipped = kept.count - len(kept.first) - len(kept.last)
+    skipped = max(kept.count - len(kept.first) - len(kept.last), 0)
     return SegmentPart(
         entries(kept.first, 0), skipped, entries(kept.last, len(kept.first) + skipped)
     )
@@ -176,3 +190,25 @@ def _read_part(value: Value | None) -> _KeptPart:
     except UnreadableError as exc:
         return _KeptPart(-1, [], [], error or exc)
     return _KeptPart(count, first, list(last), error)
+
+
+def _read_head(value: Value | None) -> _KeptPart:
+    """The first ``HELD_ENTRIES // 2`` entries of an uncounted value, each
+    checked, and no more read (a count of -1: the rest is not counted); the
+    whole value where it ends before. Blocking."""
+    if value is None:
+        return _KeptPart(-1, [], [], UnreadableError("segment no longer exists"))
+    half = HELD_ENTRIES // 2
+    first: list[Any] = []
+    items = iter_entries(value, check=False)
+    try:
+        for item in items:
+            if len(first) == half:
+                return _KeptPart(-1, first, [], None)
+            check_entry(len(first), item)
+            first.append(item)
+    except UnreadableError as exc:
+        return _KeptPart(-1, [], [], exc)
+    finally:
+        items.close()  # the value's blob reads end here, in this thread
+    return _KeptPart(len(first), first, [], None)

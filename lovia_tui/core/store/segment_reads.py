@@ -31,6 +31,7 @@ from lovia_tui.core.store.entry_stream import (
     stored_value,
 )
 from lovia_tui.core.store.segment_parts import (
+    NOT_COUNTED,
     SegmentPart,
     count_stored,
     held_in_part,
@@ -64,7 +65,10 @@ def _segment(
     timing = meta.get(TIMING_KEY)
     if not isinstance(timing, dict):
         timing = {}
-    if count is None and unreadable is None:
+    uncounted = count == NOT_COUNTED
+    if uncounted:
+        count = None
+    elif count is None and unreadable is None:
         unreadable = Unreadable(
             f"{db.name} session_runs id {row_id} (run {run_id})",
             "entries_json is not valid JSON",
@@ -83,6 +87,7 @@ def _segment(
         has_notice=bool(meta.get(NOTICE_KEY)),
         stored_bytes=size or 0,
         unreadable=unreadable,
+        uncounted=uncounted,
         meta=held,
     )
 
@@ -101,7 +106,7 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     next_index: int | None = 0
     while True:
         rows = await _segment_rows(
-            db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK)
+            db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK), defer=False
         )
         if not rows:
             return result
@@ -123,14 +128,13 @@ async def newest_segments(
     Costs the same at any session length: the rows come newest first by
     lovia's ``(session_id, id)`` index and the remainder is counted from it.
     Their ``first_index`` is None: it needs every older segment's entry
-    count, which :func:`flat_starts` reads (in the background).
+    count, which :func:`flat_starts` reads (in the background); so is a
+    large run's own count where no pass has counted it yet (``uncounted``).
     """
     if not db.stores.session:
         return [], 0
     upper = NO_ID_ABOVE if before_id is None else before_id
-    rows = await _segment_rows(
-        db, "id < ?2", "id DESC", (session_id, upper, limit), keep_parts=True
-    )
+    rows = await _segment_rows(db, "id < ?2", "id DESC", (session_id, upper, limit))
     rows.reverse()
     older = rows[0][7] - len(rows) if rows else 0
     return [_segment(db, row, row[6], None, keep_meta=True) for row in rows], older
@@ -143,9 +147,7 @@ async def oldest_segments(
     order, and how many newer ones remain (as :func:`newest_segments`)."""
     if not db.stores.session:
         return [], 0
-    rows = await _segment_rows(
-        db, "id > ?2", "id", (session_id, after_id, limit), keep_parts=True
-    )
+    rows = await _segment_rows(db, "id > ?2", "id", (session_id, after_id, limit))
     newer = rows[0][7] - len(rows) if rows else 0
     return [_segment(db, row, row[6], None, keep_meta=True) for row in rows], newer
 
@@ -180,22 +182,25 @@ async def _segment_rows(
     order: str,
     params: tuple[str, int, int],
     *,
-    keep_parts: bool = False,
+    defer: bool = True,
 ) -> list[Any]:
     """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
     each row ends with how many of the session's segments match ``where``
-    (counted from lovia's index, once: the subquery is not correlated)."""
+    (counted from lovia's index, once: the subquery is not correlated); a
+    large run not counted yet is left so (``defer``: see :func:`count_stored`)."""
     base = (
         "SELECT id, session_id, run_id, created_at, NULL, meta_json, NULL, "
         f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
-    return await _with_counts(db, base, params, 6, 4, keep_parts=keep_parts)
+    return await _with_counts(db, base, params, 6, 4, defer=defer)
 
 
 async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
     base = "SELECT id, NULL FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
-    return await _with_counts(db, base, (session_id, after, SEGMENT_CHUNK), 1)
+    return await _with_counts(
+        db, base, (session_id, after, SEGMENT_CHUNK), 1, keep_parts=True
+    )
 
 
 async def _with_counts(
@@ -206,6 +211,7 @@ async def _with_counts(
     size_at: int | None = None,
     *,
     keep_parts: bool = False,
+    defer: bool = False,
 ) -> list[Any]:
     """Run ``base`` (the row id first) with each row's entry count in column
     ``count_at`` and, where given, its stored size in bytes in column
@@ -214,8 +220,9 @@ async def _with_counts(
     time its session is listed), so the sizes come from the values' headers
     (:meth:`Database.blob_sizes`), and SQLite counts only rows up to
     ``COUNT_IN_SQL_UP_TO`` (its count holds the value twice); a larger one is
-    counted by :func:`count_stored`, reading it once (``keep_parts``: where
-    the app reads their entries next, that pass keeps the part it holds)."""
+    counted by :func:`count_stored`, reading it once (``keep_parts``: that
+    pass keeps the part the app holds, for the app to read next; ``defer``:
+    a run of many entries not counted before is left uncounted)."""
     rows = await db.fetchall(base, params)
     ids = [row[0] for row in rows]
     sizes = await stored_sizes(db, ids)
@@ -228,7 +235,7 @@ async def _with_counts(
         count = (
             counts[row_id]
             if row_id in counts
-            else await count_stored(db, row_id, keep_part=keep_parts)
+            else await count_stored(db, row_id, keep_part=keep_parts, defer=defer)
         )
         row = (*row[:count_at], count, *row[count_at + 1 :])
         if size_at is not None:
