@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
+import sqlite3
 import os
 import resource
 import sys
@@ -301,6 +302,8 @@ class Statements:
         from lovia_tui.core.store.database import Database
 
         self.records: list[tuple[str, float]] = []
+        self.slowest: tuple[float, str, tuple] = (0.0, "", ())
+        """The slowest statement seen: seconds, its SQL and its parameters."""
         self.originals = {
             name: getattr(Database, name) for name in ("fetchall", "fetchone")
         }
@@ -311,9 +314,10 @@ class Statements:
                 try:
                     return await _original(db, sql, params)
                 finally:
-                    self.records.append(
-                        (" ".join(sql.split())[:70], perf_counter() - started)
-                    )
+                    seconds = perf_counter() - started
+                    self.records.append((" ".join(sql.split())[:70], seconds))
+                    if seconds > self.slowest[0]:
+                        self.slowest = (seconds, " ".join(sql.split()), tuple(params))
 
             setattr(Database, name, timed)
 
@@ -333,6 +337,20 @@ class Statements:
                 :12
             ]
         }
+
+    def plan(self, path: str) -> list[str]:
+        """SQLite's plan for the slowest statement, one line a step."""
+        _, sql, params = self.slowest
+        if not sql:
+            return []
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
+        except sqlite3.Error as exc:
+            return [f"(no plan: {exc})"]
+        finally:
+            conn.close()
+        return [detail for *_, detail in rows]
 
 
 async def settle(app, quiet: float = 0.15, timeout: float = 600) -> None:

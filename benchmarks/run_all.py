@@ -430,18 +430,20 @@ def measure_writer(info: dict) -> list[Measure]:
 
 def measure_statements(info: dict) -> list[Measure]:
     report = statements.measure(info)
-    worst = max(report.values(), key=lambda item: item["max_ms"])
-    worst_sql = next(sql for sql, item in report.items() if item is worst)
+    worst = max(report["by_query"].values(), key=lambda item: item["max_ms"])
+    print(f"    slowest: {report['slowest']}", flush=True)
+    for step in report["plan"]:
+        print(f"      plan: {step}", flush=True)
     return [
         Measure(
             "7",
-            "longest read statement (alone)",
+            "longest read statement (alone, cold cache)",
             "ms",
             worst["max_ms"],
             None,
             "≤50 ms",
             worst["max_ms"] <= 50,
-            {"worst": worst_sql, "by_query": report},
+            report,
         )
     ]
 

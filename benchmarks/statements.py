@@ -1,10 +1,11 @@
 """How long each read-layer statement holds the connection, at this size.
 
 The rule: no statement longer than 50 ms on a connection that could hold up a
-writer. This calls the read layer's own functions one after another on the
+writer, on a cold page cache (the file's pages are dropped first, as after a
+reboot). This calls the read layer's own functions one after another on the
 app's kind of connection (``open_database``), nothing else running, and
-times every statement they issue. The search is cut after a few chunks: its
-chunks are all alike.
+times every statement they issue; the slowest is named with SQLite's plan
+for it. The search is cut after a few chunks: its chunks are all alike.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from machine import evict_page_cache
 from probe import Statements
 
 from lovia_tui.core.runs.index import RunOrder
@@ -49,10 +51,18 @@ async def _exercise(info: dict) -> None:
 
 
 def measure(info: dict) -> dict:
-    """The slowest statements, by query, with their counts."""
+    """The slowest statements, by query, with their counts; the slowest one
+    whole (``slowest``, ``params``) with its plan."""
+    evict_page_cache(Path(info["path"]))
     statements = Statements()
     try:
         asyncio.run(_exercise(info))
     finally:
         statements.restore()
-    return statements.report()
+    _, sql, params = statements.slowest
+    return {
+        "by_query": statements.report(),
+        "slowest": sql,
+        "params": [repr(p)[:80] for p in params],
+        "plan": statements.plan(info["path"]),
+    }

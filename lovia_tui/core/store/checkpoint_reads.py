@@ -18,7 +18,7 @@ from lovia_tui.core.models import (
     RunInfo,
     Unreadable,
 )
-from lovia_tui.core.run_status import UNREADABLE, status_text
+from lovia_tui.core.run_status import UNREADABLE, RunStatus, status_text
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.segment_reads import SAFE_ENTRY_COUNT
 from lovia_tui.core.store.web_reads import (
@@ -72,6 +72,28 @@ def head_fields(
 
 HEAD_ERRORS = (UnreadableError, KeyError, TypeError, ValueError)
 """What :func:`head_fields` raises for a head lovia cannot load."""
+
+
+def head_completed(head_json: Any, updated_at: Any) -> bool:
+    """Whether a head loads and says ``completed``, as :func:`head_fields`
+    reads it: the usual head decided by one parse and a few lookups (the
+    doctor asks this of a fleet's million heads; :func:`head_fields` took
+    0.65 s more), any other as :func:`head_fields` reads it."""
+    try:
+        head = orjson.loads(head_json)
+    except (orjson.JSONDecodeError, TypeError):
+        head = None
+    if (
+        type(head) is dict
+        and head.get("status") == RunStatus.COMPLETED
+        and "agent_name" in head
+        and type(head.get("turns")) in (int, type(None))
+    ):
+        return True
+    try:
+        return head_fields(head_json, updated_at)[1] == RunStatus.COMPLETED
+    except HEAD_ERRORS:
+        return False
 
 
 def run_info(db: Database, row: Any) -> RunInfo:

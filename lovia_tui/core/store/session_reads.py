@@ -29,7 +29,8 @@ from lovia_tui.core.store.web_reads import (
 )
 from lovia_tui.core.stored import stored_key, stored_time
 
-WALK_CHUNK = 2_000
+WALK_CHUNK = 1_000
+"""Rows per statement of the newest-first walk: ~25 ms on a cold cache at 8 KB a row."""
 INDEX_CHUNK = 4_000
 """Sessions per statement of the session index walk."""
 TITLE_WIDTH = 60
