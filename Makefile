@@ -41,6 +41,8 @@ screenshots: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/run_shapes.py
+	$(BIN)/python benchmarks/search_index.py --size 10k
+	$(BIN)/python benchmarks/actions_beside_writer.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -46,7 +46,7 @@ from probe import percentile  # noqa: E402
 
 BATCHES = 4
 """Batches of ``--checkpoints`` checkpoints seeded, one per bulk delete."""
-from run_all import append_latencies, run_writer  # noqa: E402
+from run_all import Measure, append_latencies, run_writer  # noqa: E402
 
 
 async def seed(path: Path, segments: int, checkpoints: int) -> None:
@@ -196,6 +196,26 @@ def main() -> None:
     out = HERE / "results" / f"actions-{args.segments}-gap{args.gap:g}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    print(f"load: {os.getloadavg()}")
+    for measure in measures(result):
+        print(measure.line())
+
+
+def measures(result: dict) -> list[Measure]:
+    """The printed lines: value, floor, ratio and budget of each measure."""
+    alone, beside = result["alone_p99_ms"], result["beside_p99_ms"]
+    held = [
+        numbers["max"]
+        for name, numbers in result["actions"].items()
+        if name.endswith("held ms") and numbers["max"] is not None
+    ]
+    longest = max(held, default=0.0)
+    return [
+        Measure("A1", f"writer append p99 beside actions, {result['segments']:,} runs",
+                "ms", beside, alone, "≤ floor + 50 ms", beside <= alone + 50),
+        Measure("A2", "write lock held by an action, longest", "ms", longest, None,
+                "≤50 ms", longest <= 50),
+    ]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -99,6 +99,4 @@ SQLite connection of the same process holds on it."""
 
 def evict_page_cache(path: Path) -> None:
     """A cold page cache for the database at ``path`` (its ``-wal`` too)."""
-    subprocess.run(
-        [sys.executable, "-c", EVICT, str(path), f"{path}-wal"], check=True
-    )
+    subprocess.run([sys.executable, "-c", EVICT, str(path), f"{path}-wal"], check=True)

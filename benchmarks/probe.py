@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
-import sqlite3
 import os
 import resource
+import sqlite3
 import sys
 import threading
 import time
@@ -518,10 +518,13 @@ async def search(app, frames: Frames, screen, needle: str, progress: list) -> di
             raise TimeoutError("search never finished")
         await asyncio.sleep(0.001)
     frame = await frames.wait_after(progress[-1][0])
+    found = next(when for when, message in progress if message.keys or message.done)
+    first_hit = await frames.wait_after(found)
     sessions = len(progress[-1][1].keys)
     await settle(app)
     return {
         "s": round(frame - started, 3),
+        "first_hit_s": round(first_hit - started, 3),
         "first_progress_s": round(progress[0][0] - started, 3),
         "progress_messages": len(progress),
         "sessions_found": sessions,

@@ -135,14 +135,14 @@ def fleet_measures(info: dict) -> list[Measure]:
     scan, scan_rss = timed([PYTHON, "-c", RAW_RUNS, path])
     return [
         Measure("3", f"start → runs pane first rows, {heads}", "ms", round(first, 1),
-                round(floor, 1), "≤1.5× floor", first <= 1.5 * floor,
+                round(floor, 1), "≤1.25× floor", first <= 1.25 * floor,
                 {"app_ms": [round(v * 1000) for v in app],
                  "trivial_ms": [round(v * 1000) for v in trivial],
                  "sql_ms": [round(v * 1000, 1) for v in sql], "title": last["title"]}),
         Measure("3b", "key → frame p95, runs list (↓)", "ms", last["keys_down"]["p95_ms"],
-                None, "≤33 ms", last["keys_down"]["p95_ms"] <= 33),
+                None, "≤16 ms", last["keys_down"]["p95_ms"] <= 16),
         Measure("3c", "key → frame p95, runs list (PgDn)", "ms", last["keys_pagedown"]["p95_ms"],
-                None, "≤33 ms", last["keys_pagedown"]["p95_ms"] <= 33),
+                None, "≤16 ms", last["keys_pagedown"]["p95_ms"] <= 16),
         Measure("3d", f"peak RSS, app on {heads}", "MB", last["peak_mb"], None,
                 "≤150 MB", last["peak_mb"] <= 150),
         Measure("3e", f"runs --json wall, {heads}", "s", round(wall, 2), round(scan, 2),

@@ -229,6 +229,31 @@ def _writer_during(path: Path, body) -> list[tuple[float, float]]:
     return appended
 
 
+def measures(result: dict) -> list:
+    """The printed lines: value, floor, ratio and budget of each measure."""
+    from run_all import Measure
+
+    build, scan = result["build_s"], result["raw_scan_s"]
+    alone = result["writer_p99_alone_ms"]
+    during = result["writer_p99_during_build_ms"]
+    p95 = result["queries"]["p95_ms"]
+    lag = result["lag_20_runs_per_s"]["p99_s"] * 1000
+    mb = result["index_bytes"] / 1e6
+    return [
+        Measure("S1", "index build (floor: raw scan)", "s", round(build, 1),
+                round(scan, 2), "≤15× floor", build <= 15 * scan),
+        Measure("S2", "index size (floor: the file)", "MB", round(mb),
+                round(result["database_bytes"] / 1e6), "≤25% of floor",
+                result["index_share"] <= 0.25),
+        Measure("S3", "indexed search p95", "ms", round(p95, 1), None, "≤100 ms",
+                p95 <= 100),
+        Measure("S4", "writer append p99 during the build", "ms", round(during, 1),
+                round(alone, 1), "≤ floor + 50 ms", during <= alone + 50),
+        Measure("S5", "index lag p99 at 20 runs/s", "ms", round(lag), None,
+                "≤1000 ms", lag <= 1000),
+    ]  # fmt: skip
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--writer"]:
         writer(sys.argv[2], sys.argv[3])
@@ -239,6 +264,9 @@ def main() -> None:
     result = run(args.size)
     out = ROOT / "benchmarks" / "results" / f"search-{args.size}.json"
     out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    print(f"load: {os.getloadavg()}")
+    for measure in measures(result):
+        print(measure.line())
     q, lag = result["queries"], result["lag_20_runs_per_s"]
     print(
         f"{args.size}: build {result['build_s']:.1f} s / raw scan {result['raw_scan_s']:.2f} s "

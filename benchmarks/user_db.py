@@ -158,7 +158,9 @@ def records(measures: list, info: dict) -> list[dict]:
             "ratio": m.ratio,
             "budget": m.budget,
             "ok": m.ok,
-            **{k: m.details[k] for k in ("slowest", "params", "plan") if k in m.details},
+            **{
+                k: m.details[k] for k in ("slowest", "params", "plan") if k in m.details
+            },
         }
         for m in measures
         if m.number != "-"

@@ -486,3 +486,45 @@ async def test_a_fleet_of_checkpoints_is_scanned_in_bounded_memory(
         ("crash-window", "job-0"), ("crash-window", "job-1"), ("crash-window", None),
     ]  # fmt: skip
     assert "4 more findings" in beside.findings[-1].message
+
+
+def test_a_completed_head_is_decided_as_head_fields_decides() -> None:
+    """The doctor's quick look at a fleet's heads (one parse) calls a head
+    completed exactly where the full read of it does, hostile heads too."""
+    from lovia_tui.core.store.checkpoint_reads import (
+        HEAD_ERRORS,
+        head_completed,
+        head_fields,
+    )
+
+    def completed(head: object) -> bool:
+        try:
+            return head_fields(head, 1.0)[1] == "completed"
+        except HEAD_ERRORS:
+            return False
+
+    base = '"agent_name": "a", "turns": 1, "updated_at": 2.0'
+    heads: list[object] = [
+        f'{{"status": "completed", {base}}}',
+        f'{{"status": "running", {base}}}',
+        f'{{"status": "completed", "status": "running", {base}}}',
+        f'{{"status": "running", "status": "completed", {base}}}',
+        '{"status": "completed", "turns": 1}',  # no agent
+        '{"status": "completed", "agent_name": null}',
+        '{"status": "completed", "agent_name": "a", "turns": "3"}',
+        '{"status": "completed", "agent_name": "a", "turns": "three"}',
+        '{"status": "completed", "agent_name": "a", "turns": []}',
+        '{"status": "completed", "agent_name": "a", "turns": [1]}',
+        '{"status": "completed", "agent_name": "a", "turns": true}',
+        '{"status": "completed", "agent_name": "a", "turns": 1.5}',
+        '{"status": ["completed"], "agent_name": "a"}',
+        '{"status": null, "agent_name": "a"}',
+        '["completed"]',
+        "not json",
+        None,
+        42,
+        b'{"status": "completed", "agent_name": "caf\xe9"}',  # not UTF-8
+        '{"status": "completed", "agent_name": "a"}'.encode(),
+    ]
+    for head in heads:
+        assert head_completed(head, 1.0) == completed(head), head
