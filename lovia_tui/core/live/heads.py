@@ -54,8 +54,7 @@ class HeadWindow:
 
     async def look(self) -> HeadsSeen:
         top, known = self.top, {run_id for run_id, _ in self.recent.values()}
-        count, last_rowid, at_top = await tail_queries.head_totals(self.db, top)
-        rows = await tail_queries.heads_between(self.db, top, last_rowid)
+        count, last_rowid, at_top, rows = await tail_queries.heads_since(self.db, top)
         old_top = self.recent.get(top)
         resaved = old_top is not None and any(row[1] == old_top[0] for row in rows)
         if at_top != (None if resaved else old_top):

@@ -114,6 +114,30 @@ async def head_totals(
     return row[0], row[1], None if row[2] is None else (row[2], row[3])
 
 
+async def heads_since(
+    db: Database, rowid: int
+) -> tuple[
+    int, int, tuple[str, float] | None, list[tuple[int, str, str | None, float]]
+]:
+    """:func:`head_totals` at ``rowid`` and the heads saved above it
+    (:func:`heads_between`), in one statement: one snapshot. In two, a head
+    saved again between them was counted by the first and, moved to a rowid
+    above what the first saw, missed by the second: read as a deletion."""
+    rows = await db.fetchall(
+        "SELECT t.n, t.last, t.run_id, t.updated_at, "
+        f"h.rowid, h.run_id, {_HEAD_STATUS}, h.updated_at FROM (SELECT "
+        "(SELECT COUNT(*) FROM snapshot_heads) AS n, "
+        "(SELECT COALESCE(MAX(rowid), 0) FROM snapshot_heads) AS last, "
+        "(SELECT run_id FROM snapshot_heads WHERE rowid = ?1) AS run_id, "
+        "(SELECT updated_at FROM snapshot_heads WHERE rowid = ?1) AS updated_at) AS t "
+        "LEFT JOIN snapshot_heads AS h ON h.rowid > ?1 ORDER BY h.rowid",
+        (rowid,),
+    )
+    count, last, run_id, updated_at = rows[0][:4]
+    at = None if run_id is None else (run_id, updated_at)
+    return count, last, at, [row[4:] for row in rows if row[4] is not None]
+
+
 async def heads_between(
     db: Database, after_rowid: int, upto_rowid: int
 ) -> list[tuple[int, str, str | None, float]]:
