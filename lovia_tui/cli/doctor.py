@@ -8,9 +8,7 @@ attention (``info`` findings aside), 1 when something does, 2 on an error.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -24,6 +22,7 @@ from lovia_tui.cli.command import (
     console,
     open_workspace,
     print_json,
+    progress_bar,
 )
 from lovia_tui.cli.integrity import integrity
 from lovia_tui.cli.option_types import DAY, duration, duration_text
@@ -61,20 +60,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 async def _diagnose(args: argparse.Namespace) -> Report:
     ws = await open_workspace(args, readonly=True)
     try:
-        if not sys.stderr.isatty():
-            return await diagnose(
-                ws, stale_after=args.stale_after, older_than_days=args.older_than / DAY
-            )
-        with Progress(
-            TextColumn("{task.description}", markup=False), BarColumn(),
-            TimeElapsedColumn(),
-            console=console(stderr=True), transient=True,
-        ) as bar:  # fmt: skip
-            task = bar.add_task("reading", total=1.0)
-
-            def progress(what: str, fraction: float) -> None:
-                bar.update(task, description=printable(what), completed=fraction)
-
+        with progress_bar("reading") as progress:
             return await diagnose(
                 ws,
                 stale_after=args.stale_after,

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from lovia_tui.cli.command import EXIT_FINDINGS, EXIT_OK, console, print_json
+from lovia_tui.cli.command import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    console,
+    print_json,
+    progress_bar,
+)
 from lovia_tui.core.doctor.integrity import TableCheck, check_integrity
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.store.connect import check_file
@@ -26,23 +30,11 @@ async def integrity(args: argparse.Namespace) -> int:
     for path in files:
         check_file(path)
     results: dict[str, list[TableCheck]] = {}
-    if sys.stderr.isatty() and not args.json:
-        with Progress(
-            TextColumn("{task.description}", markup=False), BarColumn(),
-            TimeElapsedColumn(), console=console(stderr=True), transient=True,
-        ) as bar:  # fmt: skip
-            task = bar.add_task("checking", total=1.0)
-
-            def progress(what: str, fraction: float) -> None:
-                bar.update(task, description=printable(what), completed=fraction)
-
-            for path in files:
-                results[str(path)] = await asyncio.to_thread(
-                    check_integrity, path, progress=progress
-                )
-    else:
+    with progress_bar("checking", shown=not args.json) as progress:
         for path in files:
-            results[str(path)] = await asyncio.to_thread(check_integrity, path)
+            results[str(path)] = await asyncio.to_thread(
+                check_integrity, path, progress=progress
+            )
     damaged = any(not check.ok for checks in results.values() for check in checks)
     status = EXIT_FINDINGS if damaged else EXIT_OK
     if args.json:
