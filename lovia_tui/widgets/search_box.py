@@ -26,6 +26,7 @@ from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
 if TYPE_CHECKING:
+    from lovia_tui.core.models import SessionKey
     from lovia_tui.core.search.workspace import WorkspaceSearch
 
 SEARCH_HINT = (
@@ -116,7 +117,13 @@ class SearchBox(WorkerErrors, Input):
     @work(exclusive=True, group=Group.SEARCH)
     async def search(self, query: str) -> None:
         self.start_index()
-        found = await self.index.search(query)
+        worker = get_current_worker()
+
+        def so_far(keys: list[SessionKey]) -> None:  # from the scan's thread
+            if not worker.is_cancelled:
+                self.post_message(messages.SearchProgress(query, keys, 0.0, done=False))
+
+        found = await self.index.search(query, so_far=so_far)
         self.post_message(
             messages.SearchProgress(query, found.keys, 1.0, done=True, note=found.note)
         )

@@ -335,6 +335,9 @@ class SessionsPane(WorkerErrors, Vertical):
             return
         keys = set(message.keys)
         self._show_matches(keys)
+        if not message.done:  # found so far: the scan goes on
+            self.show_progress(f"searching · {len(keys):,} so far")
+            return
         self.show_progress("")
         self.notify(f"{len(keys)} session(s) match {message.needle!r} ({message.note})")
         self.post_message(self.Searched(box.query_text, box.needle, keys))

@@ -147,3 +147,36 @@ async def test_a_hit_among_the_entries_a_huge_run_holds_back_lands_on_its_row(
         assert transcript.current_row.key == held
         await pilot.press("n")
         assert transcript.current_row.key == shown
+
+
+async def test_the_sessions_found_so_far_show_while_the_scan_goes_on(
+    scratch: Path, monkeypatch
+):
+    """A search with no index scans the whole file (seconds at 1M): the
+    sessions found so far narrow the list at once, the title says so, and
+    the answer replaces them when the scan ends."""
+    import threading
+
+    from lovia_tui.core.search import workspace as search_workspace
+    from lovia_tui.widgets.search_box import SearchBox
+
+    answer = threading.Event()
+    search_file = search_workspace._search_file
+
+    def slow_search_file(db, query, limit, seen):
+        result = search_file(db, query, limit, seen)  # tells "long" as it finds it
+        answer.wait(10)  # bounded: the test sets it
+        return result
+
+    monkeypatch.setattr(search_workspace, "_search_file", slow_search_file)
+    monkeypatch.setattr(SearchBox, "start_index", lambda self: None)  # none built yet
+    async with _app(scratch) as (_, app, pilot):
+        sessions = app.screen.sessions
+        await pilot.press("s", *"beacon", "enter")
+        await until(pilot, lambda: "so far" in sessions.progress, 10, "so far")
+        assert [key[1] for key in sessions.shown] == ["long"]
+        assert "1 so far" in sessions.progress
+        answer.set()
+        await settle(pilot)
+        assert [key[1] for key in sessions.shown] == ["long"]
+        assert "so far" not in sessions.progress

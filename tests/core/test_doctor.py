@@ -524,7 +524,7 @@ def test_a_completed_head_is_decided_as_head_fields_decides() -> None:
         None,
         42,
         b'{"status": "completed", "agent_name": "caf\xe9"}',  # not UTF-8
-        '{"status": "completed", "agent_name": "a"}'.encode(),
+        b'{"status": "completed", "agent_name": "a"}',
     ]
     for head in heads:
         assert head_completed(head, 1.0) == completed(head), head

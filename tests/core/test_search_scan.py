@@ -93,3 +93,36 @@ def test_rows_a_build_indexes_during_the_scan_are_not_read_twice(
         rare, 1
     )
     assert built == [top] and len(ranges) == 1 and ranges[0][1] < top
+
+
+def test_the_sessions_a_scan_finds_are_told_before_it_ends(scratch: Path, monkeypatch):
+    """With no index yet, the scan of the whole file took seconds at 1M
+    before the first hit showed: each session it finds is told as it is
+    found (the first at once), every one among the final answer's."""
+    from lovia_tui.core.search import workspace as search_workspace
+    from lovia_tui.core.store.workspace import Workspace
+
+    path = scratch / "f.db"
+    SQLiteSession(path, wal=True)
+    asyncio.run(append_entries(path, "first", 1, prefix="zyzzyva"))  # the oldest row
+    rare = _file(path, _seed()) | {"first"}
+    ranges = _record(monkeypatch)
+    monkeypatch.setattr(search_workspace, "SO_FAR_EVERY", 0)
+    told: list[tuple[int, list]] = []
+
+    async def run():
+        ws = await Workspace.open([path])
+        try:
+            search = search_workspace.WorkspaceSearch(ws)
+            return await search.search(
+                "zyzzyva", so_far=lambda keys: told.append((len(ranges), keys))
+            )
+        finally:
+            await ws.close()
+
+    found = asyncio.run(run())
+    assert {session for _, session in found.keys} == rare
+    assert told[0][0] == 1 < len(ranges)  # in the first statement, not the last
+    assert [len(keys) for _, keys in told] == list(range(1, len(rare) + 1))
+    assert set(told[-1][1]) == set(found.keys)
+    assert all(keys == told[-1][1][: len(keys)] for _, keys in told)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,12 +116,19 @@ class FileSearch:
         return self.builder.progress()
 
     def search(
-        self, query: Query, limit: int = 50, cap: int | None = POSTING_CAP
+        self,
+        query: Query,
+        limit: int = 50,
+        cap: int | None = POSTING_CAP,
+        *,
+        seen: Callable[[str], None] | None = None,
     ) -> SearchResult:
         """Up to ``limit`` groups, newest first (index, then the unindexed rest),
-        counted over the newest ``cap`` postings (None: all)."""
+        counted over the newest ``cap`` postings (None: all). ``seen`` is told
+        each session the scan of the unindexed rest finds, as it finds it
+        (with no index yet that scan is the whole file: seconds at 1M)."""
         for _ in range(2):
-            result, stale = self._search(query, limit, cap)
+            result, stale = self._search(query, limit, cap, seen)
             if not stale:
                 return result
             for kind, name in stale:
@@ -132,12 +139,26 @@ class FileSearch:
         return result
 
     def _search(
-        self, query: Query, limit: int, cap: int | None
+        self,
+        query: Query,
+        limit: int,
+        cap: int | None,
+        seen: Callable[[str], None] | None,
     ) -> tuple[SearchResult, set]:
         state = self.index.state()
         scan = RestScan(self.reader, query, self.index.state)
+        rest: list[RawHit] = []
+        sessions: set[str] = set()
         try:
-            rest = list(scan.hits(state, self.builder.tables()))
+            for hit in scan.hits(state, self.builder.tables()):
+                rest.append(hit)
+                if (
+                    seen
+                    and hit.session_id is not None
+                    and hit.session_id not in sessions
+                ):
+                    sessions.add(hit.session_id)
+                    seen(hit.session_id)
         finally:
             scan.close()
         # The marks and the lookup in one read of the index: a row a build

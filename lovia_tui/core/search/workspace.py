@@ -10,6 +10,9 @@ session their run is linked to (``Workspace.links``), never guessed.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +36,11 @@ class Found:
 
 
 def _search_file(
-    db: Database, query: Query, limit: int
+    db: Database, query: Query, limit: int, seen: Callable[[str], None] | None
 ) -> tuple[SearchResult, str | None]:
     search = FileSearch(db.path, immutable=db.immutable)
     try:
-        return search.search(query, limit), search.index.notice
+        return search.search(query, limit, seen=seen), search.index.notice
     finally:
         search.close()
 
@@ -72,27 +75,38 @@ class WorkspaceSearch:
 
     # ----- searching (worker threads) -----
 
-    async def search(self, text: str, limit: int = 500) -> Found:
+    async def search(
+        self,
+        text: str,
+        limit: int = 500,
+        so_far: Callable[[list[SessionKey]], None] | None = None,
+    ) -> Found:
         """Sessions matching ``text`` (raises ``QueryError``), with a note saying
-        what was scanned instead of looked up, and what was not counted."""
+        what was scanned instead of looked up, and what was not counted.
+        ``so_far`` is told the sessions found while the rows not indexed yet
+        are scanned (from a worker thread, at most every ``SO_FAR_EVERY``
+        seconds): the first hits show before a scan of the whole file ends."""
         query = parse_query(text)
         indexer = self.indexer
         if indexer is not None:
             indexer.pause(True)  # two cores: the search's scan gets one to itself
         try:
-            return await self._search(query, limit)
+            return await self._search(query, limit, so_far and _SoFar(so_far))
         finally:
             if indexer is not None:
                 indexer.pause(False)
 
-    async def _search(self, query: Query, limit: int) -> Found:
+    async def _search(self, query: Query, limit: int, so_far: _SoFar | None) -> Found:
         hits: dict[SessionKey, int] = {}
         runs: dict[str, int] = {}
         scanned = capped = 0
         progress = BuildProgress(0, 0)
         notices: list[str] = []
         for db in self.files:
-            result, notice = await asyncio.to_thread(_search_file, db, query, limit)
+            seen = None if so_far is None else so_far.in_file(db.path)
+            result, notice = await asyncio.to_thread(
+                _search_file, db, query, limit, seen
+            )
             notices += [notice] if notice and notice not in notices else []
             scanned += result.scanned
             capped = capped or result.capped
@@ -117,6 +131,32 @@ class WorkspaceSearch:
         """The transcript row keys of a session's hits, in transcript order."""
         db = self.workspace.database(Path(key[0]))
         return await asyncio.to_thread(_row_keys, db, parse_query(text), key[1])
+
+
+SO_FAR_EVERY = 0.5
+"""Seconds between two reports of the sessions a scan found so far."""
+
+
+class _SoFar:
+    """The sessions a search's scans found so far, reported to ``tell`` when
+    the first is found, then at most every ``SO_FAR_EVERY`` seconds."""
+
+    def __init__(self, tell: Callable[[list[SessionKey]], None]) -> None:
+        self.tell = tell
+        self.keys: dict[SessionKey, None] = {}
+        self.told = -math.inf
+
+    def in_file(self, path: Path) -> Callable[[str], None]:
+        """What a file's scan calls with each session it finds (blocking side)."""
+
+        def seen(session_id: str) -> None:
+            self.keys[(str(path), session_id)] = None
+            now = time.monotonic()
+            if now - self.told >= SO_FAR_EVERY:
+                self.told = now
+                self.tell(list(self.keys))
+
+        return seen
 
 
 def _note(progress: BuildProgress, scanned: int, capped: bool) -> str:
