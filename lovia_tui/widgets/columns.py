@@ -10,6 +10,7 @@ and drops the rest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -73,10 +74,13 @@ MIDDLE_CUT_FROM = 12
 """Cells from which an id is cut in the middle: in fewer, its start reads better."""
 
 
+@functools.lru_cache(maxsize=4096)
 def cell(text: str, width: int, *, right: bool = False, middle: bool = False) -> str:
     """``text`` in exactly ``width`` cells (cut with an ellipsis, or padded),
     measured as the terminal draws it. ``middle``: cut in the middle, as ids
-    are (their start and end tell them apart; the detail and `y` have them whole)."""
+    are (their start and end tell them apart; the detail and `y` have them whole).
+    Remembered: a list repaints its rows at every key, and measuring a title
+    of non-ASCII text splits it into graphemes (1.9 ms a frame in a profile)."""
     if width <= 0:
         return ""
     text = as_drawn_text(text)
