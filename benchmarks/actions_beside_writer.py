@@ -9,7 +9,8 @@
    --yes`` manages one per ~0.6 s, the cold start alone; ``--gap 0`` is back to
    back) until the writer is done, a rewind of ``target`` (dropping what the
    writer added), a trim of ``target``, a rewind of ``neighbour`` (a session
-   of ``--segments`` runs in the same file nobody appends to) then its undo,
+   of ``--segments`` runs in the same file nobody appends to) to half then its
+   undo, a rewind of its last turn (the support story) then its undo,
    and every other round first a bulk delete of ``--checkpoints`` completed
    checkpoints (one of ``BATCHES`` seeded beforehand, chosen by age, so no
    re-seeding competes with the writer) — each one previewed, then performed
@@ -105,7 +106,8 @@ async def act_until(path: Path, stop: threading.Event, gap: float) -> dict:
     try:
         # Every rewind cuts back to the seeded entries: the writer's are the tail.
         keep = (await preview_rewind(ws, "target", 0)).total_entries
-        half = (await preview_rewind(ws, "neighbour", 0)).total_entries // 2
+        total = (await preview_rewind(ws, "neighbour", 0)).total_entries
+        half, last_turn = total // 2, total - 4  # a run is 4 entries
         while not stop.is_set():  # bounded by the writer's run
             rounds += 1
             plans = []
@@ -123,6 +125,10 @@ async def act_until(path: Path, stop: threading.Event, gap: float) -> dict:
                 ("rewind target", lambda: preview_rewind(ws, "target", keep)),
                 ("trim target", lambda: preview_trim(ws, "target", keep_chars=100)),
                 ("rewind neighbour", lambda: preview_rewind(ws, "neighbour", half)),
+                (
+                    "rewind neighbour's last turn",
+                    lambda: preview_rewind(ws, "neighbour", last_turn),
+                ),
             ]
             for name, make in plans:
                 if stop.wait(gap):  # bounded: the pace of the actions
@@ -137,7 +143,7 @@ async def act_until(path: Path, stop: threading.Event, gap: float) -> dict:
                 if result.journal_id is None:
                     continue
                 held.setdefault(name, []).append(result.held_ms)
-                if name == "rewind neighbour":
+                if name.startswith("rewind neighbour"):
                     if stop.wait(gap):  # bounded: the pace of the actions
                         break
                     await undo(ws, result.journal_id)

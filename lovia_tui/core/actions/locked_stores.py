@@ -44,6 +44,17 @@ _PLUMBING = {
 }
 
 
+REWIND_READ = (
+    "SELECT id, run_id, entries_json FROM session_runs "
+    "WHERE session_id = ? ORDER BY id ASC"
+)
+"""The read ``SQLiteSession.rewind`` starts with: every segment of the session."""
+_REWIND_READ_FROM = (
+    "SELECT id, run_id, entries_json FROM session_runs "
+    "WHERE session_id = ? AND id >= ? ORDER BY id ASC"
+)
+
+
 class HeldConnection(sqlite3.Connection):
     """A connection inside ``BEGIN IMMEDIATE`` whose transaction lovia-tui ends.
 
@@ -55,12 +66,22 @@ class HeldConnection(sqlite3.Connection):
     path: Path
     lovia_commits: int
     lovia_rollbacks: int
+    rewind_from: tuple[str, int] | None
+    """(session, row id): lovia's rewind reads that session's segments from
+    that row on (:meth:`LockedSession.rewind_from`)."""
 
     def commit(self) -> None:
         self.lovia_commits += 1
 
     def rollback(self) -> None:
         self.lovia_rollbacks += 1
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if self.rewind_from is not None and sql == REWIND_READ:
+            session_id, row_id = self.rewind_from
+            if tuple(parameters) == (session_id,):
+                return super().execute(_REWIND_READ_FROM, (session_id, row_id))
+        return super().execute(sql, parameters)
 
 
 class PartlyCommitted(ActionError):
@@ -86,6 +107,7 @@ def _open(path: Path) -> HeldConnection:
         check_same_thread=False, factory=HeldConnection,
     )  # fmt: skip
     conn.path, conn.lovia_commits, conn.lovia_rollbacks = path, 0, 0
+    conn.rewind_from = None
     conn.row_factory = sqlite3.Row  # as lovia's _connect sets it
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn
@@ -157,6 +179,41 @@ class LockedSession(_OnHeld, SQLiteSession):
     def __init__(self, held: HeldConnection) -> None:
         SQLiteSession.__init__(self, held.path)
         self._hold(held)
+
+    async def rewind_from(
+        self, session_id: str, *, keep_entries: int, row_id: int, before: int
+    ) -> int:
+        """``rewind(session_id, keep_entries=keep_entries)``, lovia's own, with
+        the segments before row ``row_id`` (``before`` entries, all kept) left
+        out of what it reads: it parsed every segment of the session inside
+        the lock (a 2,000-run session held lovia's writers 50–100 ms), and its
+        split changes only the run the cut lands in and those after it. The
+        caller has checked, under the lock, that the rows are the preview's.
+        A lovia whose rewind reads otherwise is given the whole session."""
+        if before > keep_entries or not rewind_reads_as_known():
+            return await self.rewind(session_id, keep_entries=keep_entries)
+        self._held.rewind_from = (session_id, row_id)
+        try:
+            return await self.rewind(session_id, keep_entries=keep_entries - before)
+        finally:
+            self._held.rewind_from = None
+
+
+@functools.cache
+def rewind_reads_as_known() -> bool:
+    """Whether lovia's rewind reads the session with :data:`REWIND_READ`,
+    splits it with ``_rewind_split`` and writes rows only by their id."""
+    source = " ".join(inspect.getsource(SQLiteSession.rewind).split())
+    return all(
+        part in source
+        for part in (
+            '"SELECT id, run_id, entries_json FROM session_runs " '
+            '"WHERE session_id = ? ORDER BY id ASC"',
+            "_rewind_split(segments, keep_entries)",
+            '"SET entries_json = ?, meta_json = NULL WHERE id = ?"',
+            '"DELETE FROM session_runs WHERE id = ?"',
+        )
+    )
 
 
 class LockedCheckpointer(_OnHeld, SQLiteCheckpointer):

@@ -263,8 +263,14 @@ async def _rewind(preview: RewindPreview, stores: Stores) -> dict[str, int]:
     it falls inside the in-flight run: every stored entry stays)."""
     deleted = await _delete_checkpoints(stores, preview.checkpoints)
     removed = 0
-    if preview.keep_entries < preview.total_entries:
-        removed = await stores.session(preview.file).rewind(
+    session = stores.session(preview.file)
+    if preview.cut_row is not None:  # the rows were checked against the preview's
+        removed = await session.rewind_from(
+            preview.session_id, keep_entries=preview.keep_entries,
+            row_id=preview.cut_row, before=preview.kept_before,
+        )  # fmt: skip
+    elif preview.keep_entries < preview.total_entries:
+        removed = await session.rewind(
             preview.session_id, keep_entries=preview.keep_entries
         )
     return {"entries_removed": removed, "checkpoints_deleted": deleted}

@@ -100,6 +100,10 @@ class RewindPreview:
     # Completed checkpoints of a segment only truncated: kept, since a replay
     # adds nothing to a segment that exists.
     kept_checkpoints: tuple[str, ...] = ()
+    # The first segment the cut changes (row id), and the entries before it:
+    # lovia's rewind need not read the segments it keeps whole.
+    cut_row: int | None = None
+    kept_before: int = 0
 
     @property
     def noop(self) -> bool:
@@ -250,10 +254,14 @@ def subject(preview: Preview) -> str:
     return f"{len(ids):,} checkpoints: {', '.join(chosen)}"
 
 
+_HOW = frozenset({"plan", "cut_row", "kept_before"})
+"""Fields that say how an action is checked and done, not what it does."""
+
+
 def preview_dict(preview: Preview) -> dict[str, Any]:
     """A preview as plain JSON-ready data (paths as strings, no plan)."""
-    data = {"action": preview.action, **asdict(preview)}
-    data.pop("plan")
+    data: dict[str, Any] = {"action": preview.action}
+    data.update((k, v) for k, v in asdict(preview).items() if k not in _HOW)
     data["forced"] = preview.plan.forced
     return _plain(data)
 

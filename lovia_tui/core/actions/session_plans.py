@@ -182,7 +182,21 @@ async def preview_rewind(
             known,
         ),  # fmt: skip
         kept_checkpoints=kept,
+        **_cut_row(known[0] if known else None, segments, keep_entries),
     )
+
+
+def _cut_row(
+    rows: Captured | None, segments: list[Segment], keep_entries: int
+) -> dict[str, Any]:
+    """The row of the first segment a cut at ``keep_entries`` changes and
+    the entries before it, as lovia's split walks them (none: nothing cut)."""
+    before = 0
+    for row_id, segment in zip(rows.rowids if rows else (), segments, strict=True):
+        if keep_entries < before + len(segment.entries):
+            return {"cut_row": row_id, "kept_before": before}
+        before += len(segment.entries)
+    return {}
 
 
 async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:
