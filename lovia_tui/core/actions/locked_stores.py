@@ -9,7 +9,8 @@ has just checked the rows against the preview: no other process can write
 between the check and lovia's change, and every lovia method of one action
 commits (or rolls back) together. lovia's logic — the rewind split,
 ``drop_dangling_tool_calls``, the trim marker — is untouched: its methods run
-as written. :func:`check_lovia_shape` refuses to act if the plumbing is not
+as written (a rewind is served only the segments from the cut on, which are
+all its split changes: :meth:`LockedSession.rewind_from`). :func:`check_lovia_shape` refuses to act if the plumbing is not
 what this module overrides; ``tests/core/test_locked_stores.py`` holds it to that.
 """
 

@@ -91,7 +91,8 @@ class WorkspaceSearch:
         if indexer is not None:
             indexer.pause(True)  # two cores: the search's scan gets one to itself
         try:
-            return await self._search(query, limit, so_far and _SoFar(so_far))
+            tell = None if so_far is None else _SoFar(so_far)
+            return await self._search(query, limit, tell)
         finally:
             if indexer is not None:
                 indexer.pause(False)
