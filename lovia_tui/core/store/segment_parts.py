@@ -63,9 +63,10 @@ def _count_stored(
         return None
     key = (db.path, row_id, value.size)
     if key not in _COUNTED:
-        if defer and streamed(value, entries_hint(value)):
+        many = streamed(value, entries_hint(value))
+        if defer and many:
             return NOT_COUNTED
-        _remember(_COUNTED, key, _count(db, value, keep_part), COUNTED)
+        _remember(_COUNTED, key, _count(db, value, many, keep_part), COUNTED)
     return _COUNTED[key]
 
 
@@ -77,8 +78,8 @@ def _remember(found: dict[Any, Any], key: Any, value: Any, most: int) -> None:
     found[key] = value
 
 
-def _count(db: Database, value: Stored, keep_part: bool) -> int | None:
-    many = streamed(value, entries_hint(value))
+def _count(db: Database, value: Stored, many: bool, keep_part: bool) -> int | None:
+    """The items of a large value (``many``: streamed, see :func:`streamed`)."""
     if many and keep_part:
         return _count_and_keep_part(db, value)
     if not many:  # an entry lovia does not know is still an item: counted below
