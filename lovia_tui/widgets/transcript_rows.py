@@ -140,13 +140,9 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     started = timestamp(segment.started_at or segment.created_at, UNREADABLE_SHOWN)
     finished = timestamp(segment.finished_at) if segment.finished_at else ""
     span = f"{started} → {finished[11:]}" if finished else started
-    count = (
-        "counting…"
-        if segment.uncounted
-        else "?"
-        if segment.entry_count is None
-        else segment.entry_count
-    )
+    count = "?" if segment.entry_count is None else segment.entry_count
+    if segment.uncounted:
+        count = "counting…"
     badges = []
     if segment.unreadable:
         badges.append(UNREADABLE_SHOWN)

@@ -204,14 +204,15 @@ class LockedSession(_OnHeld, SQLiteSession):
 def rewind_reads_as_known() -> bool:
     """Whether lovia's rewind reads the session with :data:`REWIND_READ`,
     splits it with ``_rewind_split`` and writes rows only by their id."""
+    # Its source, one line, adjacent string literals joined: "a " "b" -> "a b".
     source = " ".join(inspect.getsource(SQLiteSession.rewind).split())
+    source = source.replace('" "', "")
     return all(
         part in source
         for part in (
-            '"SELECT id, run_id, entries_json FROM session_runs " '
-            '"WHERE session_id = ? ORDER BY id ASC"',
+            f'"{REWIND_READ}"',
             "_rewind_split(segments, keep_entries)",
-            '"SET entries_json = ?, meta_json = NULL WHERE id = ?"',
+            '"UPDATE session_runs SET entries_json = ?, meta_json = NULL WHERE id = ?"',
             '"DELETE FROM session_runs WHERE id = ?"',
         )
     )

@@ -164,6 +164,7 @@ async def preview_rewind(
             ws, session_id, changed, truncated.run_id if truncated else None,
             force, stale_after, in_flight=in_flight,
         )  # fmt: skip
+    cut_row, kept_before = _cut_row(known[0] if known else None, segments, keep_entries)
     return RewindPreview(
         file=db.path,
         session_id=session_id,
@@ -182,21 +183,22 @@ async def preview_rewind(
             known,
         ),  # fmt: skip
         kept_checkpoints=kept,
-        **_cut_row(known[0] if known else None, segments, keep_entries),
+        cut_row=cut_row,
+        kept_before=kept_before,
     )
 
 
 def _cut_row(
     rows: Captured | None, segments: list[Segment], keep_entries: int
-) -> dict[str, Any]:
+) -> tuple[int | None, int]:
     """The row of the first segment a cut at ``keep_entries`` changes and
-    the entries before it, as lovia's split walks them (none: nothing cut)."""
+    the entries before it, as lovia's split walks them (None: nothing cut)."""
     before = 0
     for row_id, segment in zip(rows.rowids if rows else (), segments, strict=True):
         if keep_entries < before + len(segment.entries):
-            return {"cut_row": row_id, "kept_before": before}
+            return row_id, before
         before += len(segment.entries)
-    return {}
+    return None, 0
 
 
 async def user_turn_start(ws: Workspace, session_id: str, index: int) -> int:

@@ -100,17 +100,20 @@ async def session_chars(
     return row[0]
 
 
+_HEAD_TOTALS = (
+    "SELECT (SELECT COUNT(*) FROM snapshot_heads) AS n, "
+    "(SELECT COALESCE(MAX(rowid), 0) FROM snapshot_heads) AS last, "
+    "(SELECT run_id FROM snapshot_heads WHERE rowid = ?1) AS run_id, "
+    "(SELECT updated_at FROM snapshot_heads WHERE rowid = ?1) AS updated_at"
+)
+"""Checkpoints, highest rowid, and the run id and save time at rowid ?1."""
+
+
 async def head_totals(
     db: Database, rowid: int
 ) -> tuple[int, int, tuple[str, float] | None]:
     """(checkpoints, highest rowid, the (run_id, updated_at) stored at ``rowid``)."""
-    row = await db.fetchrow(
-        "SELECT (SELECT COUNT(*) FROM snapshot_heads), "
-        "(SELECT COALESCE(MAX(rowid), 0) FROM snapshot_heads), "
-        "(SELECT run_id FROM snapshot_heads WHERE rowid = ?1), "
-        "(SELECT updated_at FROM snapshot_heads WHERE rowid = ?1)",
-        (rowid,),
-    )
+    row = await db.fetchrow(_HEAD_TOTALS, (rowid,))
     return row[0], row[1], None if row[2] is None else (row[2], row[3])
 
 
@@ -125,11 +128,7 @@ async def heads_since(
     above what the first saw, missed by the second: read as a deletion."""
     rows = await db.fetchall(
         "SELECT t.n, t.last, t.run_id, t.updated_at, "
-        f"h.rowid, h.run_id, {_HEAD_STATUS}, h.updated_at FROM (SELECT "
-        "(SELECT COUNT(*) FROM snapshot_heads) AS n, "
-        "(SELECT COALESCE(MAX(rowid), 0) FROM snapshot_heads) AS last, "
-        "(SELECT run_id FROM snapshot_heads WHERE rowid = ?1) AS run_id, "
-        "(SELECT updated_at FROM snapshot_heads WHERE rowid = ?1) AS updated_at) AS t "
+        f"h.rowid, h.run_id, {_HEAD_STATUS}, h.updated_at FROM ({_HEAD_TOTALS}) AS t "
         "LEFT JOIN snapshot_heads AS h ON h.rowid > ?1 ORDER BY h.rowid",
         (rowid,),
     )
