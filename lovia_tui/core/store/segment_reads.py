@@ -1,12 +1,14 @@
 """Reads of one session's segments (``session_runs`` rows) and their entries.
 
-Bounded like every read: keyset pages of ``SEGMENT_CHUNK`` rows, never a whole session.
+Bounded like every read: keyset pages of up to ``SEGMENT_CHUNK`` rows, as many
+as a step reads in its time (:mod:`~lovia_tui.core.store.pace`), never a whole session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+from time import perf_counter
 from typing import Any
 
 from lovia_tui.core.context_meta import NOTICE_KEY, STATE_KEY, TIMING_KEY, context_line
@@ -30,6 +32,7 @@ from lovia_tui.core.store.entry_stream import (
     stored_sizes,
     stored_value,
 )
+from lovia_tui.core.store.pace import Pace
 from lovia_tui.core.store.segment_parts import (
     NOT_COUNTED,
     SegmentPart,
@@ -104,10 +107,13 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
         return result
     after = 0
     next_index: int | None = 0
+    pace = Pace(SEGMENT_CHUNK)
     while True:
+        since = perf_counter()
         rows = await _segment_rows(
-            db, "id > ?2", "id", (session_id, after, SEGMENT_CHUNK), defer=False
+            db, "id > ?2", "id", (session_id, after, pace.size), defer=False
         )
+        pace.took(since, len(rows))
         if not rows:
             return result
         for row in rows:
@@ -156,7 +162,7 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
     """The first flat index of each of a session's segments, by row id.
 
     Every segment's entries are counted (``json_array_length`` in SQLite,
-    ``SEGMENT_CHUNK`` rows a statement); after an unreadable segment the
+    up to ``SEGMENT_CHUNK`` rows a statement); after an unreadable segment the
     indices are unknown and ``None``, never guessed.
     """
     starts: dict[int, int | None] = {}
@@ -164,8 +170,11 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
         return starts
     after = 0
     next_index: int | None = 0
+    pace = Pace(SEGMENT_CHUNK)
     while True:
-        rows = await _counts(db, session_id, after)
+        since = perf_counter()
+        rows = await _counts(db, session_id, after, pace.size)
+        pace.took(since, len(rows))
         if not rows:
             return starts
         for row_id, count in rows:
@@ -196,11 +205,9 @@ async def _segment_rows(
     return await _with_counts(db, base, params, 6, 4, defer=defer)
 
 
-async def _counts(db: Database, session_id: str, after: int) -> list[Any]:
+async def _counts(db: Database, session_id: str, after: int, limit: int) -> list[Any]:
     base = "SELECT id, NULL FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
-    return await _with_counts(
-        db, base, (session_id, after, SEGMENT_CHUNK), 1, keep_parts=True
-    )
+    return await _with_counts(db, base, (session_id, after, limit), 1, keep_parts=True)
 
 
 async def _with_counts(
