@@ -455,7 +455,7 @@ async def test_a_fleet_of_checkpoints_is_scanned_in_bounded_memory(
     a run that used none) and tallied past the limit when one is; a bad
     batch is found by the scan in rowid order, whichever run it is in; the
     statements hold a handful of rows each, as they would with large ones."""
-    from lovia_tui.core.doctor import checkpoint_scan
+    from lovia_tui.core.doctor import batch_scan, checkpoint_scan
 
     runs, sessions = scratch / "runs.db", scratch / "sessions.db"
     checkpointer = SQLiteCheckpointer(runs, wal=True)
@@ -468,8 +468,8 @@ async def test_a_fleet_of_checkpoints_is_scanned_in_bounded_memory(
     with contextlib.closing(sqlite3.connect(runs)) as conn, conn:
         conn.execute("UPDATE snapshot_turns SET entries_json = '[{\"type\": 7}]' "
                      "WHERE run_id = 'job-3'")  # fmt: skip
-    monkeypatch.setattr(checkpoint_scan, "FIRST_ROWS", 1)
-    monkeypatch.setattr(checkpoint_scan, "GROUP_BYTES", 1)  # a row a statement
+    monkeypatch.setattr(batch_scan, "FIRST_ROWS", 1)
+    monkeypatch.setattr(batch_scan, "GROUP_BYTES", 1)  # a row a statement
     monkeypatch.setattr(checkpoint_scan, "HEAD_PAGE", 2)
     monkeypatch.setattr(doctor_findings, "MAX_PER_KIND", 2)
 

@@ -4,11 +4,11 @@ A worker fleet's file holds a million checkpoints. Reading each run's
 batches by its run id is a seek per run (8x a sequential read), so the
 doctor reads them in two passes of rowid order, each read and parsed in a
 thread on a connection of its own (only what it found crosses back): every
-batch once (:func:`unreadable_batches` keeps the few runs whose batches
-lovia cannot load), then the heads (:func:`head_pages` sorts out the
+batch once (:func:`~lovia_tui.core.doctor.batch_scan.unreadable_batches`
+keeps the few runs whose batches lovia cannot load), then the heads (:func:`head_pages` sorts out the
 completed ones that load). Only the runs that can yield a finding have
 their entries read again by run id (:func:`loaded`), a few per cent of a
-fleet's. Statements are sized to about ``GROUP_BYTES`` from what the one
+fleet's. Statements are sized to about ``batch_scan.GROUP_BYTES`` from what the one
 before weighed; each is short, so no read holds a writer up for long.
 """
 
@@ -21,23 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lovia_tui.core.doctor.findings import Progress
+from lovia_tui.core.doctor import batch_scan
 from lovia_tui.core.entries import UnreadableError, parse_entries, parse_stored
 from lovia_tui.core.models import SessionLink, Unreadable
 from lovia_tui.core.store.checkpoint_reads import head_completed
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import stored_key, stored_number
+from lovia_tui.core.stored import stored_key
 
 HEAD_PAGE = 5_000
 """Heads a page: one statement of ~10 ms at a fleet's 1M heads."""
-GROUP_BYTES = 4 << 20
-"""Stored bytes read and parsed together: whole rows (and runs) up to this weight."""
-FIRST_ROWS = 64
-MAX_ROWS = 2_000
-MOST_UNREADABLE = 10_000
-"""Runs with an unreadable batch held by name; past it a hostile file's runs
-are each read again by run id instead (slower, never unbounded)."""
 
 
 @dataclass
@@ -50,15 +43,6 @@ class Loaded:
     last_seq: int | None = None
 
 
-def _next_size(size: int, rows: int, weight: int) -> int:
-    """Rows for the next statement: about ``GROUP_BYTES`` at the weight just seen."""
-    return max(1, min(MAX_ROWS, 2 * size, int(GROUP_BYTES * rows / max(1, weight))))
-
-
-def _problem(db: Database, run_id: str, seq: int, exc: UnreadableError) -> Unreadable:
-    return Unreadable(f"{db.name} snapshot_turns run {run_id} seq {seq}", str(exc))
-
-
 def _parse_turns(db: Database, run_id: str, turns: list[tuple[int, bytes]]) -> Loaded:
     """A checkpoint's batches in seq order, as ``snapshot_entries`` reads them."""
     loaded = Loaded()
@@ -67,7 +51,9 @@ def _parse_turns(db: Database, run_id: str, turns: list[tuple[int, bytes]]) -> L
         try:
             entries = parse_stored(parse_entries, raw)
         except UnreadableError as exc:
-            loaded.problem = loaded.problem or _problem(db, run_id, seq, exc)
+            loaded.problem = loaded.problem or batch_scan.unreadable_batch(
+                db, run_id, seq, exc
+            )
             continue
         loaded.entries += entries
         loaded.count += len(entries)
@@ -84,7 +70,7 @@ async def _pipelined(
     """The rows of ``read`` until it consumes nothing, each statement sized
     by the weight of the one before and started before the caller handles
     the rows it has."""
-    size = FIRST_ROWS
+    size = batch_scan.FIRST_ROWS
     reading: asyncio.Future[tuple[int, list[Any]]] | None = asyncio.ensure_future(
         read(size)
     )
@@ -93,7 +79,7 @@ async def _pipelined(
             consumed, rows = await reading
             if not consumed:
                 return
-            size = _next_size(size, consumed, weigh(rows))
+            size = batch_scan.next_size(size, consumed, weigh(rows))
             reading = asyncio.ensure_future(read(size))
             yield rows
     finally:
@@ -128,108 +114,6 @@ def _keyset(
     """One statement of a rowid keyset scan on a thread connection (``sql``:
     rowid first, a ``rowid > ?`` and a ``LIMIT ?``)."""
     return db.fetchall_in_thread(conn, sql, (after, count))
-
-
-_BATCHES = (
-    "SELECT rowid, run_id, seq, CAST(entries_json AS BLOB) FROM snapshot_turns "
-    "WHERE rowid > ? ORDER BY rowid LIMIT ?"
-)
-
-
-def _read_batches(
-    db: Database, conn: sqlite3.Connection, after: int, count: int
-) -> tuple[list[Any], int]:
-    """The next batches, and what they weigh."""
-    rows = _keyset(db, conn, _BATCHES, after, count)
-    return rows, sum(len(row[3] or b"") for row in rows)
-
-
-def _check_batches(db: Database, rows: list[Any]) -> list[tuple[str, int, Unreadable]]:
-    """The batches among these that lovia cannot load (run, seq, why)."""
-    bad = []
-    for _, stored, seq, raw in rows:
-        try:
-            parse_stored(parse_entries, raw)
-        except UnreadableError as exc:
-            run_id = stored_key(stored)
-            bad.append((run_id, seq, _problem(db, run_id, seq, exc)))
-    return bad
-
-
-def _seq_order(seq: Any) -> tuple[bool, float]:
-    """A batch's place among a run's: by number; a seq that is none (never
-    from lovia) after them."""
-    number = stored_number(seq)
-    return number is None, number or 0
-
-
-SCAN_ROWS = 20_000
-"""Batches a thread reads and checks before it reports back: a statement's
-read and its parse handed between two threads took 3.9 s at a million
-batches, the same work in one thread 2.9 s (the parse holds the GIL)."""
-
-
-@dataclass
-class _BatchScan:
-    """Where the pass over every batch is: past rowid ``after``, the next
-    statement ``size`` rows, ``done`` at the table's end."""
-
-    after: int = -(1 << 63)
-    size: int = FIRST_ROWS
-    done: bool = False
-
-
-def _scan_batches(
-    db: Database, conn: sqlite3.Connection, scan: _BatchScan
-) -> list[tuple[str, int, Unreadable]]:
-    """The next ``SCAN_ROWS`` or so batches, read statement by statement and
-    checked: those lovia cannot load (run, seq, why). Blocking."""
-    bad: list[tuple[str, int, Unreadable]] = []
-    read = 0
-    while read < SCAN_ROWS:
-        rows, weight = _read_batches(db, conn, scan.after, scan.size)
-        if not rows:
-            scan.done = True
-            break
-        scan.after, read = rows[-1][0], read + len(rows)
-        scan.size = _next_size(scan.size, len(rows), weight)
-        bad += _check_batches(db, rows)
-    return bad
-
-
-async def unreadable_batches(
-    db: Database, progress: Progress
-) -> dict[str, Unreadable] | None:
-    """The runs with a batch lovia cannot load, each with its first such
-    batch, from one pass over every batch in rowid order, in a thread on a
-    connection of its own; None when more than ``MOST_UNREADABLE`` runs have one."""
-    found: dict[str, tuple[int, Unreadable]] = {}
-    last = (await db.fetchrow("SELECT COALESCE(MAX(rowid), 0) FROM snapshot_turns"))[0]
-    conn = db.thread_connection()
-    scan = _BatchScan()
-    reading: asyncio.Future[list[tuple[str, int, Unreadable]]] | None = None
-    try:
-        while not scan.done:
-            reading = asyncio.ensure_future(
-                asyncio.to_thread(_scan_batches, db, conn, scan)
-            )
-            # Shielded: a cancelled doctor waits for the thread below.
-            for run_id, seq, problem in await asyncio.shield(reading):
-                # Rowid order is not seq order: the run's lowest bad seq is its first.
-                if run_id not in found or _seq_order(seq) < _seq_order(
-                    found[run_id][0]
-                ):
-                    found[run_id] = (seq, problem)
-            if len(found) > MOST_UNREADABLE:
-                return None
-            progress(
-                f"checkpoint batches in {db.name}", min(1.0, scan.after / max(1, last))
-            )
-    finally:
-        if reading is not None and not reading.done():
-            await asyncio.wait([reading])  # the thread must let go of the connection
-        conn.close()
-    return {run_id: problem for run_id, (_, problem) in found.items()}
 
 
 @dataclass(frozen=True)

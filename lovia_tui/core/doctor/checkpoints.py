@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lovia_tui.core.doctor import checkpoint_scan as scan
+from lovia_tui.core.doctor.batch_scan import unreadable_batches
 from lovia_tui.core.doctor.checkpoint_scan import Loaded
 from lovia_tui.core.doctor.findings import (
     Finding,
@@ -235,7 +236,7 @@ async def checkpoint_findings(
     sessions_open = bool(ws.session_dbs)
     for db in ws.checkpoint_dbs:
         total = (await db.fetchrow("SELECT COUNT(*) FROM snapshot_heads"))[0]
-        unreadable = await scan.unreadable_batches(db, progress)
+        unreadable = await unreadable_batches(db, progress)
         done, unchecked = 0, 0
         async for page in scan.head_pages(db, unreadable or {}):
             ids = [*page.completed, *(row[0] for row in page.others)]

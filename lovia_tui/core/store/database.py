@@ -59,6 +59,24 @@ class Stores:
         return self.session or self.checkpoint
 
 
+def fetchall_decoded(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
+) -> list[Any]:
+    """A statement's rows on a plain ``sqlite3`` connection; text that is not
+    UTF-8 among them decoded as the read layer decodes it (C decoding, the
+    default, is kept for the usual case)."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+    conn.text_factory = decode_text
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.text_factory = str
+
+
 class Database:
     """An open lovia database file: its stores, journal mode and connection."""
 
@@ -134,18 +152,7 @@ class Database:
         that parses its rows in the thread that reads them, with no round trip
         through the event loop a statement."""
         with self._read_errors():
-            try:
-                return conn.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "decode" not in str(exc):
-                    raise
-            # Text that is not UTF-8 among these rows: decoded as the read layer
-            # decodes it (C decoding, the default, is kept for the usual case).
-            conn.text_factory = decode_text
-            try:
-                return conn.execute(sql, params).fetchall()
-            finally:
-                conn.text_factory = str
+            return fetchall_decoded(conn, sql, params)
 
     @contextlib.contextmanager
     def _read_errors(self) -> Iterator[None]:
