@@ -105,6 +105,7 @@ class RowList(LineView, can_focus=True):
             self.refresh_line(index)
         else:
             self.refresh()
+        self.moved()
         if self._count:
             self.post_message(self.Highlighted(self, index))
 

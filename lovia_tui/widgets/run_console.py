@@ -17,12 +17,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Input, Label, RichLog, Static
+from textual.widgets import Input, RichLog, Static
 
 from lovia_tui.core.entries import shorten
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.runs.console import one_line
 from lovia_tui.view.kinds import Group
+from lovia_tui.widgets.pane_title import PaneTitle
 
 if TYPE_CHECKING:
     from lovia_tui.core.runs.console import ConsoleEvent
@@ -63,7 +64,7 @@ class RunConsole(Vertical):
         self._partial = Text()
 
     def compose(self) -> ComposeResult:
-        yield Label("Console", id="console-title", classes="pane-title", markup=False)
+        yield PaneTitle("Console", id="console-title")
         yield RichLog(id="console-log", wrap=True, markup=False, max_lines=5_000)
         yield Static(id="console-partial")
         with Horizontal(id="approval", classes="hidden"):
@@ -84,8 +85,8 @@ class RunConsole(Vertical):
 
         self.remove_class("hidden")
         self.query_one(RichLog).clear()
-        self.query_one("#console-title", Label).update(
-            printable(f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)")
+        self.query_one("#console-title", PaneTitle).show(
+            f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)"
         )
         self.control = RunControl(answering="ask", journal=Journal())
         self._run(pf, starter, self.control)
@@ -156,8 +157,8 @@ class RunConsole(Vertical):
             self.control = None
             self._answered()
             self._flush()
-            self.query_one("#console-title", Label).update(
-                printable(f"Console · {pf.mode} {pf.run.run_id} · {status}")
+            self.query_one("#console-title", PaneTitle).show(
+                f"Console · {pf.mode} {pf.run.run_id} · {status}"
             )
             self.post_message(self.Finished(pf.run.run_id, status))
 

@@ -30,7 +30,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Label
 
 from lovia_tui import messages
 from lovia_tui.core.models import RunInfo, SessionKey, SessionLink
@@ -38,6 +37,7 @@ from lovia_tui.core.run_status import ALL_RUNS, RunStatus, status_label
 from lovia_tui.core.runs.listing import RunList
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
+from lovia_tui.widgets.pane_title import PaneTitle
 from lovia_tui.widgets.row_list import RowList
 from lovia_tui.widgets.run_detail import RunDetail
 from lovia_tui.widgets.run_rows import RunColumns
@@ -84,10 +84,11 @@ class RunsPane(WorkerErrors, Vertical):
         self.columns = RunColumns(stale_after)
 
     def compose(self) -> ComposeResult:
-        yield Label("Runs", classes="pane-title", id="runs-title", markup=False)
+        yield PaneTitle("Runs", id="runs-title")
         yield RowList(
             lambda index, width: self.columns.render(self.source, index, width),
             empty="no checkpoints",
+            moved=self.show_title,
             id="runs",
         )
         yield RunDetail(self.workspace, self.stale_after, id="run-detail")
@@ -293,8 +294,8 @@ class RunsPane(WorkerErrors, Vertical):
             if self._wanted_filter == ALL_RUNS
             else f"Runs: {self._wanted_filter}"
         )
-        self.query_one("#runs-title", Label).update(
-            f"{label} {self.row_list.position}{self._counts}", layout=False
+        self.query_one("#runs-title", PaneTitle).show(
+            f"{label} {self.row_list.position}{self._counts}"
         )
 
     def filter_by(self, status: str) -> None:
@@ -303,7 +304,6 @@ class RunsPane(WorkerErrors, Vertical):
         self.apply_filter()
 
     def on_row_list_highlighted(self) -> None:
-        self.show_title()
         self._read_visible()
         self._announce()
 

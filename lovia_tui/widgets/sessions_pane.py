@@ -26,10 +26,9 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Input, Label
+from textual.widgets import Input
 
 from lovia_tui import messages
-from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
@@ -39,6 +38,7 @@ from lovia_tui.widgets.search_box import SearchBox
 
 if TYPE_CHECKING:
     from lovia_tui.core.search.workspace import WorkspaceSearch
+from lovia_tui.widgets.pane_title import PaneTitle
 from lovia_tui.widgets.session_list import SessionList
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
@@ -80,8 +80,13 @@ class SessionsPane(WorkerErrors, Vertical):
         self._content_search: WorkspaceSearch | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("Sessions", classes="pane-title", id="sessions-title", markup=False)
-        yield RowList(self.list.render_row, empty="no sessions", id="sessions")
+        yield PaneTitle("Sessions", id="sessions-title")
+        yield RowList(
+            self.list.render_row,
+            empty="no sessions",
+            moved=self.show_title,
+            id="sessions",
+        )
 
     def on_mount(self) -> None:
         # Ages move with time: the rows that read differently are drawn again.
@@ -218,7 +223,7 @@ class SessionsPane(WorkerErrors, Vertical):
             title += f" (of {len(self.list.keys):,})"
         if self.progress:
             title += f" · {self.progress}"
-        self.query_one("#sessions-title", Label).update(printable(title), layout=False)
+        self.query_one("#sessions-title", PaneTitle).show(title)
 
     def show_progress(self, text: str) -> None:
         """A search's progress, in the title: no bar to lay out."""
@@ -227,7 +232,6 @@ class SessionsPane(WorkerErrors, Vertical):
 
     @on(RowList.Highlighted, "#sessions")
     def _highlighted(self) -> None:
-        self.show_title()
         self.fetch_visible_summaries()
         if (key := self.selected) is not None:
             self.post_message(self.Highlighted(key))

@@ -48,13 +48,6 @@ class Transcript(LineView, can_focus=True):
         "transcript--detail",
     }
 
-    class RowHighlighted(Message):
-        """The cursor is on ``row``."""
-
-        def __init__(self, row: Row | None) -> None:
-            super().__init__()
-            self.row = row
-
     class LoadOlder(Message):
         """The user reached the top while older segments are not loaded."""
 
@@ -279,7 +272,7 @@ class Transcript(LineView, can_focus=True):
         )
 
     def _announce(self) -> None:
-        self.post_message(self.RowHighlighted(self.current_row))
+        self.moved()
         if self.cursor == 0 and self.rows and self.rows[0].kind == RowKind.OLDER:
             self._load_older()
         current = self.current_row

@@ -25,10 +25,8 @@ from pathlib import Path
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Label
 
 from lovia_tui import messages
-from lovia_tui.core.formatting import printable
 from lovia_tui.core.live.changes import Changes
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
@@ -49,6 +47,7 @@ from lovia_tui.view.transcript_loader import (
     set_indices,
     uncounted,
 )
+from lovia_tui.widgets.pane_title import PaneTitle
 from lovia_tui.widgets.transcript import Transcript
 from lovia_tui.widgets.transcript_hits import Hits
 from lovia_tui.widgets.worker_errors import WorkerErrors
@@ -80,10 +79,8 @@ class TranscriptPane(WorkerErrors, Vertical):
         self._row_kind: tuple[str, bool] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(
-            "Transcript", classes="pane-title", id="transcript-title", markup=False
-        )
-        yield Transcript(id="transcript")
+        yield PaneTitle("Transcript", id="transcript-title")
+        yield Transcript(moved=self._cursor_moved, id="transcript")
 
     def on_mount(self) -> None:
         # The "new entries" count clears on scrolling, which says nothing.
@@ -108,9 +105,8 @@ class TranscriptPane(WorkerErrors, Vertical):
         self.session_key, self.run_view = key, None
         self._pending_row = focus_row
         self._focus_when_loaded = self._focus_when_loaded or focus
-        self.query_one("#transcript-title", Label).update(
-            printable(f"Transcript · {key[1]} · loading…"), layout=False
-        )
+        if not settle:
+            self._show_loading(key)
         if self._runs_known:
             # Otherwise runs_known loads it: the seam needs the runs' links.
             self._load_session(key, settle)
@@ -142,6 +138,11 @@ class TranscriptPane(WorkerErrors, Vertical):
 
     # ----- a session's batches -----
 
+    def _show_loading(self, key: SessionKey) -> None:
+        self.query_one("#transcript-title", PaneTitle).show(
+            f"Transcript · {key[1]} · loading…"
+        )
+
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def _load_session(
         self, key: SessionKey, settle: float = 0.0, starts: Starts | None = None
@@ -150,8 +151,10 @@ class TranscriptPane(WorkerErrors, Vertical):
         and hold) count every older segment for the flat indices."""
         if settle:
             # Moving through the list: load once the cursor rests, not for
-            # every session passed over (each one repaints the whole screen).
+            # every session passed over (each one repaints the whole screen);
+            # the title too, or each key press costs a second frame.
             await asyncio.sleep(settle)
+            self._show_loading(key)
         db = self.workspace.database(Path(key[0]))
         batch, older = listed = await newest_batch(db, key[1])
         self.live.follow_session(db.path, key[1], batch, older + len(batch))
@@ -358,6 +361,8 @@ class TranscriptPane(WorkerErrors, Vertical):
     def show_title(self) -> None:
         """What is shown and where the cursor is (and what is followed)."""
         transcript = self.transcript
+        if self.session_key and self.session_key != self._shown_key:
+            return  # another session's rows are on screen until it loads
         if self.session_key:
             title = f"Transcript · {self.session_key[1]} · {transcript.window.entries:,} entries shown · {transcript.position}"
         elif self.run_view:
@@ -369,15 +374,12 @@ class TranscriptPane(WorkerErrors, Vertical):
             title += f" · following {self.followed[1]}"
         if transcript.new_below:
             title += f" · {transcript.new_below} new entries ↓"
-        label = self.query_one("#transcript-title", Label)
-        title = printable(title)
-        if title != label.content:
-            label.update(title, layout=False)
+        self.query_one("#transcript-title", PaneTitle).show(title)
 
-    @on(Transcript.RowHighlighted)
-    def _row_highlighted(self, message: Transcript.RowHighlighted) -> None:
+    def _cursor_moved(self) -> None:
+        """The title and the key bar, in the frame of the move."""
         self.show_title()
-        row = message.row
+        row = self.transcript.current_row
         kind = (
             (row.kind, row.entry is not None and row.entry.index is not None)
             if row
