@@ -129,7 +129,9 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
     """lovia's rewind served the segments from the cut on (a 2,000-run
     session's last turn: the lock held 90–116 ms, 39–54 ms so) leaves every
     row as lovia's rewind over the whole session does, wherever the cut
-    lands: between runs, inside one, after a call left dangling, at 0."""
+    lands: between runs, inside one, after a call left dangling, at 0; and
+    what the action reads back from the cut on (for the journal and its
+    undo) is the session as a read of all its rows finds it."""
     import random
     import shutil
 
@@ -142,8 +144,10 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
     )
 
     from lovia_tui.core.actions import locked_stores
+    from lovia_tui.core.actions import perform as performing
     from lovia_tui.core.actions.perform import perform
     from lovia_tui.core.actions.session_plans import preview_rewind
+    from lovia_tui.core.store.rows import capture_sync
     from lovia_tui.core.store.workspace import Workspace
 
     seed = random.randrange(1 << 30)
@@ -170,6 +174,13 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
             served.append(self.rewind_from)
         return execute(self, sql, parameters)
 
+    read_back = performing._read_back
+    after: list = []
+
+    def recorded(*args):
+        after[:] = read_back(*args)
+        return after
+
     for keep in sorted({0, 1, total - 1, *rng.sample(range(total), 5)}):
         copy = scratch / f"copy-{keep}.db"
         shutil.copy(path, copy)
@@ -181,15 +192,21 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
             preview = await preview_rewind(ws, "s", keep)
             served.clear()
             locked_stores.HeldConnection.execute = spied
+            performing._read_back = recorded
             try:
                 result = await perform(ws, preview)
             finally:
                 locked_stores.HeldConnection.execute = execute
+                performing._read_back = read_back
         finally:
             await ws.close()
         assert served and all(narrowed is not None for narrowed in served), keep
         assert result.counts["entries_removed"] == removed, keep
         assert rows(copy) == rows(expected), keep
         conn = sqlite3.connect(copy)
+        assert after, keep
+        for captured in after:
+            whole = capture_sync(conn, captured.group)
+            assert (captured.rows, captured.rowids) == (whole.rows, whole.rowids), keep
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         conn.close()

@@ -42,6 +42,7 @@ from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
     capture_all,
+    capture_tail,
     combined,
     identity,
 )
@@ -194,10 +195,28 @@ def _act_locked(
             raise _Changed
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores))
-        after = capture_all(stores.connection, groups)
+        after = _read_back(stores, preview, now)
         if isinstance(preview, ClearPreview):  # its session's rows come first
             counts["segments_removed"] = len(now[0].rows) - len(after[0].rows)
     return counts, after, (time.perf_counter() - started) * 1000
+
+
+def _read_back(stores: Stores, preview: Preview, now: list[Captured]) -> list[Captured]:
+    """The groups' rows after the action, under its lock. A rewind changes no
+    session row before its cut (``LockedSession.rewind_from``; a test fails
+    if lovia's rewind writes otherwise): its session is read from the cut."""
+    if not isinstance(preview, RewindPreview) or preview.cut_row is None:
+        return capture_all(stores.connection, [c.group for c in now])
+    cut_row = preview.cut_row
+    session = RowGroup(preview.file, "session_runs", preview.session_id)
+    others = [c.group for c in now if c.group != session]
+    read = dict(zip(others, capture_all(stores.connection, others), strict=True))
+    return [
+        capture_tail(stores.connection(c.group.file), c, cut_row)
+        if c.group == session
+        else read[c.group]
+        for c in now
+    ]
 
 
 def _adds(preview: Preview) -> list[tuple[str, ...]]:
