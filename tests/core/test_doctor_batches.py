@@ -25,7 +25,8 @@ BAD = '[{"type": 7}]'
 @pytest.fixture
 async def runs(scratch: Path) -> Path:
     """Eight checkpointed runs of several batches each; unreadable batches in
-    the first and the last run, and two in one run, its later seq first."""
+    the first and the last run, two in one run, its later seq first, and
+    one a hostile writer put at the lowest rowids."""
     path = scratch / "runs.db"
     checkpointer = SQLiteCheckpointer(path, wal=True)
     for n in range(8):
@@ -46,6 +47,11 @@ async def runs(scratch: Path) -> Path:
         low_rowid, high_rowid = job_4[0][0], job_4[-1][0]
         conn.execute(
             "UPDATE snapshot_turns SET seq = -1 WHERE rowid = ?", (high_rowid,)
+        )
+        conn.execute(
+            "INSERT INTO snapshot_turns (rowid, run_id, seq, entries_json) "
+            "VALUES (?, 'job-2', 99, ?)",
+            (-(1 << 62), BAD),
         )
         for rowid in (rows[0][0], low_rowid, high_rowid, rows[-1][0]):
             conn.execute(
@@ -77,7 +83,7 @@ async def test_two_processes_find_what_one_does(runs: Path, monkeypatch) -> None
     split = await found(runs, 0, monkeypatch)
     assert alone == split
     assert len(from_child) == 1 and from_child[0]  # the child found its half's
-    assert sorted(alone) == ["job-0", "job-4", "job-7"]
+    assert sorted(alone) == ["job-0", "job-2", "job-4", "job-7"]
     assert "seq -1" in str(alone["job-4"])  # its first batch by seq, not by rowid
 
 

@@ -46,6 +46,9 @@ MOST_UNREADABLE = 10_000
 """Runs with an unreadable batch held by name; past it a hostile file's runs
 are each read again by run id instead (slower, never unbounded)."""
 
+BOTTOM, TOP = -(1 << 63), (1 << 63) - 1
+"""SQLite's lowest and highest rowid."""
+
 Fetch = Callable[[sqlite3.Connection, str, tuple[Any, ...]], list[Any]]
 Bad = tuple[int, Any, Any, str]
 """An unreadable batch: (rowid, run id as stored, seq as stored, why)."""
@@ -136,23 +139,27 @@ async def unreadable_batches(
     batch, from one pass over every batch in rowid order; None when more
     than ``MOST_UNREADABLE`` runs have one."""
 
-    def report(share: float) -> None:
-        progress(f"checkpoint batches in {db.name}", share)
-
     first, last = await db.fetchrow(
         "SELECT COALESCE(MIN(rowid), 0), COALESCE(MAX(rowid), 0) FROM snapshot_turns"
     )
-    middle = first + (last - first) // 2 if last - first > SPLIT_ABOVE else last
-    child = await _start_child(db, middle, last) if middle < last else None
+
+    def report(start: int, scan: _Scan) -> None:
+        start, end = max(start, first), min(scan.until, last)
+        share = (scan.after - start) / max(1, end - start)
+        progress(f"checkpoint batches in {db.name}", max(0.0, min(1.0, share)))
+
+    # The upper half is open-ended: batches saved meanwhile are read too.
+    middle = first + (last - first) // 2 if last - first > SPLIT_ABOVE else TOP
+    child = await _start_child(db, middle, TOP) if middle < TOP else None
     found = _FirstPerRun()
     conn = db.thread_connection()
     try:
-        await _scan_here(db, conn, _Scan(first - 1, middle), found, report)
-        if middle < last and not found.too_many:
+        await _scan_here(db, conn, _Scan(BOTTOM, middle), found, report)
+        if middle < TOP and not found.too_many:
             try:
                 rowids = await _child_rowids(child)
             except _ChildFailed:
-                await _scan_here(db, conn, _Scan(middle, last), found, report)
+                await _scan_here(db, conn, _Scan(middle, TOP), found, report)
             else:
                 if rowids is None:
                     return None
@@ -175,7 +182,7 @@ async def _scan_here(
     conn: sqlite3.Connection,
     scan: _Scan,
     found: _FirstPerRun,
-    report: Callable[[float], None],
+    report: Callable[[int, _Scan], None],
 ) -> None:
     """``scan`` in a thread of this process on ``conn``."""
     start = scan.after
@@ -189,7 +196,7 @@ async def _scan_here(
         finally:
             if not reading.done():
                 await asyncio.wait([reading])  # the thread must let go of conn
-        report(min(1.0, (scan.after - start) / max(1, scan.until - start)))
+        report(start, scan)
 
 
 async def _read_again(
