@@ -156,11 +156,14 @@ class TranscriptPane(WorkerErrors, Vertical):
             await asyncio.sleep(settle)
             self._show_loading(key)
         db = self.workspace.database(Path(key[0]))
-        batch, older = listed = await newest_batch(db, key[1])
-        self.live.follow_session(db.path, key[1], batch, older + len(batch))
-        if starts is not None and any(s.row_id not in starts for s in batch):
-            starts = None  # a run was appended since they were counted
-        rows, seqs = await session_rows(db, key[1], listed, self._seams(key), starts)
+        with db.foreground():
+            batch, older = listed = await newest_batch(db, key[1])
+            self.live.follow_session(db.path, key[1], batch, older + len(batch))
+            if starts is not None and any(s.row_id not in starts for s in batch):
+                starts = None  # a run was appended since they were counted
+            rows, seqs = await session_rows(
+                db, key[1], listed, self._seams(key), starts
+            )
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         if starts is None or uncounted(rows):
             # Shown first; the flat indices need every older segment counted.

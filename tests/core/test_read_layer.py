@@ -1138,3 +1138,39 @@ async def test_a_read_sees_every_commit_made_before_it(tmp_path: Path) -> None:
         finally:
             stop.set()
             await asyncio.gather(*others)
+
+
+async def test_reads_that_can_wait_give_way_to_an_opening_session(
+    scratch: Path,
+) -> None:
+    """While a session is being opened (``foreground``), the list's titles wait
+    for it, at most ``FOREGROUND_WAIT``; with none under way they never wait."""
+    import asyncio
+
+    from support.lovia_factory import SCRIPTS, write_session
+
+    path = scratch / "s.db"
+    await write_session(path, "s", SCRIPTS[:1])
+    db = await open_database(path)
+    try:
+        started = time.perf_counter()
+        await db.after_foreground()
+        assert time.perf_counter() - started < 0.05
+        order: list[str] = []
+
+        async def titles() -> None:
+            await db.after_foreground()
+            order.append("titles")
+
+        with db.foreground():
+            waiting = asyncio.ensure_future(titles())
+            await asyncio.sleep(0.05)
+            order.append("session")
+        await waiting
+        assert order == ["session", "titles"]
+        with db.foreground():
+            started = time.perf_counter()
+            await db.after_foreground(most=0.1)  # never starved
+            assert 0.09 <= time.perf_counter() - started < 1.0
+    finally:
+        await db.close()

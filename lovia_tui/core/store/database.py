@@ -8,6 +8,7 @@ where SQLite needs it) and so performs no write of any kind.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Iterator
@@ -77,6 +78,10 @@ def fetchall_decoded(
         conn.text_factory = str
 
 
+FOREGROUND_WAIT = 0.5
+"""Seconds a read that can wait gives way to a :meth:`Database.foreground` one."""
+
+
 class Database:
     """An open lovia database file: its stores, journal mode and connection."""
 
@@ -102,10 +107,35 @@ class Database:
         # Why SQLite calls the file damaged, once a fresh connection said so
         # too: the app's banner, and every action's refusal.
         self.damage: str | None = None
+        self._foreground = 0
+        self._no_foreground = asyncio.Event()
+        self._no_foreground.set()
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Reads a user is waiting on (a session being opened): while one is
+        under way, :meth:`after_foreground` holds back reads that can wait.
+        Every read shares one connection, in turn: the list's summaries read
+        around a jump had put 30 ms of cold reads in front of the session's
+        own (its open took 159-181 ms on a 9 GB file, 67-70 ms without)."""
+        self._foreground += 1
+        self._no_foreground.clear()
+        try:
+            yield
+        finally:
+            self._foreground -= 1
+            if not self._foreground:
+                self._no_foreground.set()
+
+    async def after_foreground(self, most: float = FOREGROUND_WAIT) -> None:
+        """Wait until no :meth:`foreground` read is under way (``most`` seconds at most)."""
+        if self._foreground:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._no_foreground.wait(), most)
 
     async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """Run one short statement to its end in a single step of the connection.

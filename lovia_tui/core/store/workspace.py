@@ -132,6 +132,7 @@ class Workspace:
         found = {}
         for file, session_ids in by_file.items():
             db = self.database(Path(file))
+            await db.after_foreground()  # titles can wait for an opening session
             for session_id, summary in (
                 await session_reads.session_summaries(db, session_ids)
             ).items():
