@@ -139,9 +139,7 @@ class TranscriptPane(WorkerErrors, Vertical):
     # ----- a session's batches -----
 
     def _show_loading(self, key: SessionKey) -> None:
-        self.query_one("#transcript-title", PaneTitle).show(
-            f"Transcript · {key[1]} · loading…"
-        )
+        self.query_one(PaneTitle).show(f"Transcript · {key[1]} · loading…")
 
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def _load_session(
@@ -377,7 +375,7 @@ class TranscriptPane(WorkerErrors, Vertical):
             title += f" · following {self.followed[1]}"
         if transcript.new_below:
             title += f" · {transcript.new_below} new entries ↓"
-        self.query_one("#transcript-title", PaneTitle).show(title)
+        self.query_one(PaneTitle).show(title)
 
     def _cursor_moved(self) -> None:
         """The title and the key bar, in the frame of the move."""

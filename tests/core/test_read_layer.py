@@ -1164,7 +1164,9 @@ async def test_reads_that_can_wait_give_way_to_an_opening_session(
 
         with db.foreground():
             waiting = asyncio.ensure_future(titles())
-            await asyncio.sleep(0.05)
+            for _ in range(5):  # the titles' turn comes, and they wait
+                await asyncio.sleep(0)
+            assert not waiting.done()
             order.append("session")
         await waiting
         assert order == ["session", "titles"]
