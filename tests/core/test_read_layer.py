@@ -1158,14 +1158,16 @@ async def test_reads_that_can_wait_give_way_to_an_opening_session(
         assert time.perf_counter() - started < 0.05
         order: list[str] = []
 
+        asking = asyncio.Event()
+
         async def titles() -> None:
+            asking.set()  # this task runs on into the wait before it yields
             await db.after_foreground()
             order.append("titles")
 
         with db.foreground():
             waiting = asyncio.ensure_future(titles())
-            for _ in range(5):  # the titles' turn comes, and they wait
-                await asyncio.sleep(0)
+            await asking.wait()
             assert not waiting.done()
             order.append("session")
         await waiting

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from time import perf_counter
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, dangling_calls, parse_entries
@@ -55,11 +54,10 @@ async def head_ranges(db: Database) -> AsyncIterator[tuple[int, int]]:
     pace = Pace(RANGE)
     high = NO_ROWID_ABOVE
     while True:
-        since = perf_counter()
         row = await db.fetchone(
             "SELECT rowid FROM snapshot_heads WHERE rowid < ? "
             "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (high, pace.size - 1),
+            (high, pace.start() - 1),
         )
         if row is None:
             last = await db.fetchone(
@@ -68,7 +66,7 @@ async def head_ranges(db: Database) -> AsyncIterator[tuple[int, int]]:
             if last is not None and last[0] is not None:
                 yield last[0], high
             return
-        pace.took(since, pace.size)
+        pace.took(pace.size)  # the step walked that many heads
         yield row[0], high
         high = row[0]
 

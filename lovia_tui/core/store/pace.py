@@ -20,16 +20,22 @@ segment, a leaf page each) took 714 ms from a cold page cache; 8 took 24 ms."""
 
 
 class Pace:
-    """The rows per step of one walk: read ``size`` rows, then tell :meth:`took`."""
+    """The rows per step of one walk: ask :meth:`start` how many to read, then
+    tell :meth:`took` how many were."""
 
     def __init__(self, most: int, first: int = FIRST) -> None:
         self.most = most
         self.size = max(1, min(first, most))
+        self._since = perf_counter()
 
-    def took(self, since: float, rows: int) -> None:
-        """A step that started at ``since`` (``perf_counter``) read ``rows``
-        rows: the next step's size."""
+    def start(self) -> int:
+        """The size of the step beginning now: its time runs from here."""
+        self._since = perf_counter()
+        return self.size
+
+    def took(self, rows: int) -> None:
+        """The step read ``rows`` rows: the next step's size."""
         if rows <= 0:
             return
-        fits = int(TARGET * rows / max(perf_counter() - since, 1e-6))
+        fits = int(TARGET * rows / max(perf_counter() - self._since, 1e-6))
         self.size = max(1, min(self.most, 2 * self.size, fits))

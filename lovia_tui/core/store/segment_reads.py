@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from time import perf_counter
 from typing import Any
 
 from lovia_tui.core.context_meta import NOTICE_KEY, STATE_KEY, TIMING_KEY, context_line
@@ -109,11 +108,10 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     next_index: int | None = 0
     pace = Pace(SEGMENT_CHUNK)
     while True:
-        since = perf_counter()
         rows = await _segment_rows(
-            db, "id > ?2", "id", (session_id, after, pace.size), defer=False
+            db, "id > ?2", "id", (session_id, after, pace.start()), defer=False
         )
-        pace.took(since, len(rows))
+        pace.took(len(rows))
         if not rows:
             return result
         for row in rows:
@@ -172,9 +170,8 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
     next_index: int | None = 0
     pace = Pace(SEGMENT_CHUNK)
     while True:
-        since = perf_counter()
-        rows = await _counts(db, session_id, after, pace.size)
-        pace.took(since, len(rows))
+        rows = await _counts(db, session_id, after, pace.start())
+        pace.took(len(rows))
         if not rows:
             return starts
         for row_id, count in rows:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from time import perf_counter
 from typing import Any
 
 import orjson
@@ -62,13 +61,12 @@ async def recent_session_ids(
     upper = before_id
     pace = Pace(WALK_CHUNK)
     while len(seen) < limit:
-        since = perf_counter()
         rows = await db.fetchall(
             "SELECT id, session_id FROM session_runs WHERE id < ? "
             "ORDER BY id DESC LIMIT ?",
-            (NO_ID_ABOVE if upper is None else upper, pace.size),
+            (NO_ID_ABOVE if upper is None else upper, pace.start()),
         )
-        pace.took(since, len(rows))
+        pace.took(len(rows))
         if not rows:
             break
         for row_id, stored in rows:
@@ -118,13 +116,13 @@ async def session_index(
         where, params = (
             ("", ()) if after is None else ("WHERE session_id > ? ", (after,))
         )
-        since, asked = perf_counter(), pace.size
+        asked = pace.start()
         rows = await db.fetchall(
             f"SELECT session_id, COUNT(*), MAX(id) FROM session_runs {where}"
             "GROUP BY session_id ORDER BY session_id LIMIT ?",
             (*params, asked),
         )
-        pace.took(since, len(rows))
+        pace.took(len(rows))
         if not rows:
             return
         counted += sum(row[1] for row in rows)
