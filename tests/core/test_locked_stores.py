@@ -210,3 +210,148 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
             assert (captured.rows, captured.rowids) == (whole.rows, whole.rowids), keep
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         conn.close()
+
+
+async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lovia's rewind, served the segments ``parse_segments`` parsed before
+    the lock, parses none of them again (half a 2,000-run session: ~25 ms
+    of the lock); a segment whose text changed since is parsed by lovia, and
+    either way the file ends as lovia's own rewind leaves it."""
+    import json
+    import shutil
+
+    import lovia.transcript
+    from lovia import SQLiteSession
+    from lovia.transcript import AssistantTextEntry, InputEntry
+
+    from lovia_tui.core.actions.locked_stores import parse_segments
+
+    path = scratch / "s.db"
+    session = SQLiteSession(path, wal=True)
+    for run in range(6):
+        entries = [
+            InputEntry(role="user", content="same"),  # two rows share a text
+            AssistantTextEntry(content="same" if run < 2 else f"a{run}"),
+        ]
+        await session.append("s", entries, run_id=f"r{run}")
+    conn = sqlite3.connect(path)
+    first, texts = conn.execute(
+        "SELECT min(id), json_group_array(entries_json) FROM "
+        "(SELECT id, entries_json FROM session_runs WHERE id >= 2 ORDER BY id)"
+    ).fetchone()
+    conn.close()
+    parsed = parse_segments(json.loads(texts))
+    assert sum(len(rows) for rows in parsed.values()) == 5
+    expected = scratch / "expected.db"
+    shutil.copy(path, expected)
+    await SQLiteSession(expected, wal=True).rewind("s", keep_entries=3)
+    changed = scratch / "changed.db"
+    shutil.copy(path, changed)
+    conn = sqlite3.connect(changed)  # a row rewritten since the parse
+    conn.execute(
+        "UPDATE session_runs SET entries_json = ? WHERE id = 6",
+        ('[{"type": "input", "role": "user", "content": "other"}]',),
+    )
+    conn.commit()
+    conn.close()
+    parses: list[object] = []
+    entry_from_dict = lovia.transcript.entry_from_dict
+
+    def counted(data):
+        parses.append(data)
+        return entry_from_dict(data)
+
+    monkeypatch.setattr(lovia.transcript, "entry_from_dict", counted)
+    for file, lovia_parses in ((path, 0), (changed, 1)):
+        parses.clear()
+        with held_write([file]) as held:
+            removed = (
+                await Stores(held)
+                .session(file)
+                .rewind_from("s", keep_entries=3, row_id=first, before=2, parsed=parsed)
+            )
+        assert removed == (9 if file == path else 8)
+        assert len(parses) == lovia_parses
+    assert rows(path) == rows(expected)
+    monkeypatch.setattr(lovia.transcript, "entry_from_dict", entry_from_dict)
+    changed_expected = scratch / "changed-expected.db"
+    shutil.copy(changed, changed_expected)  # rewound already: lovia's agrees
+    assert (
+        await SQLiteSession(changed_expected, wal=True).rewind("s", keep_entries=3) == 0
+    )
+
+
+def test_collection_pauses_while_a_file_is_held_and_resumes_after_the_last(
+    scratch: Path,
+) -> None:
+    """Two threads' overlapping held files: the collector stays paused until
+    the later one ends, and comes back on."""
+    import gc
+    import threading
+
+    paths = [scratch / "a.db", scratch / "b.db"]
+    for path in paths:
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE t (x)")
+        conn.close()
+    entered, release = threading.Barrier(2), threading.Event()
+    seen: list[bool] = []
+
+    def hold(path: Path, last: bool) -> None:
+        with held_write([path]):
+            entered.wait(5)
+            if last:
+                release.wait(5)
+            seen.append(gc.isenabled())
+        if not last:
+            release.set()
+
+    assert gc.isenabled()
+    threads = [
+        threading.Thread(target=hold, args=(path, n == 1))
+        for n, path in enumerate(paths)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == [False, False]
+    assert gc.isenabled()
+
+
+def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) -> None:
+    """The check under the lock: the same cells under the same rowids. A
+    value of another storage class, a row moved to a new rowid with its
+    content, a row added or gone: each is a change."""
+    from lovia_tui.core.store.rows import RowGroup, capture_sync, unchanged
+
+    path = scratch / "r.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TABLE session_runs (id INTEGER PRIMARY KEY, session_id TEXT, "
+        "run_id TEXT, entries_json TEXT)"
+    )
+    conn.executemany(
+        "INSERT INTO session_runs VALUES (?, 's', ?, ?)",
+        [(1, "a", "[]"), (2, "b", "[1]")],
+    )
+    group = RowGroup(path, "session_runs", "s")
+    captured = capture_sync(conn, group)
+    assert unchanged(lambda _: conn, [captured])
+    for change, undo in (
+        ("UPDATE session_runs SET entries_json = CAST('[]' AS BLOB) WHERE id = 1",
+         "UPDATE session_runs SET entries_json = '[]' WHERE id = 1"),
+        ("UPDATE session_runs SET id = 3 WHERE id = 2",
+         "UPDATE session_runs SET id = 2 WHERE id = 3"),
+        ("INSERT INTO session_runs VALUES (5, 's', 'c', '[]')",
+         "DELETE FROM session_runs WHERE id = 5"),
+        ("DELETE FROM session_runs WHERE id = 1",
+         "INSERT INTO session_runs VALUES (1, 's', 'a', '[]')"),
+    ):  # fmt: skip
+        conn.execute(change)
+        assert not unchanged(lambda _: conn, [captured]), change
+        conn.execute(undo)
+        assert unchanged(lambda _: conn, [captured]), undo
+    conn.close()

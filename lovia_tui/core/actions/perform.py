@@ -13,6 +13,7 @@ the lock is taken; lovia's writers wait for it, they do not fail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable, Coroutine, Iterable
@@ -45,6 +46,7 @@ from lovia_tui.core.store.rows import (
     capture_tail,
     combined,
     identity,
+    unchanged,
 )
 from lovia_tui.core.store.workspace import Workspace
 
@@ -182,40 +184,66 @@ def _act_locked(
 ) -> tuple[dict[str, int], list[Captured], float]:
     """Check, act and read back under one write lock per file (on a worker thread).
 
-    The check: every row exactly as journaled (which matched the preview).
+    The check: every row exactly as journaled (which matched the preview),
+    under the same rowid.
     """
     from lovia_tui.core.actions.locked_stores import Stores, held_write
 
     groups = preview.plan.groups
+    prepared = _prepare(preview, journaled)
     with held_write(g.file for g in groups) as held:
         started = time.perf_counter()  # every lock taken: writers wait from here
         stores = Stores(held)
-        now = capture_all(stores.connection, groups)
-        if [c.rows for c in now] != [c.rows for c in journaled]:
+        if not unchanged(stores.connection, journaled):
             raise _Changed
         # A loop of its own: the locked stores run lovia's statements inline.
-        counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores))
-        after = _read_back(stores, preview, now)
+        counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores, prepared))
+        after = _read_back(stores, preview, journaled)
         if isinstance(preview, ClearPreview):  # its session's rows come first
-            counts["segments_removed"] = len(now[0].rows) - len(after[0].rows)
+            counts["segments_removed"] = len(journaled[0].rows) - len(after[0].rows)
     return counts, after, (time.perf_counter() - started) * 1000
 
 
-def _read_back(stores: Stores, preview: Preview, now: list[Captured]) -> list[Captured]:
+def _prepare(preview: Preview, journaled: list[Captured]) -> Any:
+    """What lovia would compute under the lock that can be computed before it:
+    a rewind's segments from its cut on, parsed as lovia's rewind parses them
+    (:func:`~lovia_tui.core.actions.locked_stores.parse_segments`; served only
+    where a row's text is still the same)."""
+    if not isinstance(preview, RewindPreview) or preview.cut_row is None:
+        return None
+    from lovia_tui.core.actions.locked_stores import parse_segments
+
+    session = RowGroup(preview.file, "session_runs", preview.session_id)
+    rows = next((c for c in journaled if c.group == session), None)
+    if rows is None or "entries_json" not in rows.columns:
+        return None
+    at = rows.columns.index("entries_json")
+    texts = []
+    for rowid, row in zip(rows.rowids, rows.rows, strict=True):
+        kind, value = row[at]
+        if rowid >= preview.cut_row and kind == "text":
+            with contextlib.suppress(UnicodeDecodeError):  # lovia's read fails on it
+                texts.append(bytes(value).decode())
+    return parse_segments(texts)
+
+
+def _read_back(
+    stores: Stores, preview: Preview, before: list[Captured]
+) -> list[Captured]:
     """The groups' rows after the action, under its lock. A rewind changes no
     session row before its cut (``LockedSession.rewind_from``; a test fails
     if lovia's rewind writes otherwise): its session is read from the cut."""
     if not isinstance(preview, RewindPreview) or preview.cut_row is None:
-        return capture_all(stores.connection, [c.group for c in now])
+        return capture_all(stores.connection, [c.group for c in before])
     cut_row = preview.cut_row
     session = RowGroup(preview.file, "session_runs", preview.session_id)
-    others = [c.group for c in now if c.group != session]
+    others = [c.group for c in before if c.group != session]
     read = dict(zip(others, capture_all(stores.connection, others), strict=True))
     return [
         capture_tail(stores.connection(c.group.file), c, cut_row)
         if c.group == session
         else read[c.group]
-        for c in now
+        for c in before
     ]
 
 
@@ -277,7 +305,9 @@ async def _delete_checkpoints(
     return deleted
 
 
-async def _rewind(preview: RewindPreview, stores: Stores) -> dict[str, int]:
+async def _rewind(
+    preview: RewindPreview, stores: Stores, parsed: Any
+) -> dict[str, int]:
     """lovia web's rewind: the chat's checkpoints first, then the cut (none when
     it falls inside the in-flight run: every stored entry stays)."""
     deleted = await _delete_checkpoints(stores, preview.checkpoints)
@@ -286,7 +316,7 @@ async def _rewind(preview: RewindPreview, stores: Stores) -> dict[str, int]:
     if preview.cut_row is not None:  # the rows were checked against the preview's
         removed = await session.rewind_from(
             preview.session_id, keep_entries=preview.keep_entries,
-            row_id=preview.cut_row, before=preview.kept_before,
+            row_id=preview.cut_row, before=preview.kept_before, parsed=parsed,
         )  # fmt: skip
     elif preview.keep_entries < preview.total_entries:
         removed = await session.rewind(
@@ -295,20 +325,22 @@ async def _rewind(preview: RewindPreview, stores: Stores) -> dict[str, int]:
     return {"entries_removed": removed, "checkpoints_deleted": deleted}
 
 
-async def _trim(preview: TrimPreview, stores: Stores) -> dict[str, int]:
+async def _trim(preview: TrimPreview, stores: Stores, _: Any) -> dict[str, int]:
     trimmed = await stores.session(preview.file).trim_tool_results(
         preview.session_id, keep_chars=preview.keep_chars, keep_runs=preview.keep_runs
     )
     return {"results_trimmed": trimmed, "bytes_reclaimed": preview.bytes_reclaimed}
 
 
-async def _delete_runs(preview: DeleteRunsPreview, stores: Stores) -> dict[str, int]:
+async def _delete_runs(
+    preview: DeleteRunsPreview, stores: Stores, _: Any
+) -> dict[str, int]:
     return {
         "checkpoints_deleted": await _delete_checkpoints(stores, preview.checkpoints)
     }
 
 
-async def _finalize(preview: FinalizePreview, stores: Stores) -> dict[str, int]:
+async def _finalize(preview: FinalizePreview, stores: Stores, _: Any) -> dict[str, int]:
     """lovia web's Stop, or storing the partial run: append what the preview
     chose of the checkpoint, drop it, close the web record when it says so."""
     from lovia.transcript import InputEntry, drop_dangling_tool_calls, entry_to_dict
@@ -369,7 +401,7 @@ async def _sweep_record(stores: Stores, file: Path, run_id: str) -> None:
     )
 
 
-async def _clear(preview: ClearPreview, stores: Stores) -> dict[str, int]:
+async def _clear(preview: ClearPreview, stores: Stores, _: Any) -> dict[str, int]:
     deleted = await _delete_checkpoints(stores, preview.checkpoints)
     await stores.session(preview.file).clear(preview.session_id)
     # segments_removed is counted from the rows themselves (see _act_locked).
@@ -377,7 +409,7 @@ async def _clear(preview: ClearPreview, stores: Stores) -> dict[str, int]:
 
 
 _PERFORMERS: dict[
-    type, Callable[[Any, Stores], Coroutine[Any, Any, dict[str, int]]]
+    type, Callable[[Any, Stores, Any], Coroutine[Any, Any, dict[str, int]]]
 ] = {
     RewindPreview: _rewind,
     TrimPreview: _trim,

@@ -16,11 +16,18 @@ from pathlib import Path
 
 import orjson
 
+from lovia_tui.core.actions.gc_pause import collection_paused
 from lovia_tui.core.actions.row_undo import Journaled, RowUndo, apply_group, plan_group
 from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
-from lovia_tui.core.store.rows import Captured, Cell, RowGroup, capture_all, combined
+from lovia_tui.core.store.rows import (
+    Captured,
+    Cell,
+    RowGroup,
+    capture_all,
+    unchanged,
+)
 
 
 @dataclass(frozen=True)
@@ -125,21 +132,26 @@ def undo_rows(
             current,
             [_put_back_names(p, now) for p, now in zip(plans, current, strict=True)],
         )
-        for database, conn in connections.items():
-            conn.execute("BEGIN IMMEDIATE")
-            refuse_triggers(conn, Path(database))
-        held = capture_all(lambda file: connections[str(file)], targets)
-        if combined(held) != combined(current):
-            raise ActionError(
-                f"the rows of {what} changed while its undo was prepared; "
-                "nothing changed: undo it again"
-            )
-        changes = [
-            (now, apply_group(connections[str(plan.journaled.group.file)], plan, what))
-            for plan, now in zip(plans, current, strict=True)
-        ]
-        for conn in connections.values():
-            conn.execute("COMMIT")
+        with collection_paused():
+            for database, conn in connections.items():
+                conn.execute("BEGIN IMMEDIATE")
+                refuse_triggers(conn, Path(database))
+            if not unchanged(lambda file: connections[str(file)], current):
+                raise ActionError(
+                    f"the rows of {what} changed while its undo was prepared; "
+                    "nothing changed: undo it again"
+                )
+            changes = [
+                (
+                    now,
+                    apply_group(
+                        connections[str(plan.journaled.group.file)], plan, what
+                    ),
+                )
+                for plan, now in zip(plans, current, strict=True)
+            ]
+            for conn in connections.values():
+                conn.execute("COMMIT")
     except BaseException as exc:
         for conn in connections.values():
             if conn.in_transaction:

@@ -199,7 +199,33 @@ def capture_all(
     transaction, if it holds one). A bulk action's 3,000 groups are read in
     a dozen statements, not 6,000: the write lock is held that much shorter.
     """
-    found: dict[RowGroup, Captured] = {}
+    read = _read_all(conn_for, groups)
+    return [_captured(group, *read[group]) for group in groups]
+
+
+def unchanged(
+    conn_for: Callable[[Path], sqlite3.Connection], captured: Sequence[Captured]
+) -> bool:
+    """Whether every group's rows are still exactly ``captured``'s, under the
+    same rowids: :func:`capture_all`'s reads, compared as they come (a check
+    under a write lock; building the cells took a third of its 15 ms at
+    2,000 runs)."""
+    read = _read_all(conn_for, [c.group for c in captured])
+    for was in captured:
+        columns, raw = read[was.group]
+        if columns != was.columns or len(raw) != len(was.rows):
+            return False
+        for row, rowid, cells in zip(raw, was.rowids, was.rows, strict=True):
+            if row[0] != rowid or row[2:] != tuple(v for cell in cells for v in cell):
+                return False
+    return True
+
+
+def _read_all(
+    conn_for: Callable[[Path], sqlite3.Connection], groups: Sequence[RowGroup]
+) -> dict[RowGroup, tuple[tuple[str, ...], list[Any]]]:
+    """Each group's columns and :func:`_select` rows, a statement per 500 keys."""
+    found: dict[RowGroup, tuple[tuple[str, ...], list[Any]]] = {}
     by_table: dict[tuple[Path, str], list[RowGroup]] = {}
     for group in groups:
         by_table.setdefault((group.file, group.table), []).append(group)
@@ -213,8 +239,8 @@ def capture_all(
             for row in conn.execute(_select(members[0], columns, len(chunk)), chunk):
                 rows.setdefault(row[1], []).append(row)
         for group in members:
-            found[group] = _captured(group, columns, rows.get(group.key, []))
-    return [found[group] for group in groups]
+            found[group] = (columns, rows.get(group.key, []))
+    return found
 
 
 def capture_tail(
