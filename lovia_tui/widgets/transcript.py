@@ -110,8 +110,23 @@ class Transcript(LineView, can_focus=True):
             self._scroll_to_cursor()
             return
         if current is not None:
-            self.cursor = self.window.visible.index(self.rows.index(current))
+            self.cursor = self._position_of(current)
+            if self.current_row is not current:
+                self.moved()
         self.scroll_to(y=self.scroll_offset.y + added, animate=False, immediate=True)
+
+    def _position_of(self, row: Row) -> int:
+        """The visible position of ``row``; if the window let it go with the
+        newest rows (scrolled up past ``WINDOW`` rows, the cursor left below),
+        of the newest row kept, above the "newer" row that loads it again."""
+        visible = self.window.visible
+        at = next((n for n, kept in enumerate(self.rows) if kept is row), None)
+        if at is not None and at in visible:
+            return visible.index(at)
+        last = len(visible) - 1
+        if last > 0 and self.window.row_at(last).kind == RowKind.NEWER:
+            last -= 1
+        return max(0, last)
 
     def append_newer(self, rows: list[Row]) -> None:
         """Put newer rows below (in place of the "newer" row), keeping what

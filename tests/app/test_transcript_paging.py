@@ -272,3 +272,24 @@ async def test_a_huge_run_shows_its_first_entries_while_it_is_counted(
         assert indices == [0, *range(1, 11), *range(393, 403)]
         assert screen.transcript.current_row.key == rows[5].key  # kept its place
         assert screen.check_action("rewind_here", ())
+
+
+async def test_scrolling_up_past_the_window_lets_the_cursor_row_go_safely(
+    snap_dir, monkeypatch
+):
+    """The view scrolled up (the wheel) with the cursor left on the newest
+    row: once the window lets that row go, the cursor moves to the newest row
+    kept (the benchmarks crashed here: the row was looked up after it went)."""
+    monkeypatch.setattr(transcript_window, "WINDOW", 1)
+    async with kyoto(snap_dir, monkeypatch) as pilot:
+        transcript = pilot.app.screen.transcript
+        newest = transcript.current_row
+        assert transcript.rows[0].kind == "older" and newest is transcript.rows[-1]
+        # What the view reaching the top asks for (the wheel; here the run
+        # fits in the view, which never scrolls): the older run.
+        transcript.post_message(transcript.LoadOlder())
+        await settle(pilot)
+        assert transcript.rows[-1].kind == "newer", "the newest run was let go"
+        assert newest not in transcript.rows
+        current = transcript.current_row
+        assert current is transcript.rows[-2] and current.kind != "newer"
