@@ -26,13 +26,15 @@ from lovia_tui.view.rows import (
 )
 from lovia_tui.widgets.transcript_rows import detail_lines, summary_line
 
-SUMMARIES = 4096
-"""Summary lines remembered (a few screens of rows in every state)."""
 WINDOW = 2_000
 """Most rows the view keeps loaded, in whole segments (one at least): scrolling
 a session of thousands of runs end to end holds this many at a time, not all
 of them. Rows, not segments: a window of 600 segments held 4,539 rows of one
 file and 7,201 of another of the same bytes (its entries parsed: ~4 KB a row)."""
+SUMMARIES = WINDOW
+"""Summary lines remembered: about one per row loaded. Twice that (4,096)
+held 4 MB more at the end of scrolling a 5,000-run session to its start
+(uniform 1M: 153.0 MB against 148.6 with 1,024)."""
 
 
 class TranscriptWindow:
