@@ -355,3 +355,20 @@ def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) 
         conn.execute(undo)
         assert unchanged(lambda _: conn, [captured]), undo
     conn.close()
+
+
+def test_texts_lovia_cannot_parse_are_left_for_lovia() -> None:
+    """Whatever a hostile row holds, parsing before the lock never raises:
+    the row is left out, and lovia's own parse meets it under the lock."""
+    from lovia_tui.core.actions.locked_stores import parse_segments
+
+    good = '[{"type": "input", "role": "user", "content": "hi"}]'
+    hostile = [
+        "5",
+        '{"a": 1}',
+        "[" * 100_000 + "]" * 100_000,
+        '[{"type": "nope"}]',
+        "[",
+    ]
+    parsed = parse_segments([*hostile, good])
+    assert list(parsed) == [good] and len(parsed[good][0]) == 1
