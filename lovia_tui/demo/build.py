@@ -302,8 +302,11 @@ async def _unfinished_web_runs(ws: DemoWorkspace, store: ChatStore) -> None:
         await finished.get()
     await _results_saved(store, ws.batch_run, {"call_jobs_1", "call_jobs_3"})
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    try:
         await task
+    except asyncio.CancelledError:
+        if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+            raise  # Ctrl+C cancelled the build too, not only the run
 
     await chat(store, ws.crash_window_session, "Weekly summary 🗓️", [
         ("What happened this week?", [text("Two deploys, zero incidents. 🎉")]),

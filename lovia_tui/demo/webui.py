@@ -97,10 +97,13 @@ async def web_run(
 async def _settle_unfinished(
     store: ChatStore, sid: str, run_id: str, exc: BaseException
 ) -> None:
-    """Record an unfinished run with the status lovia gave its checkpoint."""
+    """Record an unfinished run with the status lovia gave its checkpoint.
+    A run stopped before its first checkpoint has nothing to record: only
+    Ctrl+C does that, and the build's directory is removed."""
     assert store.checkpointer is not None
     snap = await store.checkpointer.load(run_id)
-    assert snap is not None
+    if snap is None:
+        return
     if snap.status == "failed":
         # The web UI folds a failed run into its session and drops the
         # checkpoint; the demo keeps the checkpoint to show and resume it.

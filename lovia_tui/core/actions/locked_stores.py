@@ -37,6 +37,8 @@ from lovia_tui.core.lovia_private import SQLiteStore, rewind_split
 from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
 
 T = TypeVar("T")
+Parsed = dict[str, list[list[Any]]]
+"""Segments parsed before the lock: by their text, one entry list per row."""
 
 # The plumbing overridden below, as lovia 0.9 spells it.
 _PLUMBING = {
@@ -198,7 +200,7 @@ class LockedSession(_OnHeld, SQLiteSession):
         keep_entries: int,
         row_id: int,
         before: int,
-        parsed: dict[str, list[list[Any]]] | None = None,
+        parsed: Parsed | None = None,
     ) -> int:
         """``rewind(session_id, keep_entries=keep_entries)``, lovia's own, with
         the segments before row ``row_id`` (``before`` entries, all kept) left
@@ -220,13 +222,13 @@ class LockedSession(_OnHeld, SQLiteSession):
             self._held.rewind_from = None
 
 
-def parse_segments(texts: Iterable[str]) -> dict[str, list[list[Any]]]:
+def parse_segments(texts: Iterable[str]) -> Parsed:
     """lovia's rewind's own parse of each segment's text (:data:`REWIND_PARSE`),
     done before the lock is taken: by text, one entry list per row holding it.
     A text lovia cannot parse is left out, for lovia to meet under the lock."""
     from lovia.transcript import entry_from_dict
 
-    parsed: dict[str, list[list[Any]]] = {}
+    parsed: Parsed = {}
     for text in texts:
         try:
             entries = [entry_from_dict(d) for d in json.loads(text)]
@@ -242,7 +244,7 @@ class _ParsedJson:
     that held it: each segment keeps objects of its own), any other text is
     parsed as lovia would. Equal text is the check that the parse still holds."""
 
-    def __init__(self, parsed: dict[str, list[list[Any]]]) -> None:
+    def __init__(self, parsed: Parsed) -> None:
         self._parsed = {text: list(rows) for text, rows in parsed.items()}
         self.built = {id(e) for rows in parsed.values() for es in rows for e in es}
 
@@ -256,7 +258,7 @@ class _ParsedJson:
         return json.loads(text, *args, **kwargs)
 
 
-def _rewind_served(parsed: dict[str, list[list[Any]]]) -> Callable[..., Any]:
+def _rewind_served(parsed: Parsed) -> Callable[..., Any]:
     """``SQLiteSession.rewind``, its code as written, with the segments parsed
     before the lock served in place of parsing them under it (a half rewind of
     2,000 runs spent ~25 ms of the lock parsing): its ``json.loads`` finds

@@ -14,21 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
-from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lovia_tui.core.actions import journal_undo
 from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal
 from lovia_tui.core.actions.journal_file import JournalError, size_note
+from lovia_tui.core.actions.performers import PERFORMERS
 from lovia_tui.core.actions.plans import capture_groups, refuse_readonly
 from lovia_tui.core.actions.previews import (
-    CheckpointDeletion,
     ClearPreview,
-    DeleteRunsPreview,
     FinalizePreview,
     Preview,
     RewindPreview,
@@ -51,7 +47,7 @@ from lovia_tui.core.store.rows import (
 from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from lovia_tui.core.actions.locked_stores import Stores
+    from lovia_tui.core.actions.locked_stores import Parsed, Stores
 
 
 @dataclass(frozen=True)
@@ -197,14 +193,14 @@ def _act_locked(
         if not unchanged(stores.connection, journaled):
             raise _Changed
         # A loop of its own: the locked stores run lovia's statements inline.
-        counts = asyncio.run(_PERFORMERS[type(preview)](preview, stores, prepared))
+        counts = asyncio.run(PERFORMERS[type(preview)](preview, stores, prepared))
         after = _read_back(stores, preview, journaled)
         if isinstance(preview, ClearPreview):  # its session's rows come first
             counts["segments_removed"] = len(journaled[0].rows) - len(after[0].rows)
     return counts, after, (time.perf_counter() - started) * 1000
 
 
-def _prepare(preview: Preview, journaled: list[Captured]) -> Any:
+def _prepare(preview: Preview, journaled: list[Captured]) -> Parsed | None:
     """What lovia would compute under the lock that can be computed before it:
     a rewind's segments from its cut on, parsed as lovia's rewind parses them
     (:func:`~lovia_tui.core.actions.locked_stores.parse_segments`; served only
@@ -288,132 +284,3 @@ async def undo(
     refuse_readonly(ws)
     files = [db.path for db in ws.databases]
     return await journal_undo.undo(journal or Journal(), entry_id, files, wait)
-
-
-async def _delete_checkpoints(
-    stores: Stores, checkpoints: Iterable[CheckpointDeletion]
-) -> int:
-    """Delete each checkpoint and clear a web chat's pointer to it, as the web UI does."""
-    deleted = 0
-    for checkpoint in checkpoints:
-        await stores.checkpointer(checkpoint.file).delete(checkpoint.run_id)
-        if checkpoint.web_pointer is not None:
-            await stores.chat(checkpoint.file).clear_active_run_id(
-                checkpoint.web_pointer, expected=checkpoint.run_id
-            )
-        deleted += 1
-    return deleted
-
-
-async def _rewind(
-    preview: RewindPreview, stores: Stores, parsed: Any
-) -> dict[str, int]:
-    """lovia web's rewind: the chat's checkpoints first, then the cut (none when
-    it falls inside the in-flight run: every stored entry stays)."""
-    deleted = await _delete_checkpoints(stores, preview.checkpoints)
-    removed = 0
-    session = stores.session(preview.file)
-    if preview.cut_row is not None:  # the rows were checked against the preview's
-        removed = await session.rewind_from(
-            preview.session_id, keep_entries=preview.keep_entries,
-            row_id=preview.cut_row, before=preview.kept_before, parsed=parsed,
-        )  # fmt: skip
-    elif preview.keep_entries < preview.total_entries:
-        removed = await session.rewind(
-            preview.session_id, keep_entries=preview.keep_entries
-        )
-    return {"entries_removed": removed, "checkpoints_deleted": deleted}
-
-
-async def _trim(preview: TrimPreview, stores: Stores, _: Any) -> dict[str, int]:
-    trimmed = await stores.session(preview.file).trim_tool_results(
-        preview.session_id, keep_chars=preview.keep_chars, keep_runs=preview.keep_runs
-    )
-    return {"results_trimmed": trimmed, "bytes_reclaimed": preview.bytes_reclaimed}
-
-
-async def _delete_runs(
-    preview: DeleteRunsPreview, stores: Stores, _: Any
-) -> dict[str, int]:
-    return {
-        "checkpoints_deleted": await _delete_checkpoints(stores, preview.checkpoints)
-    }
-
-
-async def _finalize(preview: FinalizePreview, stores: Stores, _: Any) -> dict[str, int]:
-    """lovia web's Stop, or storing the partial run: append what the preview
-    chose of the checkpoint, drop it, close the web record when it says so."""
-    from lovia.transcript import InputEntry, drop_dangling_tool_calls, entry_to_dict
-
-    from lovia_tui.core.lovia_private import usage_dict
-    from lovia_tui.core.turns import whole_turns
-
-    checkpoint = preview.checkpoint
-    snapshot = await stores.checkpointer(checkpoint.file).load(preview.run_id)
-    if snapshot is None:
-        raise ActionError(f"checkpoint {preview.run_id} disappeared")
-    chosen = list(snapshot.entries)
-    if preview.mode == "stop":  # whole turns of a live run; nothing of a stranded one
-        own = [
-            e for e in chosen if not (isinstance(e, InputEntry) and e.role == "system")
-        ]
-        whole = whole_turns([entry_to_dict(e) for e in chosen])
-        chosen = own[:whole] if preview.live else []
-    entries = drop_dangling_tool_calls(chosen)
-    appended = 0
-    if entries and not preview.already_appended:
-        await stores.session(preview.file).append(
-            preview.session_id,
-            entries,
-            run_id=preview.run_id,
-            meta={"timing": preview.timing} if preview.timing else None,
-        )
-        appended = len(entries)
-    deleted = await _delete_checkpoints(stores, [checkpoint])
-    if preview.web_record_after == "interrupted":  # lovia web's start-up sweep
-        await _sweep_record(stores, checkpoint.file, preview.run_id)
-    elif preview.web_record_after is not None:
-        usage = snapshot.usage
-        await stores.chat(checkpoint.file).finish_run(
-            preview.run_id,
-            status=preview.web_record_after,
-            error="cancelled",
-            usage=usage_dict(usage, last_input_tokens=snapshot.last_input_tokens)
-            if usage.total_tokens
-            else None,
-        )
-    return {"entries_appended": appended, "checkpoints_deleted": deleted}
-
-
-async def _sweep_record(stores: Stores, file: Path, run_id: str) -> None:
-    """``ChatStore.sweep_stale_runs`` for this one record: status and finish
-    time change, its error and usage stay (read back to keep them)."""
-    error, usage = (
-        stores.connection(file)
-        .execute("SELECT error, usage_json FROM chat_runs WHERE id = ?", (run_id,))
-        .fetchone()
-    )
-    await stores.chat(file).finish_run(
-        run_id,
-        status="interrupted",
-        error=error,
-        usage=None if usage is None else json.loads(usage),
-    )
-
-
-async def _clear(preview: ClearPreview, stores: Stores, _: Any) -> dict[str, int]:
-    deleted = await _delete_checkpoints(stores, preview.checkpoints)
-    await stores.session(preview.file).clear(preview.session_id)
-    # segments_removed is counted from the rows themselves (see _act_locked).
-    return {"segments_removed": 0, "checkpoints_deleted": deleted}
-
-
-_PERFORMERS: dict[
-    type, Callable[[Any, Stores, Any], Coroutine[Any, Any, dict[str, int]]]
-] = {
-    RewindPreview: _rewind,
-    TrimPreview: _trim,
-    DeleteRunsPreview: _delete_runs,
-    FinalizePreview: _finalize,
-    ClearPreview: _clear,
-}
