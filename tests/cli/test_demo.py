@@ -448,7 +448,12 @@ def test_an_interrupted_build_leaves_nothing_and_a_rerun_says_how_to_open_it(
     from lovia_tui.cli.demo import open_command
 
     directory = tmp_path / "demo"
-    build = _cli("demo", "--dir", str(directory), "--no-tui")
+    # As from a terminal: a suite started in the background (`cmd &`) ignores
+    # SIGINT, and a child inherits that; the build would never see Ctrl+C.
+    build = _cli(
+        "demo", "--dir", str(directory), "--no-tui",
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     deadline = time.monotonic() + 60
     while not any(directory.glob("*.db")) and build.poll() is None:
         assert time.monotonic() < deadline
