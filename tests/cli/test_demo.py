@@ -509,3 +509,33 @@ def test_a_temporary_demo_is_removed_when_the_app_quits(tmp_path: Path) -> None:
         os.close(leader)
     assert app.returncode == 0
     assert list(tmp_path.glob("lovia-tui-demo-*")) == []
+
+
+async def test_a_web_run_cancelled_at_any_point_ends_cancelled(tmp_path: Path) -> None:
+    """Ctrl+C cancels the demo's build wherever it is: a web run cancelled
+    before lovia saved its first checkpoint has nothing to settle and ends
+    cancelled, as one cancelled later does (settling it asserted, and the
+    build's ``suppress`` blocks could carry on past it)."""
+    import asyncio
+
+    from lovia.testing import text
+    from lovia.web.store import ChatStore
+
+    from lovia_tui.demo.webui import web_run
+
+    store = ChatStore.sqlite(tmp_path / "a.db")
+    outcomes = []
+    for step in range(2_000):  # the cancel lands 1 ms later each time, to the end
+        task = asyncio.create_task(
+            web_run(store, f"s{step}", "hi", [text("hello")], run_id=f"r{step}")
+        )
+        await asyncio.sleep(step / 1000)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            outcomes.append("cancelled")
+        else:
+            outcomes.append("finished")
+            break
+    assert outcomes[0] == "cancelled" and outcomes[-1] == "finished", outcomes
