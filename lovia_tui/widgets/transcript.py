@@ -119,11 +119,11 @@ class Transcript(LineView, can_focus=True):
         """The visible position of ``row``; if the window let it go with the
         newest rows (scrolled up past ``WINDOW`` rows, the cursor left below),
         of the newest row kept, above the "newer" row that loads it again."""
-        visible = self.window.visible
         at = next((n for n, kept in enumerate(self.rows) if kept is row), None)
-        if at is not None and at in visible:
-            return visible.index(at)
-        last = len(visible) - 1
+        shown = None if at is None else self.window.visible_position_of(at)
+        if shown is not None:
+            return shown
+        last = len(self.window.visible) - 1
         if last > 0 and self.window.row_at(last).kind == RowKind.NEWER:
             last -= 1
         return max(0, last)
