@@ -323,37 +323,46 @@ def test_collection_pauses_while_a_file_is_held_and_resumes_after_the_last(
 
 def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) -> None:
     """The check under the lock: the same cells under the same rowids. A
-    value of another storage class, a row moved to a new rowid with its
-    content, a row added or gone: each is a change."""
-    from lovia_tui.core.store.rows import RowGroup, capture_sync, unchanged
+    value of another storage class or another value, a row moved to a new
+    rowid with its content, a row added or gone: each is a change. Rows are
+    compared as read whatever the connection's row factory (lovia's is
+    ``sqlite3.Row``, and the held connection keeps it)."""
+    from lovia_tui.core.store.rows import RowGroup, as_read, capture_sync, unchanged
 
     path = scratch / "r.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(
         "CREATE TABLE session_runs (id INTEGER PRIMARY KEY, session_id TEXT, "
-        "run_id TEXT, entries_json TEXT)"
+        "run_id TEXT, entries_json TEXT, created_at REAL)"
     )
     conn.executemany(
-        "INSERT INTO session_runs VALUES (?, 's', ?, ?)",
+        "INSERT INTO session_runs VALUES (?, 's', ?, ?, 0.1)",
         [(1, "a", "[]"), (2, "b", "[1]")],
     )
     group = RowGroup(path, "session_runs", "s")
     captured = capture_sync(conn, group)
-    assert unchanged(lambda _: conn, [captured])
-    for change, undo in (
-        ("UPDATE session_runs SET entries_json = CAST('[]' AS BLOB) WHERE id = 1",
-         "UPDATE session_runs SET entries_json = '[]' WHERE id = 1"),
-        ("UPDATE session_runs SET id = 3 WHERE id = 2",
-         "UPDATE session_runs SET id = 2 WHERE id = 3"),
-        ("INSERT INTO session_runs VALUES (5, 's', 'c', '[]')",
-         "DELETE FROM session_runs WHERE id = 5"),
-        ("DELETE FROM session_runs WHERE id = 1",
-         "INSERT INTO session_runs VALUES (1, 's', 'a', '[]')"),
-    ):  # fmt: skip
-        conn.execute(change)
-        assert not unchanged(lambda _: conn, [captured]), change
-        conn.execute(undo)
-        assert unchanged(lambda _: conn, [captured]), undo
+    expected = as_read([captured])
+    for factory in (None, sqlite3.Row):
+        conn.row_factory = factory
+        assert unchanged(lambda _: conn, [captured], expected)
+        for change, undo in (
+            ("UPDATE session_runs SET entries_json = CAST('[]' AS BLOB) WHERE id = 1",
+             "UPDATE session_runs SET entries_json = '[]' WHERE id = 1"),
+            ("UPDATE session_runs SET entries_json = '[2]' WHERE id = 2",
+             "UPDATE session_runs SET entries_json = '[1]' WHERE id = 2"),
+            ("UPDATE session_runs SET created_at = 0.1 + 1e-16 * 2 WHERE id = 1",
+             "UPDATE session_runs SET created_at = 0.1 WHERE id = 1"),
+            ("UPDATE session_runs SET id = 3 WHERE id = 2",
+             "UPDATE session_runs SET id = 2 WHERE id = 3"),
+            ("INSERT INTO session_runs VALUES (5, 's', 'c', '[]', 0.1)",
+             "DELETE FROM session_runs WHERE id = 5"),
+            ("DELETE FROM session_runs WHERE id = 1",
+             "INSERT INTO session_runs VALUES (1, 's', 'a', '[]', 0.1)"),
+        ):  # fmt: skip
+            conn.execute(change)
+            assert not unchanged(lambda _: conn, [captured], expected), change
+            conn.execute(undo)
+            assert unchanged(lambda _: conn, [captured], expected), undo
     conn.close()
 
 
@@ -372,3 +381,78 @@ def test_texts_lovia_cannot_parse_are_left_for_lovia() -> None:
     ]
     parsed = parse_segments([*hostile, good])
     assert list(parsed) == [good] and len(parsed[good][0]) == 1
+
+
+def test_the_check_before_the_lock_reads_beside_a_writer_and_can_refuse_first(
+    scratch: Path,
+) -> None:
+    """``before_lock`` runs with no lock taken (another connection's write
+    transaction does not hold it up) and outside any transaction; what it
+    raises ends the block before a lock is taken, with nothing left open."""
+    path = scratch / "w.db"
+    setup = sqlite3.connect(path, isolation_level=None)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute("CREATE TABLE t (x)")
+    setup.execute("INSERT INTO t VALUES (1)")
+    setup.close()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (2)")
+    seen: list[object] = []
+
+    class Refused(Exception):
+        pass
+
+    def check(held) -> None:
+        (conn,) = held.values()
+        seen.append(
+            (conn.in_transaction, [tuple(r) for r in conn.execute("SELECT x FROM t")])
+        )
+        raise Refused
+
+    with pytest.raises(Refused), held_write([path], check):
+        raise AssertionError("the block ran")
+    assert seen == [(False, [(1,)])]
+    writer.execute("COMMIT")  # never waited on: no lock of ours was taken
+    with held_write([path], lambda held: seen.append("before")) as held:
+        seen.append(next(iter(held.values())).in_transaction)
+    assert seen[1:] == ["before", True]
+    writer.close()
+
+
+def test_a_write_connection_never_creates_a_file_and_zeroes_only_for_free(
+    scratch: Path,
+) -> None:
+    from lovia_tui.core.store.connect import write_connection
+
+    with pytest.raises(sqlite3.OperationalError):
+        write_connection(scratch / "absent.db")
+    assert not (scratch / "absent.db").exists()
+    sqlite3.connect(scratch / "there.db").close()
+    conn = write_connection(scratch / "there.db")
+    assert conn.execute("PRAGMA secure_delete").fetchone() == (2,)  # FAST
+    conn.close()
+
+
+def test_rows_go_back_under_their_rowids_or_new_ones_when_taken(scratch: Path) -> None:
+    """A journaled rowid a newer row took gets a new rowid; so does one that
+    SQLite handed, a row earlier, to a row put back without its own."""
+    from lovia_tui.core.store.rows import Captured, RowGroup, insert_rows
+
+    path = scratch / "r.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE snapshot_turns (run_id TEXT, seq INTEGER)")
+    conn.execute(
+        "INSERT INTO snapshot_turns (rowid, run_id, seq) VALUES (5, 'newer', 0)"
+    )
+    group = RowGroup(path, "snapshot_turns", "r")
+
+    def row(seq: int) -> tuple:
+        return (("text", b"r"), ("integer", seq))
+
+    journaled = Captured(group, ("run_id", "seq"), (row(1), row(2), row(3)), (3, 5, 6))
+    insert_rows(conn, journaled, [0, 1, 2])
+    assert conn.execute(
+        "SELECT rowid, run_id, seq FROM snapshot_turns ORDER BY rowid"
+    ).fetchall() == [(3, "r", 1), (5, "newer", 0), (6, "r", 2), (7, "r", 3)]
+    conn.close()

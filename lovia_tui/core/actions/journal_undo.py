@@ -26,13 +26,12 @@ from lovia_tui.core.actions.journal import (
 from lovia_tui.core.actions.row_undo import ChangedSinceError
 from lovia_tui.core.actions.undo import (
     UndoResult,
-    current_rows,
     read_journaled,
     undo_rows,
 )
 from lovia_tui.core.actions.undo_recovery import UndoOutcome, undo_outcome
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.rows import Captured, RowGroup
+from lovia_tui.core.store.rows import Captured, RowGroup, capture_now
 
 
 async def undo(
@@ -158,7 +157,7 @@ def settle_undos(journal: Journal, target: JournalEntry) -> UndoResult | None:
                 f"running in {where}"
             )
         began = [rows for rows, _, _ in started[undo_id]]
-        now = current_rows([rows.group for rows, _, _ in journaled])
+        now = capture_now([rows.group for rows, _, _ in journaled])
         outcome = undo_outcome(journaled, began, now)
         if outcome is UndoOutcome.COMMITTED:
             note = "interrupted after its commit; its outcome was read from the rows"

@@ -34,7 +34,7 @@ from lovia_tui.core.actions.gc_pause import collection_paused
 from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_private import SQLiteStore, rewind_split
-from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
+from lovia_tui.core.store.connect import write_connection
 
 T = TypeVar("T")
 Parsed = dict[str, list[list[Any]]]
@@ -74,7 +74,7 @@ class HeldConnection(sqlite3.Connection):
     path: Path
     lovia_commits: int
     lovia_rollbacks: int
-    rewind_from: tuple[str, int] | None
+    rewind_from: tuple[str, int] | None = None
     """(session, row id): lovia's rewind reads that session's segments from
     that row on (:meth:`LockedSession.rewind_from`)."""
 
@@ -110,19 +110,17 @@ def check_lovia_shape() -> None:
 
 
 def _open(path: Path) -> HeldConnection:
-    conn = sqlite3.connect(
-        sqlite_uri(path, "rw"), uri=True, isolation_level=None,
-        check_same_thread=False, factory=HeldConnection,
-    )  # fmt: skip
+    conn: HeldConnection = write_connection(path, HeldConnection)
     conn.path, conn.lovia_commits, conn.lovia_rollbacks = path, 0, 0
-    conn.rewind_from = None
     conn.row_factory = sqlite3.Row  # as lovia's _connect sets it
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn
 
 
 @contextlib.contextmanager
-def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
+def held_write(
+    files: Iterable[Path],
+    before_lock: Callable[[dict[Path, HeldConnection]], object] | None = None,
+) -> Iterator[dict[Path, HeldConnection]]:
     """A write transaction on each file for the block, committed when it succeeds.
 
     Taken in path order, so two lovia-tui processes never deadlock; lovia's
@@ -130,6 +128,11 @@ def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
     lovia's tables is refused (:mod:`~lovia_tui.core.actions.triggers`). If the block raises,
     everything is rolled back. If a commit fails after another file's
     succeeded, :class:`PartlyCommitted` says so.
+
+    ``before_lock`` reads on the connections before any lock is taken: what
+    the block reads again is then in their page caches (another process's
+    commits drop only the pages they wrote), and its reads under the lock
+    are from memory (a 2,000-run session's, 13-25 ms from the OS).
     """
     check_lovia_shape()
     held: dict[Path, HeldConnection] = {}
@@ -137,8 +140,11 @@ def held_write(files: Iterable[Path]) -> Iterator[dict[Path, HeldConnection]]:
         try:
             for path in sorted({Path(f).resolve() for f in set(files)}):
                 held[path] = _open(path)
-                held[path].execute("BEGIN IMMEDIATE")
-                refuse_triggers(held[path], path)
+            if before_lock is not None:
+                before_lock(held)
+            for path, conn in held.items():
+                conn.execute("BEGIN IMMEDIATE")
+                refuse_triggers(conn, path)
             yield held
             _commit(held)
         finally:

@@ -38,6 +38,7 @@ from lovia_tui.core.formatting import command_line
 from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
+    as_read,
     capture_all,
     capture_tail,
     combined,
@@ -47,7 +48,9 @@ from lovia_tui.core.store.rows import (
 from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from lovia_tui.core.actions.locked_stores import Parsed, Stores
+    from pathlib import Path
+
+    from lovia_tui.core.actions.locked_stores import HeldConnection, Parsed, Stores
 
 
 @dataclass(frozen=True)
@@ -185,13 +188,18 @@ def _act_locked(
     """
     from lovia_tui.core.actions.locked_stores import Stores, held_write
 
-    groups = preview.plan.groups
-    prepared = _prepare(preview, journaled)
-    with held_write(g.file for g in groups) as held:
-        started = time.perf_counter()  # every lock taken: writers wait from here
-        stores = Stores(held)
-        if not unchanged(stores.connection, journaled):
+    prepared, expected = _prepare(preview, journaled), as_read(journaled)
+
+    def check(held: dict[Path, HeldConnection]) -> None:
+        if not unchanged(Stores(held).connection, journaled, expected):
             raise _Changed
+
+    # Checked before the lock too: a change seen then is refused without
+    # holding anyone up, and the rows read are in the connections' caches.
+    with held_write((g.file for g in preview.plan.groups), check) as held:
+        started = time.perf_counter()  # every lock taken: writers wait from here
+        check(held)
+        stores = Stores(held)
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(PERFORMERS[type(preview)](preview, stores, prepared))
         after = _read_back(stores, preview, journaled)

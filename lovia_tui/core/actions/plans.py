@@ -11,7 +11,6 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lovia_tui.core.actions.previews import (
@@ -30,9 +29,9 @@ from lovia_tui.core.formatting import age, ago
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store import database
-from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, Database, sqlite_uri
+from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import RunFilter, stream_runs
-from lovia_tui.core.store.rows import Captured, RowGroup, capture_all, combined
+from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, combined
 from lovia_tui.core.store.schema import known_version
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import refuse_non_text, time_order
@@ -337,23 +336,7 @@ def checkpoint_groups(deletions: Iterable[CheckpointDeletion]) -> list[RowGroup]
 async def capture_groups(ws: Workspace, groups: Iterable[RowGroup]) -> list[Captured]:
     """The groups' rows now, through short read connections of our own (in a thread)."""
     refuse_readonly(ws)
-    return await asyncio.to_thread(_read_groups, list(groups))
-
-
-def _read_groups(groups: list[RowGroup]) -> list[Captured]:
-    conns: dict[Path, sqlite3.Connection] = {}
-
-    def conn_for(file: Path) -> sqlite3.Connection:
-        if file not in conns:
-            conns[file] = sqlite3.connect(sqlite_uri(file, "ro"), uri=True)
-            conns[file].execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        return conns[file]
-
-    try:
-        return capture_all(conn_for, groups)
-    finally:
-        for conn in conns.values():
-            conn.close()
+    return await asyncio.to_thread(capture_now, list(groups))
 
 
 async def make_plan(

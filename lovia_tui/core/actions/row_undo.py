@@ -28,24 +28,32 @@ from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.rows import (
     TABLES,
     Captured,
+    Cell,
     RowGroup,
     capture_sync,
     digest,
-    insert_row,
+    insert_rows,
 )
 
 Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
 """A group's journaled rows, the digest of what the action left, the rows it added."""
 
 
-def touched_digest(captured: Captured, names: Iterable[str]) -> str:
-    """The digest of the group's rows with these names, in the group's order."""
+def touched_rows(
+    captured: Captured, names: Iterable[str]
+) -> tuple[tuple[Cell, ...], ...]:
+    """The group's rows with these names, in the group's order."""
     wanted = set(names)
-    return digest(
+    return tuple(
         row
         for row, name in zip(captured.rows, captured.identities(), strict=True)
         if name in wanted
     )
+
+
+def touched_digest(captured: Captured, names: Iterable[str]) -> str:
+    """The :func:`~lovia_tui.core.store.rows.digest` of :func:`touched_rows`."""
+    return digest(touched_rows(captured, names))
 
 
 def after_state(before: Captured, after: Captured) -> tuple[str, tuple[str, ...]]:
@@ -143,11 +151,10 @@ def apply_group(conn: sqlite3.Connection, undo: RowUndo, what: str) -> Captured:
     group = undo.journaled.group
     for rowid in undo.take_out:
         conn.execute(f"DELETE FROM {group.table} WHERE rowid = ?", (rowid,))
-    for index in undo.put_back:
-        insert_row(conn, undo.journaled, index)
+    insert_rows(conn, undo.journaled, undo.put_back)
     now = capture_sync(conn, group)
     touched = {*undo.journaled.identities(), *undo.added}
-    if touched_digest(now, touched) != undo.journaled.digest:
+    if touched_rows(now, touched) != undo.journaled.rows:
         raise ActionError(
             f"undo of {what} did not reproduce the {group.table} rows for "
             f"{group.key!r}; nothing changed"

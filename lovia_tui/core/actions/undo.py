@@ -20,11 +20,12 @@ from lovia_tui.core.actions.gc_pause import collection_paused
 from lovia_tui.core.actions.row_undo import Journaled, RowUndo, apply_group, plan_group
 from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.database import BUSY_TIMEOUT_MS, sqlite_uri
+from lovia_tui.core.store.connect import write_connection
 from lovia_tui.core.store.rows import (
     Captured,
     Cell,
     RowGroup,
+    as_read,
     capture_all,
     unchanged,
 )
@@ -76,23 +77,6 @@ def read_journaled(conn: sqlite3.Connection, entry_id: int) -> list[Journaled]:
     return groups
 
 
-def current_rows(groups: Sequence[RowGroup]) -> list[Captured]:
-    """The groups' rows now, read through short read-only connections."""
-    conns: dict[str, sqlite3.Connection] = {}
-
-    def conn_for(file: Path) -> sqlite3.Connection:
-        if str(file) not in conns:
-            conns[str(file)] = sqlite3.connect(sqlite_uri(file, "ro"), uri=True)
-            conns[str(file)].execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        return conns[str(file)]
-
-    try:
-        return capture_all(conn_for, groups)
-    finally:
-        for conn in conns.values():
-            conn.close()
-
-
 def undo_rows(
     entry_id: int,
     action: str,
@@ -118,11 +102,7 @@ def undo_rows(
     undo_id: int | None = None
     try:
         for database in databases:
-            conn = sqlite3.connect(
-                sqlite_uri(Path(database), "rw"), uri=True, isolation_level=None
-            )
-            connections[database] = conn
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            connections[database] = write_connection(Path(database))
         current = capture_all(lambda file: connections[str(file)], targets)
         plans = [
             plan_group(rows, now, None if unfinished else after, added, what)
@@ -132,11 +112,12 @@ def undo_rows(
             current,
             [_put_back_names(p, now) for p, now in zip(plans, current, strict=True)],
         )
+        expected = as_read(current)
         with collection_paused():
             for database, conn in connections.items():
                 conn.execute("BEGIN IMMEDIATE")
                 refuse_triggers(conn, Path(database))
-            if not unchanged(lambda file: connections[str(file)], current):
+            if not unchanged(lambda file: connections[str(file)], current, expected):
                 raise ActionError(
                     f"the rows of {what} changed while its undo was prepared; "
                     "nothing changed: undo it again"

@@ -15,6 +15,7 @@ It prints STAGE and waits to be killed; the action itself is the real one.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import threading
 
@@ -85,9 +86,9 @@ elif STAGE == "undo-committed":
 
     journal.Journal.finish_sync = recording
 elif STAGE == "undo-between":
-    real_sqlite3 = undo.sqlite3
+    write_connection = undo.write_connection
 
-    class CommittingOnce(real_sqlite3.Connection):
+    class CommittingOnce(sqlite3.Connection):
         commits = 0
 
         def execute(self, sql, *params):
@@ -97,17 +98,7 @@ elif STAGE == "undo-between":
                     halt()
             return super().execute(sql, *params)
 
-    class HaltingSqlite3:
-        """The undo module's sqlite3, whose connections stop at the second commit."""
-
-        def __getattr__(self, name):
-            return getattr(real_sqlite3, name)
-
-        @staticmethod
-        def connect(*args, **kwargs):
-            return real_sqlite3.connect(*args, factory=CommittingOnce, **kwargs)
-
-    undo.sqlite3 = HaltingSqlite3()
+    undo.write_connection = lambda path: write_connection(path, CommittingOnce)
 else:
     raise SystemExit(f"unknown stage {STAGE!r}")
 
