@@ -34,6 +34,13 @@ TOKENIZER = "unicode61 remove_diacritics 0"
 """Case-folding, diacritics kept: an ASCII word's tokens are then substrings
 of the stored JSON, which lets a scan prefilter rows with LIKE."""
 
+AUTOMERGE = 8
+"""Segments of one level FTS5 lets wait before merging them (its default is
+4): each posting is rewritten fewer times. Building the 1M file's index took
+239 s against 302 s; searching it, p95 61 ms against 80; a new run waited
+356 ms to be indexed, p99, against 301. 16 built in 206 s, but a run then
+waited 2 s for a merge."""
+
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 -- One row per indexed version of a segment (kind 0) or checkpoint batch
@@ -59,6 +66,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
   body, tool, tag, content='', columnsize=0, tokenize='{TOKENIZER}'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
+INSERT INTO fts(fts, rank) VALUES ('automerge', {AUTOMERGE});
 """
 
 SEGMENT, BATCH = 0, 1
