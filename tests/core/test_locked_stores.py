@@ -383,40 +383,85 @@ def test_texts_lovia_cannot_parse_are_left_for_lovia() -> None:
     assert list(parsed) == [good] and len(parsed[good][0]) == 1
 
 
-def test_the_check_before_the_lock_reads_beside_a_writer_and_can_refuse_first(
+def _wal_file(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE session_runs (x)")
+    conn.execute("INSERT INTO session_runs VALUES (1)")
+    conn.close()
+
+
+def _rows_in(held) -> list:
+    (conn,) = held.values()
+    return [tuple(r) for r in conn.execute("SELECT x FROM session_runs")]
+
+
+def test_a_check_on_a_quiet_file_runs_once_and_its_read_becomes_the_lock(
     scratch: Path,
 ) -> None:
-    """``before_lock`` runs with no lock taken (another connection's write
-    transaction does not hold it up) and outside any transaction; what it
-    raises ends the block before a lock is taken, with nothing left open."""
-    path = scratch / "w.db"
-    setup = sqlite3.connect(path, isolation_level=None)
-    setup.execute("PRAGMA journal_mode=WAL")
-    setup.execute("CREATE TABLE t (x)")
-    setup.execute("INSERT INTO t VALUES (1)")
-    setup.close()
-    writer = sqlite3.connect(path, isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO t VALUES (2)")
-    seen: list[object] = []
+    """Nobody wrote between the check's read and the lock: the check ran
+    once, and the block holds the write lock on what it read."""
+    path = scratch / "q.db"
+    _wal_file(path)
+    seen: list[list] = []
+    with held_write([path], lambda held: seen.append(_rows_in(held))):
+        other = sqlite3.connect(path, isolation_level=None, timeout=0)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("INSERT INTO session_runs VALUES (2)")
+        other.close()
+    assert seen == [[(1,)]]
+
+
+def test_a_commit_after_the_checks_read_makes_it_run_again_under_the_lock(
+    scratch: Path,
+) -> None:
+    """Another process committed after the check read: SQLite refuses the
+    read its upgrade, and the check runs again under the lock, seeing the
+    commit (here it refuses, and the block never runs)."""
+    path = scratch / "c.db"
+    _wal_file(path)
+    seen: list[list] = []
 
     class Refused(Exception):
         pass
 
     def check(held) -> None:
-        (conn,) = held.values()
-        seen.append(
-            (conn.in_transaction, [tuple(r) for r in conn.execute("SELECT x FROM t")])
-        )
-        raise Refused
+        seen.append(_rows_in(held))
+        if len(seen) == 1:  # a writer commits right after the first read
+            writer = sqlite3.connect(path, isolation_level=None)
+            writer.execute("INSERT INTO session_runs VALUES (2)")
+            writer.close()
+        elif len(seen[-1]) != 1:
+            raise Refused
 
     with pytest.raises(Refused), held_write([path], check):
         raise AssertionError("the block ran")
-    assert seen == [(False, [(1,)])]
-    writer.execute("COMMIT")  # never waited on: no lock of ours was taken
-    with held_write([path], lambda held: seen.append("before")) as held:
-        seen.append(next(iter(held.values())).in_transaction)
-    assert seen[1:] == ["before", True]
+    assert seen == [[(1,)], [(1,), (2,)]]
+
+
+def test_a_check_beside_a_held_lock_waits_for_it_and_runs_again_under_its_own(
+    scratch: Path,
+) -> None:
+    """Another connection holds the write lock: the check reads beside it
+    (no wait), the upgrade is refused at once, and the lock is then waited
+    for the plain way and the check run under it."""
+    import threading
+
+    path = scratch / "h.db"
+    _wal_file(path)
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO session_runs VALUES (2)")
+    seen: list[list] = []
+
+    def check(held) -> None:
+        seen.append(_rows_in(held))
+        if len(seen) == 1:
+            threading.Timer(0.3, lambda: writer.execute("COMMIT")).start()
+
+    with held_write([path], check) as held:
+        assert _rows_in(held) == [(1,), (2,)]
+    assert seen == [[(1,)], [(1,), (2,)]]
     writer.close()
 
 

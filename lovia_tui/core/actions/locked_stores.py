@@ -21,6 +21,7 @@ import functools
 import inspect
 import json
 import sqlite3
+import time
 import types
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_private import SQLiteStore, rewind_split
 from lovia_tui.core.store.connect import write_connection
+from lovia_tui.core.store.rows import TABLES
 
 T = TypeVar("T")
 Parsed = dict[str, list[list[Any]]]
@@ -74,6 +76,8 @@ class HeldConnection(sqlite3.Connection):
     path: Path
     lovia_commits: int
     lovia_rollbacks: int
+    locked_at: float = 0.0
+    """When its write lock was taken (``time.perf_counter()``)."""
     rewind_from: tuple[str, int] | None = None
     """(session, row id): lovia's rewind reads that session's segments from
     that row on (:meth:`LockedSession.rewind_from`)."""
@@ -119,7 +123,7 @@ def _open(path: Path) -> HeldConnection:
 @contextlib.contextmanager
 def held_write(
     files: Iterable[Path],
-    before_lock: Callable[[dict[Path, HeldConnection]], object] | None = None,
+    check: Callable[[dict[Path, HeldConnection]], object] | None = None,
 ) -> Iterator[dict[Path, HeldConnection]]:
     """A write transaction on each file for the block, committed when it succeeds.
 
@@ -129,10 +133,13 @@ def held_write(
     everything is rolled back. If a commit fails after another file's
     succeeded, :class:`PartlyCommitted` says so.
 
-    ``before_lock`` reads on the connections before any lock is taken: what
-    the block reads again is then in their page caches (another process's
-    commits drop only the pages they wrote), and its reads under the lock
-    are from memory (a 2,000-run session's, 13-25 ms from the OS).
+    ``check`` (which raises to refuse) holds when the block starts. It runs
+    first in a read transaction on each file, which then becomes the write
+    transaction if SQLite allows it: nobody committed since, and nobody holds
+    the lock (:func:`_upgraded`). Otherwise the lock is taken the plain way
+    and ``check`` runs again under it, reading from the cache its first run
+    filled (another process's commits drop only the pages they wrote). A
+    quiet file is checked without holding anyone up.
     """
     check_lovia_shape()
     held: dict[Path, HeldConnection] = {}
@@ -140,11 +147,13 @@ def held_write(
         try:
             for path in sorted({Path(f).resolve() for f in set(files)}):
                 held[path] = _open(path)
-            if before_lock is not None:
-                before_lock(held)
-            for path, conn in held.items():
-                conn.execute("BEGIN IMMEDIATE")
-                refuse_triggers(conn, path)
+            if check is None or not _upgraded(held, check):
+                for path, conn in held.items():
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.locked_at = time.perf_counter()
+                    refuse_triggers(conn, path)
+                if check is not None:
+                    check(held)
             yield held
             _commit(held)
         finally:
@@ -152,6 +161,47 @@ def held_write(
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 conn.close()
+
+
+def locked_since(held: dict[Path, HeldConnection]) -> float:
+    """When the first of the files was locked (``time.perf_counter()``)."""
+    return min(conn.locked_at for conn in held.values())
+
+
+def _upgraded(
+    held: dict[Path, HeldConnection],
+    check: Callable[[dict[Path, HeldConnection]], object],
+) -> bool:
+    """``check`` in a read transaction on each file, then those made the write
+    transactions, in path order; False (all rolled back) where SQLite refused:
+    someone committed since the read began (``SQLITE_BUSY_SNAPSHOT``), or
+    holds the lock (``SQLITE_BUSY``, at once: no wait while we hold a read).
+    What ``check`` raises ends the block with no lock taken."""
+    for conn in held.values():
+        conn.execute("BEGIN")
+    check(held)
+    try:
+        for path, conn in held.items():
+            refuse_triggers(conn, path)
+            table = _a_lovia_table(conn, path)
+            conn.execute(f'DELETE FROM "{table}" WHERE 0')  # takes the write lock
+            conn.locked_at = time.perf_counter()
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
+            raise
+        for conn in held.values():
+            conn.execute("ROLLBACK")
+        return False
+    return True
+
+
+def _a_lovia_table(conn: sqlite3.Connection, path: Path) -> str:
+    """A table of lovia's in the file, for a statement that writes nothing."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    for name in TABLES:
+        if name in names:
+            return name
+    raise ActionError(f"{path}: none of lovia's tables is there to act on")
 
 
 def _commit(held: dict[Path, HeldConnection]) -> None:

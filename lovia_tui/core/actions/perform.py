@@ -186,7 +186,7 @@ def _act_locked(
     The check: every row exactly as journaled (which matched the preview),
     under the same rowid.
     """
-    from lovia_tui.core.actions.locked_stores import Stores, held_write
+    from lovia_tui.core.actions.locked_stores import Stores, held_write, locked_since
 
     prepared, expected = _prepare(preview, journaled), as_read(journaled)
 
@@ -194,18 +194,14 @@ def _act_locked(
         if not unchanged(Stores(held).connection, journaled, expected):
             raise _Changed
 
-    # Checked before the lock too: a change seen then is refused without
-    # holding anyone up, and the rows read are in the connections' caches.
     with held_write((g.file for g in preview.plan.groups), check) as held:
-        started = time.perf_counter()  # every lock taken: writers wait from here
-        check(held)
         stores = Stores(held)
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(PERFORMERS[type(preview)](preview, stores, prepared))
         after = _read_back(stores, preview, journaled)
         if isinstance(preview, ClearPreview):  # its session's rows come first
             counts["segments_removed"] = len(journaled[0].rows) - len(after[0].rows)
-    return counts, after, (time.perf_counter() - started) * 1000
+    return counts, after, (time.perf_counter() - locked_since(held)) * 1000
 
 
 def _prepare(preview: Preview, journaled: list[Captured]) -> Parsed | None:

@@ -41,7 +41,7 @@ if STAGE == "inside":
 
     def counting(self, sql, *params):
         global deletes
-        if sql.lstrip().upper().startswith("DELETE"):
+        if sql.lstrip().upper().startswith("DELETE") and not sql.endswith("WHERE 0"):
             deletes += 1
             if deletes == DELETES_BEFORE_HALT:
                 halt()

@@ -35,6 +35,7 @@ from lovia_tui.app import make_app
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
+from lovia_tui.view.kinds import Pane
 from support.app import ready_to_confirm
 from support.lovia_factory import SCRIPTS, write_session
 from support.reliability import AppWatch, until
@@ -364,6 +365,9 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> str | None:
                 )
                 # Flat indices are counted after the rows show: wait for them.
                 and not any(r.segment is not None and r.segment.counting for r in rows)
+                # The focus moves with the rows, a moment after them: a key
+                # pressed before it lands in the pane that had it.
+                and screen.selection.pane is Pane.TRANSCRIPT
             )
 
         if not await within(pilot, loaded):

@@ -44,10 +44,13 @@ async def act_live(
     report.app_steps[f"live {action}"] += 1
     seen = len(watch.notes)
     # The app previews again each time the rows moved on; act confirms again.
-    if problem := await act(pilot, screen, db, action, session_id):
-        report.app_errors.append(f"live {action} on {session_id}: {problem}")
-        return
+    problem = await act(pilot, screen, db, action, session_id)
     notes = [text for _, text in watch.notes[seen:]]
+    if problem:  # with what the app said meanwhile: its toasts are gone by now
+        report.app_errors.append(
+            f"live {action} on {session_id}: {problem}; said {notes}"
+        )
+        return
     report.live_refused += sum(REFUSED in text for text in notes)
     if any(text.endswith(DONE + ")") for text in notes):
         report.live_done[action] += 1
