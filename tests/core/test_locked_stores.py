@@ -25,8 +25,8 @@ from lovia_tui.core.actions.locked_stores import (
     LockedSession,
     Stores,
     check_lovia_shape,
-    held_write,
 )
+from lovia_tui.core.actions.write_lock import held_write
 from lovia_tui.core.errors import ActionError
 
 

@@ -324,7 +324,8 @@ class _Fork:
         self.changes: list[tuple[Captured, Captured]] = []
 
     def run(self) -> None:
-        from lovia_tui.core.actions.locked_stores import Stores, fork_copy, held_write
+        from lovia_tui.core.actions.locked_stores import Stores, fork_copy
+        from lovia_tui.core.actions.write_lock import held_write
 
         preview = self.preview
         with held_write([preview.file]) as held:

@@ -16,14 +16,12 @@ what this module overrides; ``tests/core/test_locked_stores.py`` holds it to tha
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import json
 import sqlite3
-import time
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,12 +29,9 @@ from lovia.stores.checkpointer import SQLiteCheckpointer
 from lovia.stores.session import SQLiteSession
 from lovia.web.store import ChatStore
 
-from lovia_tui.core.actions.gc_pause import collection_paused
-from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_private import SQLiteStore, rewind_split
 from lovia_tui.core.store.connect import write_connection
-from lovia_tui.core.store.rows import TABLES
 
 T = TypeVar("T")
 Parsed = dict[str, list[list[Any]]]
@@ -70,7 +65,8 @@ class HeldConnection(sqlite3.Connection):
 
     lovia's ``_tx`` commits (or rolls back) after each method; here those calls
     are only counted, so all of an action's lovia methods share one
-    transaction, committed by :func:`held_write` once the action is done.
+    transaction, committed by
+    :func:`~lovia_tui.core.actions.write_lock.held_write` once the action is done.
     """
 
     path: Path
@@ -96,10 +92,6 @@ class HeldConnection(sqlite3.Connection):
         return super().execute(sql, parameters)
 
 
-class PartlyCommitted(ActionError):
-    """Some files committed, a later one failed: the action is half done."""
-
-
 @functools.cache
 def check_lovia_shape() -> None:
     """Refuse to act if lovia's store plumbing changed shape (another lovia version)."""
@@ -113,108 +105,12 @@ def check_lovia_shape() -> None:
             )
 
 
-def _open(path: Path) -> HeldConnection:
+def open_held(path: Path) -> HeldConnection:
+    """A connection that may write ``path``, for lovia's methods to run on."""
     conn: HeldConnection = write_connection(path, HeldConnection)
     conn.path, conn.lovia_commits, conn.lovia_rollbacks = path, 0, 0
     conn.row_factory = sqlite3.Row  # as lovia's _connect sets it
     return conn
-
-
-@contextlib.contextmanager
-def held_write(
-    files: Iterable[Path],
-    check: Callable[[dict[Path, HeldConnection]], object] | None = None,
-) -> Iterator[dict[Path, HeldConnection]]:
-    """A write transaction on each file for the block, committed when it succeeds.
-
-    Taken in path order, so two lovia-tui processes never deadlock; lovia's
-    writers only wait (their busy timeout is 5 s). A file with triggers on
-    lovia's tables is refused (:mod:`~lovia_tui.core.actions.triggers`). If the block raises,
-    everything is rolled back. If a commit fails after another file's
-    succeeded, :class:`PartlyCommitted` says so.
-
-    ``check`` (which raises to refuse) holds when the block starts. It runs
-    first in a read transaction on each file, which then becomes the write
-    transaction if SQLite allows it: nobody committed since, and nobody holds
-    the lock (:func:`_upgraded`). Otherwise the lock is taken the plain way
-    and ``check`` runs again under it, reading from the cache its first run
-    filled (another process's commits drop only the pages they wrote). A
-    quiet file is checked without holding anyone up.
-    """
-    check_lovia_shape()
-    held: dict[Path, HeldConnection] = {}
-    with collection_paused():
-        try:
-            for path in sorted({Path(f).resolve() for f in set(files)}):
-                held[path] = _open(path)
-            if check is None or not _upgraded(held, check):
-                for path, conn in held.items():
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.locked_at = time.perf_counter()
-                    refuse_triggers(conn, path)
-                if check is not None:
-                    check(held)
-            yield held
-            _commit(held)
-        finally:
-            for conn in held.values():
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                conn.close()
-
-
-def locked_since(held: dict[Path, HeldConnection]) -> float:
-    """When the first of the files was locked (``time.perf_counter()``)."""
-    return min(conn.locked_at for conn in held.values())
-
-
-def _upgraded(
-    held: dict[Path, HeldConnection],
-    check: Callable[[dict[Path, HeldConnection]], object],
-) -> bool:
-    """``check`` in a read transaction on each file, then those made the write
-    transactions, in path order; False (all rolled back) where SQLite refused:
-    someone committed since the read began (``SQLITE_BUSY_SNAPSHOT``), or
-    holds the lock (``SQLITE_BUSY``, at once: no wait while we hold a read).
-    What ``check`` raises ends the block with no lock taken."""
-    for conn in held.values():
-        conn.execute("BEGIN")
-    check(held)
-    try:
-        for path, conn in held.items():
-            refuse_triggers(conn, path)
-            table = _a_lovia_table(conn, path)
-            conn.execute(f'DELETE FROM "{table}" WHERE 0')  # takes the write lock
-            conn.locked_at = time.perf_counter()
-    except sqlite3.OperationalError as exc:
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
-            raise
-        for conn in held.values():
-            conn.execute("ROLLBACK")
-        return False
-    return True
-
-
-def _a_lovia_table(conn: sqlite3.Connection, path: Path) -> str:
-    """A table of lovia's in the file, for a statement that writes nothing."""
-    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    for name in TABLES:
-        if name in names:
-            return name
-    raise ActionError(f"{path}: none of lovia's tables is there to act on")
-
-
-def _commit(held: dict[Path, HeldConnection]) -> None:
-    for committed, conn in enumerate(held.values()):
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if committed:
-                raise PartlyCommitted(
-                    f"{conn.path}: commit failed ({exc}) after {committed} "
-                    "other file(s) committed"
-                ) from exc
-            raise
 
 
 class _OnHeld:

@@ -122,7 +122,7 @@ async def _perform_journaled(
     entry_id: int,
 ) -> ActionResult:
     """Act under the entry's lock, and record the outcome."""
-    locked_stores = load_lovia()
+    write_lock = load_lovia()
     try:
         counts, after, held_ms = await asyncio.to_thread(_act_locked, preview, before)
     except _Changed:
@@ -130,7 +130,7 @@ async def _perform_journaled(
             entry_id, "rolled back", {}, "rows changed since the preview"
         )
         raise _changed(preview.action) from None
-    except locked_stores.PartlyCommitted as exc:
+    except write_lock.PartlyCommitted as exc:
         await journal.finish(entry_id, "failed", {}, str(exc))
         raise ActionError(
             f"{preview.action} was interrupted half way ({exc}); "
@@ -173,9 +173,9 @@ def load_lovia() -> Any:
     import lovia.transcript  # noqa: F401  (the finalize's)
     import lovia.web.sse  # noqa: F401  (lovia_private.usage_dict's)
 
-    from lovia_tui.core.actions import locked_stores
+    from lovia_tui.core.actions import write_lock  # and locked_stores, lovia's
 
-    return locked_stores
+    return write_lock
 
 
 def _act_locked(
@@ -186,7 +186,8 @@ def _act_locked(
     The check: every row exactly as journaled (which matched the preview),
     under the same rowid.
     """
-    from lovia_tui.core.actions.locked_stores import Stores, held_write, locked_since
+    from lovia_tui.core.actions.locked_stores import Stores
+    from lovia_tui.core.actions.write_lock import held_write, locked_since
 
     prepared, expected = _prepare(preview, journaled), as_read(journaled)
 
