@@ -106,12 +106,16 @@ def _upgraded(
 
 
 def _a_lovia_table(conn: sqlite3.Connection, path: Path) -> str:
-    """A table of lovia's in the file, for a statement that writes nothing."""
-    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    for name in TABLES:
-        if name in names:
-            return name
-    raise ActionError(f"{path}: none of lovia's tables is there to act on")
+    """A table of lovia's in the file, for a statement that writes nothing
+    (asked for by name: no other name in the file is read, whatever bytes)."""
+    found = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN "
+        f"({', '.join('?' * len(TABLES))}) LIMIT 1",
+        list(TABLES),
+    ).fetchone()
+    if found is None:
+        raise ActionError(f"{path}: none of lovia's tables is there to act on")
+    return str(found[0])
 
 
 def _commit(held: dict[Path, HeldConnection]) -> None:
