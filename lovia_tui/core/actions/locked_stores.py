@@ -4,8 +4,9 @@ The one module that touches lovia's internals. lovia's SQLite stores open a
 connection per call and run one transaction on it (``lovia/stores/_sqlite.py``:
 ``_connect`` hands out the connection, ``_tx`` commits it, ``_release`` closes
 it, ``_run`` moves the call to a thread). The subclasses here point that
-plumbing at a connection already inside ``BEGIN IMMEDIATE``, where lovia-tui
-has just checked the rows against the preview: no other process can write
+plumbing at a connection already holding the file's write lock, taken
+where lovia-tui checked the rows against the preview
+(:mod:`~lovia_tui.core.actions.write_lock`): no other process can write
 between the check and lovia's change, and every lovia method of one action
 commits (or rolls back) together. lovia's logic — the rewind split,
 ``drop_dangling_tool_calls``, the trim marker — is untouched: its methods run
@@ -61,7 +62,7 @@ _REWIND_READ_FROM = (
 
 
 class HeldConnection(sqlite3.Connection):
-    """A connection inside ``BEGIN IMMEDIATE`` whose transaction lovia-tui ends.
+    """A connection holding the file's write lock, whose transaction lovia-tui ends.
 
     lovia's ``_tx`` commits (or rolls back) after each method; here those calls
     are only counted, so all of an action's lovia methods share one

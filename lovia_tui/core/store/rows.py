@@ -261,10 +261,10 @@ def _read_all(
         columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
         rows: dict[str, list[Any]] = {}
         keys = sorted({g.key for g in members}) if columns else []
+        cursor = conn.cursor()
+        cursor.row_factory = None  # tuples, whatever the connection's
         for start in range(0, len(keys), KEYS_PER_STATEMENT):
             chunk = keys[start : start + KEYS_PER_STATEMENT]
-            cursor = conn.cursor()
-            cursor.row_factory = None  # tuples, whatever the connection's
             for row in cursor.execute(_select(members[0], columns, len(chunk)), chunk):
                 rows.setdefault(row[1], []).append(row)
         for group in members:
