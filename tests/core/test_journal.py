@@ -261,22 +261,29 @@ async def test_lovia_failing_rolls_everything_back(
     assert [rows(sessions), rows(runs)] == before
 
 
-async def test_a_commit_failing_after_another_files_is_undone(
-    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """runs.db committed, sessions.db's commit failed: the entry says so, undo mends it."""
+def _failing_commits(file: Path, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Make every commit of ``file`` by a held connection fail, until the
+    returned list is cleared."""
     from lovia_tui.core.actions.locked_stores import HeldConnection
 
-    sessions, runs = two_files
-    before = rows(sessions), rows(runs)
     execute, failing = HeldConnection.execute, [True]
 
     def failing_commit(self, sql, *params):
-        if failing and sql == "COMMIT" and self.path == sessions.resolve():
+        if failing and sql == "COMMIT" and self.path == file.resolve():
             raise sqlite3.OperationalError("disk I/O error")
         return execute(self, sql, *params)
 
     monkeypatch.setattr(HeldConnection, "execute", failing_commit)
+    return failing
+
+
+async def test_a_commit_failing_after_another_files_is_undone(
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runs.db committed, sessions.db's commit failed: the entry says so, undo mends it."""
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    failing = _failing_commits(sessions, monkeypatch)
     ws = await Workspace.open([sessions, runs])
     try:
         preview = await preview_rewind(ws, "s", 4)
@@ -290,6 +297,33 @@ async def test_a_commit_failing_after_another_files_is_undone(
         [entry] = await Journal().entries([runs])
         assert (entry.status, entry.unfinished) == ("failed", True)
         await undo(ws, entry.id)
+    finally:
+        await ws.close()
+    assert (rows(sessions), rows(runs)) == before
+
+
+async def test_an_undo_whose_second_commit_fails_is_finished_by_undoing_again(
+    two_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An undo across two files, runs.db's commit in and sessions.db's failed:
+    the undo's own entry is left unfinished (not "rolled back": one file
+    changed), the error says how to finish, and undoing again does."""
+    sessions, runs = two_files
+    before = rows(sessions), rows(runs)
+    ws = await Workspace.open([sessions, runs])
+    try:
+        done = await perform(ws, await preview_rewind(ws, "s", 4))
+        failing = _failing_commits(sessions, monkeypatch)
+        with pytest.raises(ActionError, match="interrupted half way") as raised:
+            await undo(ws, done.journal_id)
+        failing.clear()
+        assert f"undo entry {done.journal_id} again" in str(raised.value)
+        assert rows(runs) == before[1] and rows(sessions) != before[0]
+        undo_entry = next(
+            e for e in await Journal().entries([runs]) if e.action == "undo"
+        )
+        assert (undo_entry.status, undo_entry.unfinished) == ("failed", True)
+        await undo(ws, done.journal_id)
     finally:
         await ws.close()
     assert (rows(sessions), rows(runs)) == before

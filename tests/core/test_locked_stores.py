@@ -200,7 +200,8 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
                 performing._read_back = read_back
         finally:
             await ws.close()
-        assert served and all(narrowed is not None for narrowed in served), keep
+        # Narrowed to the cut, and served the rows captured before the lock.
+        assert served and all(n is not None and n[2] is not None for n in served), keep
         assert result.counts["entries_removed"] == removed, keep
         assert rows(copy) == rows(expected), keep
         conn = sqlite3.connect(copy)
@@ -226,7 +227,7 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
     from lovia import SQLiteSession
     from lovia.transcript import AssistantTextEntry, InputEntry
 
-    from lovia_tui.core.actions.locked_stores import parse_segments
+    from lovia_tui.core.actions.locked_stores import RewindRead, parse_segments
 
     path = scratch / "s.db"
     session = SQLiteSession(path, wal=True)
@@ -244,6 +245,7 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
     conn.close()
     parsed = parse_segments(json.loads(texts))
     assert sum(len(rows) for rows in parsed.values()) == 5
+    read = RewindRead(None, parsed)  # parsed, read again under the lock
     expected = scratch / "expected.db"
     shutil.copy(path, expected)
     await SQLiteSession(expected, wal=True).rewind("s", keep_entries=3)
@@ -270,7 +272,7 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
             removed = (
                 await Stores(held)
                 .session(file)
-                .rewind_from("s", keep_entries=3, row_id=first, before=2, parsed=parsed)
+                .rewind_from("s", keep_entries=3, row_id=first, before=2, read=read)
             )
         assert removed == (9 if file == path else 8)
         assert len(parses) == lovia_parses
@@ -322,48 +324,69 @@ def test_collection_pauses_while_a_file_is_held_and_resumes_after_the_last(
 
 
 def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) -> None:
-    """The check under the lock: the same cells under the same rowids. A
-    value of another storage class or another value, a row moved to a new
-    rowid with its content, a row added or gone: each is a change. Rows are
-    compared as read whatever the connection's row factory (lovia's is
-    ``sqlite3.Row``, and the held connection keeps it)."""
-    from lovia_tui.core.store.rows import RowGroup, as_read, capture_sync, unchanged
+    """The check under the lock, compared inside SQLite: the same cells under
+    the same rowids. A value of another storage class or another value (a
+    float in its 16th digit, a byte after a NUL), a row moved to a new rowid
+    with its content, a row added or gone, a column added, another group's
+    key that only a collation calls the same: each is a change but the last.
+    Whatever the connection's row factory (lovia's is ``sqlite3.Row``, and the
+    held connection keeps it), and the file is never written."""
+    from lovia_tui.core.store.row_check import stage, unchanged
+    from lovia_tui.core.store.rows import RowGroup, capture_sync
 
     path = scratch / "r.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(
-        "CREATE TABLE session_runs (id INTEGER PRIMARY KEY, session_id TEXT, "
-        "run_id TEXT, entries_json TEXT, created_at REAL)"
+        "CREATE TABLE session_runs (id INTEGER PRIMARY KEY, "
+        "session_id TEXT COLLATE NOCASE, run_id TEXT, entries_json TEXT, created_at REAL)"
     )
     conn.executemany(
         "INSERT INTO session_runs VALUES (?, 's', ?, ?, 0.1)",
-        [(1, "a", "[]"), (2, "b", "[1]")],
+        [(1, "a", "[]"), (2, "b", "[1]\x00x"), (3, None, None)],
     )
     group = RowGroup(path, "session_runs", "s")
-    captured = capture_sync(conn, group)
-    expected = as_read([captured])
+    captured = [
+        capture_sync(conn, group),
+        capture_sync(conn, RowGroup(path, "session_runs", "gone")),
+    ]
+    other = sqlite3.connect(path)  # sees every commit to the file
     for factory in (None, sqlite3.Row):
         conn.row_factory = factory
-        assert unchanged(lambda _: conn, [captured], expected)
+        version = other.execute("PRAGMA data_version").fetchone()
+        stage(lambda _: conn, captured)
+        assert other.execute("PRAGMA data_version").fetchone() == version
+        assert unchanged(lambda _: conn, captured)
         for change, undo in (
             ("UPDATE session_runs SET entries_json = CAST('[]' AS BLOB) WHERE id = 1",
              "UPDATE session_runs SET entries_json = '[]' WHERE id = 1"),
             ("UPDATE session_runs SET entries_json = '[2]' WHERE id = 2",
-             "UPDATE session_runs SET entries_json = '[1]' WHERE id = 2"),
+             "UPDATE session_runs SET entries_json = '[1]' || char(0) || 'x' WHERE id = 2"),
+            ("UPDATE session_runs SET entries_json = '[1]' || char(0) || 'y' WHERE id = 2",
+             "UPDATE session_runs SET entries_json = '[1]' || char(0) || 'x' WHERE id = 2"),
             ("UPDATE session_runs SET created_at = 0.1 + 1e-16 * 2 WHERE id = 1",
              "UPDATE session_runs SET created_at = 0.1 WHERE id = 1"),
-            ("UPDATE session_runs SET id = 3 WHERE id = 2",
-             "UPDATE session_runs SET id = 2 WHERE id = 3"),
+            ("UPDATE session_runs SET run_id = 'c' WHERE id = 3",
+             "UPDATE session_runs SET run_id = NULL WHERE id = 3"),
+            ("UPDATE session_runs SET id = 4 WHERE id = 2",
+             "UPDATE session_runs SET id = 2 WHERE id = 4"),
             ("INSERT INTO session_runs VALUES (5, 's', 'c', '[]', 0.1)",
              "DELETE FROM session_runs WHERE id = 5"),
             ("DELETE FROM session_runs WHERE id = 1",
              "INSERT INTO session_runs VALUES (1, 's', 'a', '[]', 0.1)"),
+            ("INSERT INTO session_runs VALUES (6, 'gone', 'c', '[]', 0.1)",
+             "DELETE FROM session_runs WHERE id = 6"),
         ):  # fmt: skip
             conn.execute(change)
-            assert not unchanged(lambda _: conn, [captured], expected), change
+            assert not unchanged(lambda _: conn, captured), change
             conn.execute(undo)
-            assert unchanged(lambda _: conn, [captured], expected), undo
+            assert unchanged(lambda _: conn, captured), undo
+        conn.execute("INSERT INTO session_runs VALUES (7, 'S', 'c', '[]', 0.1)")
+        assert unchanged(lambda _: conn, captured)  # group 'S', not 's'
+        conn.execute("DELETE FROM session_runs WHERE id = 7")
+    conn.execute("ALTER TABLE session_runs ADD COLUMN meta_json TEXT")
+    assert not unchanged(lambda _: conn, captured)
     conn.close()
+    other.close()
 
 
 def test_texts_lovia_cannot_parse_are_left_for_lovia() -> None:
@@ -381,6 +404,59 @@ def test_texts_lovia_cannot_parse_are_left_for_lovia() -> None:
     ]
     parsed = parse_segments([*hostile, good])
     assert list(parsed) == [good] and len(parsed[good][0]) == 1
+
+
+def test_the_read_served_to_lovias_rewind_is_what_sqlite3_returns(
+    scratch: Path,
+) -> None:
+    """The rewind's read prepared before the lock (from the captured cells)
+    is, value for value and type for type, what ``sqlite3`` returns for
+    lovia's read: whatever a row's cells hold (text with a NUL, a blob, an
+    integer, NULL, a real); with a text that is not UTF-8 nothing is served,
+    and lovia's own read fails on it under the lock."""
+    from lovia_tui.core.actions.locked_stores import (
+        REWIND_READ,
+        prepare_rewind_read,
+    )
+    from lovia_tui.core.store.rows import RowGroup, capture_sync
+
+    conn = sqlite3.connect(scratch / "s.db", isolation_level=None)
+    conn.execute(
+        "CREATE TABLE session_runs (id INTEGER PRIMARY KEY, session_id TEXT, "
+        "run_id TEXT, entries_json TEXT, meta_json TEXT, created_at REAL)"
+    )
+    conn.executemany(
+        "INSERT INTO session_runs (session_id, run_id, entries_json) VALUES ('s', ?, ?)",
+        [
+            ("r1", '[{"type": "input", "role": "user", "content": "é"}]'),
+            ("r\x002", "plain \x00 text"),
+            (None, b"[]"),
+            (7, 1.5),
+            ("r5", None),
+        ],
+    )
+    group = RowGroup(scratch / "s.db", "session_runs", "s")
+
+    def prepared() -> object:
+        captured = capture_sync(conn, group)
+        run, text = (captured.columns.index(c) for c in ("run_id", "entries_json"))
+        return prepare_rewind_read(
+            (rowid, row[run], row[text])
+            for rowid, row in zip(captured.rowids, captured.rows, strict=True)
+        )
+
+    read = prepared()
+    expected = conn.execute(REWIND_READ, ("s",)).fetchall()
+    assert read.rows == expected
+    assert [[type(v) for v in r] for r in read.rows] == [
+        [type(v) for v in r] for r in expected
+    ]
+    assert list(read.parsed) == [expected[0][2]]
+    conn.execute("UPDATE session_runs SET run_id = CAST(x'ff' AS TEXT) WHERE id = 2")
+    assert prepared().rows is None
+    with pytest.raises(sqlite3.OperationalError):
+        conn.execute(REWIND_READ, ("s",)).fetchall()
+    conn.close()
 
 
 def _wal_file(path: Path) -> None:
@@ -496,8 +572,64 @@ def test_rows_go_back_under_their_rowids_or_new_ones_when_taken(scratch: Path) -
         return (("text", b"r"), ("integer", seq))
 
     journaled = Captured(group, ("run_id", "seq"), (row(1), row(2), row(3)), (3, 5, 6))
-    insert_rows(conn, journaled, [0, 1, 2])
+    assert insert_rows(conn, journaled, [0, 1, 2]) == [3, 6, 7]
     assert conn.execute(
         "SELECT rowid, run_id, seq FROM snapshot_turns ORDER BY rowid"
     ).fetchall() == [(3, "r", 1), (5, "newer", 0), (6, "r", 2), (7, "r", 3)]
+    conn.close()
+
+
+def test_the_rows_after_an_undo_read_only_what_it_put_back(scratch: Path) -> None:
+    """``capture_changed`` (an undo's read-back: the rows it inserted, the
+    rest known from the check) is what a whole read of the group finds, in
+    its order (a checkpoint's turns by seq, not by rowid), whatever was
+    taken out and put back; a row it cannot account for raises."""
+    import random
+
+    from lovia_tui.core.store.rows import (
+        Captured,
+        RowGroup,
+        capture_changed,
+        capture_sync,
+        insert_rows,
+    )
+
+    seed = random.randrange(1 << 30)
+    print("seed", seed)  # every seed must pass
+    rng = random.Random(seed)
+    path = scratch / "r.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE snapshot_turns (run_id TEXT, seq INTEGER, payload)")
+    seqs = rng.sample(range(1000), 40)
+    conn.executemany(
+        "INSERT INTO snapshot_turns VALUES (?, ?, ?)",
+        [(rng.choice("rs"), seq, rng.choice([None, 1.5, b"x", "t"])) for seq in seqs],
+    )
+    group = RowGroup(path, "snapshot_turns", "r")
+    for _ in range(5):
+        before = capture_sync(conn, group)
+        conn.execute("BEGIN IMMEDIATE")
+        removed = set(rng.sample(before.rowids, len(before.rowids) // 3))
+        for rowid in removed:
+            conn.execute("DELETE FROM snapshot_turns WHERE rowid = ?", (rowid,))
+        back = [at for at, rowid in enumerate(before.rowids) if rowid in removed]
+        fresh = Captured(
+            group,
+            before.columns,
+            tuple(
+                (("text", b"r"), ("integer", rng.randrange(1000)), ("text", b"n"))
+                for _ in range(3)
+            ),
+            (10_000, 10_001, 10_002),
+        )
+        added = insert_rows(conn, before, rng.sample(back, len(back) // 2))
+        added += insert_rows(conn, fresh, [0, 1, 2])
+        assert capture_changed(conn, before, removed, added) == capture_sync(
+            conn, group
+        )
+        conn.execute("COMMIT")
+    before = capture_sync(conn, group)
+    conn.execute("INSERT INTO snapshot_turns VALUES ('r', 5, NULL)")  # unaccounted
+    with pytest.raises(KeyError):
+        capture_changed(conn, before, set(), [])
     conn.close()

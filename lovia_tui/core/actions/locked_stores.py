@@ -17,11 +17,13 @@ what this module overrides; ``tests/core/test_locked_stores.py`` holds it to tha
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
 import sqlite3
 import types
+import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +35,7 @@ from lovia.web.store import ChatStore
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_private import SQLiteStore, rewind_split
 from lovia_tui.core.store.connect import write_connection
+from lovia_tui.core.store.rows import Cell
 
 T = TypeVar("T")
 Parsed = dict[str, list[list[Any]]]
@@ -75,9 +78,10 @@ class HeldConnection(sqlite3.Connection):
     lovia_rollbacks: int
     locked_at: float = 0.0
     """When its write lock was taken (``time.perf_counter()``)."""
-    rewind_from: tuple[str, int] | None = None
-    """(session, row id): lovia's rewind reads that session's segments from
-    that row on (:meth:`LockedSession.rewind_from`)."""
+    rewind_from: tuple[str, int, list[tuple[Any, ...]] | None] | None = None
+    """(session, row id, rows): lovia's rewind reads that session's segments
+    from that row on, served ``rows`` where they were read before the lock
+    (:meth:`LockedSession.rewind_from`)."""
 
     def commit(self) -> None:
         self.lovia_commits += 1
@@ -85,12 +89,25 @@ class HeldConnection(sqlite3.Connection):
     def rollback(self) -> None:
         self.lovia_rollbacks += 1
 
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
         if self.rewind_from is not None and sql == REWIND_READ:
-            session_id, row_id = self.rewind_from
+            session_id, row_id, served = self.rewind_from
             if tuple(parameters) == (session_id,):
+                if served is not None:
+                    return _Served(served)
                 return super().execute(_REWIND_READ_FROM, (session_id, row_id))
         return super().execute(sql, parameters)
+
+
+class _Served:
+    """A read answered from rows read before (``fetchall``, as lovia's rewind
+    asks it; :func:`rewind_reads_as_known` holds it to that)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self._rows = rows
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self._rows)
 
 
 @functools.cache
@@ -153,7 +170,7 @@ class LockedSession(_OnHeld, SQLiteSession):
         keep_entries: int,
         row_id: int,
         before: int,
-        parsed: Parsed | None = None,
+        read: RewindRead | None = None,
     ) -> int:
         """``rewind(session_id, keep_entries=keep_entries)``, lovia's own, with
         the segments before row ``row_id`` (``before`` entries, all kept) left
@@ -161,18 +178,49 @@ class LockedSession(_OnHeld, SQLiteSession):
         the lock (a 2,000-run session held lovia's writers 50–100 ms), and its
         split changes only the run the cut lands in and those after it. The
         caller has checked, under the lock, that the rows are the preview's.
-        ``parsed``: those segments as lovia parses them (:func:`parse_segments`,
-        before the lock), served to its rewind where the text is unchanged.
+        ``read``: those segments as lovia reads and parses them, prepared
+        before the lock (:func:`prepare_rewind_read`) and served to its rewind.
         A lovia whose rewind reads otherwise is given the whole session."""
         if before > keep_entries or not rewind_reads_as_known():
             return await self.rewind(session_id, keep_entries=keep_entries)
-        self._held.rewind_from = (session_id, row_id)
+        self._held.rewind_from = (session_id, row_id, read.rows if read else None)
         try:
-            return await _rewind_served(parsed or {})(
+            return await _rewind_served(read.parsed if read else {})(
                 self, session_id, keep_entries=keep_entries - before
             )
         finally:
             self._held.rewind_from = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RewindRead:
+    """What lovia's rewind reads and parses from a cut on, done before the lock."""
+
+    rows: list[tuple[Any, ...]] | None
+    """Its read (:data:`REWIND_READ` from the cut), as ``sqlite3`` returns it,
+    served in its place: valid once the check found the session's rows as
+    captured (reading 2,500 rows again took ~10 ms of the lock). None where a
+    text is not UTF-8: lovia's read fails on it, under the lock."""
+    parsed: Parsed
+    """Their texts parsed (:func:`parse_segments`)."""
+
+
+def prepare_rewind_read(rows: Iterable[tuple[int, Cell, Cell]]) -> RewindRead:
+    """lovia's rewind's read and parse of ``rows`` (rowid, run id and entries
+    cells as captured, in rowid order), before the lock."""
+    try:
+        read = [(rowid, _as_read(run), _as_read(text)) for rowid, run, text in rows]
+    except UnicodeDecodeError:
+        return RewindRead(None, {})
+    return RewindRead(read, parse_segments(r[2] for r in read if isinstance(r[2], str)))
+
+
+def _as_read(cell: Cell) -> Any:
+    """A stored value as ``sqlite3`` gives it (text decoded strictly, as it does)."""
+    kind, value = cell
+    if kind == "text":
+        return bytes(value).decode()
+    return bytes(value) if kind == "blob" else value
 
 
 def parse_segments(texts: Iterable[str]) -> Parsed:
@@ -198,33 +246,36 @@ class _ParsedJson:
     parsed as lovia would. Equal text is the check that the parse still holds."""
 
     def __init__(self, parsed: Parsed) -> None:
-        self._parsed = {text: list(rows) for text, rows in parsed.items()}
-        self.built = {id(e) for rows in parsed.values() for es in rows for e in es}
+        self._parsed = {text: iter(rows) for text, rows in parsed.items()}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(json, name)
 
     def loads(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         rows = self._parsed.get(text) if isinstance(text, str) else None
-        if rows and not args and not kwargs:
-            return rows.pop(0)
-        return json.loads(text, *args, **kwargs)
+        entries = None if rows is None or args or kwargs else next(rows, None)
+        return json.loads(text, *args, **kwargs) if entries is None else entries
 
 
 def _rewind_served(parsed: Parsed) -> Callable[..., Any]:
     """``SQLiteSession.rewind``, its code as written, with the segments parsed
     before the lock served in place of parsing them under it (a half rewind of
     2,000 runs spent ~25 ms of the lock parsing): its ``json.loads`` finds
-    them by their text, its ``entry_from_dict`` passes them through."""
-    from lovia.transcript import entry_from_dict
+    them by their text, its ``entry_from_dict`` passes lovia's entries through
+    (``json`` never makes one)."""
+    from lovia.transcript import TranscriptEntry, entry_from_dict
 
     rewind = SQLiteSession.rewind
-    served = _ParsedJson(parsed)
+    built = typing.get_args(TranscriptEntry)
 
     def from_dict(data: Any) -> Any:
-        return data if id(data) in served.built else entry_from_dict(data)
+        return data if isinstance(data, built) else entry_from_dict(data)
 
-    names = {**rewind.__globals__, "json": served, "entry_from_dict": from_dict}
+    names = {
+        **rewind.__globals__,
+        "json": _ParsedJson(parsed),
+        "entry_from_dict": from_dict,
+    }
     function = types.FunctionType(
         rewind.__code__, names, rewind.__name__, rewind.__defaults__,
         rewind.__closure__,
@@ -243,7 +294,7 @@ def rewind_reads_as_known() -> bool:
     return all(
         part in source
         for part in (
-            f'"{REWIND_READ}"',
+            f'"{REWIND_READ}", (session_id,), ).fetchall()',
             REWIND_PARSE,
             "_rewind_split(segments, keep_entries)",
             '"UPDATE session_runs SET entries_json = ?, meta_json = NULL WHERE id = ?"',
@@ -283,6 +334,7 @@ class Stores:
     """The locked lovia stores of one action, by file, made on first use."""
 
     def __init__(self, held: dict[Path, HeldConnection]) -> None:
+        check_lovia_shape()
         self.held = held
         self._by_name: dict[Path, HeldConnection] = {}
         self._made: dict[tuple[type, Path], Any] = {}

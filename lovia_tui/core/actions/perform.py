@@ -13,7 +13,6 @@ the lock is taken; lovia's writers wait for it, they do not fail.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,22 +34,21 @@ from lovia_tui.core.actions.previews import (
 from lovia_tui.core.actions.undo import UndoResult
 from lovia_tui.core.errors import ActionError, RowsChangedError
 from lovia_tui.core.formatting import command_line
+from lovia_tui.core.store import row_check
 from lovia_tui.core.store.rows import (
     Captured,
     RowGroup,
-    as_read,
     capture_all,
     capture_tail,
     combined,
     identity,
-    unchanged,
 )
 from lovia_tui.core.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lovia_tui.core.actions.locked_stores import HeldConnection, Parsed, Stores
+    from lovia_tui.core.actions.locked_stores import HeldConnection, RewindRead, Stores
 
 
 @dataclass(frozen=True)
@@ -189,13 +187,17 @@ def _act_locked(
     from lovia_tui.core.actions.locked_stores import Stores
     from lovia_tui.core.actions.write_lock import held_write, locked_since
 
-    prepared, expected = _prepare(preview, journaled), as_read(journaled)
+    prepared = _prepare(preview, journaled)
+
+    def stage(held: dict[Path, HeldConnection]) -> None:
+        row_check.stage(Stores(held).connection, journaled)
 
     def check(held: dict[Path, HeldConnection]) -> None:
-        if not unchanged(Stores(held).connection, journaled, expected):
+        if not row_check.unchanged(Stores(held).connection, journaled):
             raise _Changed
 
-    with held_write((g.file for g in preview.plan.groups), check) as held:
+    files = (g.file for g in preview.plan.groups)
+    with held_write(files, check, stage) as held:
         stores = Stores(held)
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(PERFORMERS[type(preview)](preview, stores, prepared))
@@ -205,27 +207,26 @@ def _act_locked(
     return counts, after, (time.perf_counter() - locked_since(held)) * 1000
 
 
-def _prepare(preview: Preview, journaled: list[Captured]) -> Parsed | None:
+def _prepare(preview: Preview, journaled: list[Captured]) -> RewindRead | None:
     """What lovia would compute under the lock that can be computed before it:
-    a rewind's segments from its cut on, parsed as lovia's rewind parses them
-    (:func:`~lovia_tui.core.actions.locked_stores.parse_segments`; served only
-    where a row's text is still the same)."""
+    a rewind's read of its session from the cut on, and each segment parsed,
+    as lovia's rewind reads and parses them
+    (:func:`~lovia_tui.core.actions.locked_stores.prepare_rewind_read`; the
+    check under the lock finds the rows as captured, or nothing is done)."""
     if not isinstance(preview, RewindPreview) or preview.cut_row is None:
         return None
-    from lovia_tui.core.actions.locked_stores import parse_segments
+    from lovia_tui.core.actions.locked_stores import prepare_rewind_read
 
     session = RowGroup(preview.file, "session_runs", preview.session_id)
     rows = next((c for c in journaled if c.group == session), None)
-    if rows is None or "entries_json" not in rows.columns:
+    if rows is None or not {"id", "run_id", "entries_json"} <= set(rows.columns):
         return None
-    at = rows.columns.index("entries_json")
-    texts = []
-    for rowid, row in zip(rows.rowids, rows.rows, strict=True):
-        kind, value = row[at]
-        if rowid >= preview.cut_row and kind == "text":
-            with contextlib.suppress(UnicodeDecodeError):  # lovia's read fails on it
-                texts.append(bytes(value).decode())
-    return parse_segments(texts)
+    run, text = rows.columns.index("run_id"), rows.columns.index("entries_json")
+    return prepare_rewind_read(
+        (rowid, row[run], row[text])
+        for rowid, row in zip(rows.rowids, rows.rows, strict=True)
+        if rowid >= preview.cut_row
+    )
 
 
 def _read_back(

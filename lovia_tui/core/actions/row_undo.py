@@ -30,7 +30,7 @@ from lovia_tui.core.store.rows import (
     Captured,
     Cell,
     RowGroup,
-    capture_sync,
+    capture_changed,
     digest,
     insert_rows,
 )
@@ -142,17 +142,20 @@ def plan_group(
     )  # fmt: skip
 
 
-def apply_group(conn: sqlite3.Connection, undo: RowUndo, what: str) -> Captured:
+def apply_group(
+    conn: sqlite3.Connection, undo: RowUndo, current: Captured, what: str
+) -> Captured:
     """Carry out a group's undo inside the caller's transaction; the rows after it.
 
-    Raises ActionError (the caller rolls back) unless the group's journaled
-    rows are exactly back and the action's additions gone.
+    ``current``: the group's rows, checked under the write lock the caller
+    holds. Raises ActionError (the caller rolls back) unless the group's
+    journaled rows are exactly back and the action's additions gone.
     """
     group = undo.journaled.group
     for rowid in undo.take_out:
         conn.execute(f"DELETE FROM {group.table} WHERE rowid = ?", (rowid,))
-    insert_rows(conn, undo.journaled, undo.put_back)
-    now = capture_sync(conn, group)
+    added = insert_rows(conn, undo.journaled, undo.put_back)
+    now = capture_changed(conn, current, set(undo.take_out), added)
     touched = {*undo.journaled.identities(), *undo.added}
     if touched_rows(now, touched) != undo.journaled.rows:
         raise ActionError(

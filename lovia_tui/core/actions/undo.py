@@ -1,4 +1,4 @@
-"""Undoing one journal entry across its files: one ``BEGIN IMMEDIATE`` per file.
+"""Undoing one journal entry across its files: one write transaction per file.
 
 Row by row (:mod:`lovia_tui.core.actions.row_undo`): each group's journaled rows that
 are missing or altered are put back, the rows the action added taken out,
@@ -13,22 +13,22 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from lovia_tui.core.actions.gc_pause import collection_paused
 from lovia_tui.core.actions.row_undo import Journaled, RowUndo, apply_group, plan_group
-from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.connect import write_connection
+from lovia_tui.core.store import row_check
 from lovia_tui.core.store.rows import (
     Captured,
     Cell,
     RowGroup,
-    as_read,
-    capture_all,
-    unchanged,
+    capture_now,
 )
+
+if TYPE_CHECKING:
+    from lovia_tui.core.actions.locked_stores import HeldConnection
 
 
 @dataclass(frozen=True)
@@ -96,14 +96,12 @@ def undo_rows(
     what the action left, so there is nothing to check against (its rows
     are as journaled, as the action left them, or between).
     """
+    from lovia_tui.core.actions.write_lock import PartlyCommitted, held_write
+
     what = f"journal entry {entry_id} ({action})"
-    targets = [rows.group for rows, _, _ in groups]
-    connections: dict[str, sqlite3.Connection] = {}
     undo_id: int | None = None
     try:
-        for database in databases:
-            connections[database] = write_connection(Path(database))
-        current = capture_all(lambda file: connections[str(file)], targets)
+        current = capture_now([rows.group for rows, _, _ in groups])
         plans = [
             plan_group(rows, now, None if unfinished else after, added, what)
             for (rows, after, added), now in zip(groups, current, strict=True)
@@ -112,37 +110,38 @@ def undo_rows(
             current,
             [_put_back_names(p, now) for p, now in zip(plans, current, strict=True)],
         )
-        expected = as_read(current)
-        with collection_paused():
-            for database, conn in connections.items():
-                conn.execute("BEGIN IMMEDIATE")
-                refuse_triggers(conn, Path(database))
-            if not unchanged(lambda file: connections[str(file)], current, expected):
+
+        def stage(held: dict[Path, HeldConnection]) -> None:
+            row_check.stage(lambda file: held[file.resolve()], current)
+
+        def check(held: dict[Path, HeldConnection]) -> None:
+            if not row_check.unchanged(lambda file: held[file.resolve()], current):
                 raise ActionError(
                     f"the rows of {what} changed while its undo was prepared; "
                     "nothing changed: undo it again"
                 )
+
+        with held_write((Path(d) for d in databases), check, stage) as held:
             changes = [
                 (
                     now,
                     apply_group(
-                        connections[str(plan.journaled.group.file)], plan, what
+                        held[plan.journaled.group.file.resolve()], plan, now, what
                     ),
                 )
                 for plan, now in zip(plans, current, strict=True)
             ]
-            for conn in connections.values():
-                conn.execute("COMMIT")
+    except PartlyCommitted as exc:
+        if undo_id is not None:
+            finish(undo_id, "failed", {}, str(exc))
+        raise ActionError(
+            f"the undo of {what} was interrupted half way ({exc}); undo entry "
+            f"{entry_id} again to finish it"
+        ) from exc
     except BaseException as exc:
-        for conn in connections.values():
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
         if undo_id is not None:
             finish(undo_id, "rolled back", {}, str(exc))
         raise
-    finally:
-        for conn in connections.values():
-            conn.close()
     restored = sum(len(p.put_back) for p in plans)
     removed = sum(p.added_out for p in plans)
     in_place = [

@@ -4,7 +4,8 @@
 in path order, and makes it start from the action's check: the check's own
 read becomes the write transaction when nobody committed since, and is run
 again under the lock when someone did. lovia's methods run on those
-connections (:mod:`~lovia_tui.core.actions.locked_stores`).
+connections (:mod:`~lovia_tui.core.actions.locked_stores`), and an undo's
+exact restore.
 """
 
 from __future__ import annotations
@@ -16,11 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from lovia_tui.core.actions.gc_pause import collection_paused
-from lovia_tui.core.actions.locked_stores import (
-    HeldConnection,
-    check_lovia_shape,
-    open_held,
-)
+from lovia_tui.core.actions.locked_stores import HeldConnection, open_held
 from lovia_tui.core.actions.triggers import refuse_triggers
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.rows import TABLES
@@ -34,6 +31,7 @@ class PartlyCommitted(ActionError):
 def held_write(
     files: Iterable[Path],
     check: Callable[[dict[Path, HeldConnection]], object] | None = None,
+    stage: Callable[[dict[Path, HeldConnection]], object] | None = None,
 ) -> Iterator[dict[Path, HeldConnection]]:
     """A write transaction on each file for the block, committed when it succeeds.
 
@@ -47,16 +45,19 @@ def held_write(
     first in a read transaction on each file, which then becomes the write
     transaction if SQLite allows it: nobody committed since, and nobody holds
     the lock (:func:`_upgraded`). Otherwise the lock is taken the plain way
-    and ``check`` runs again under it, reading from the cache its first run
-    filled (another process's commits drop only the pages they wrote). A
-    quiet file is checked without holding anyone up.
+    and ``check`` runs again under it (through SQLite's memory map of the
+    file: another process's commit empties a connection's page cache). A
+    quiet file is checked without holding anyone up. ``stage`` runs first,
+    on the opened connections and outside any transaction: what the check
+    needs on them (:func:`~lovia_tui.core.store.row_check.stage`).
     """
-    check_lovia_shape()
     held: dict[Path, HeldConnection] = {}
     with collection_paused():
         try:
             for path in sorted({Path(f).resolve() for f in set(files)}):
                 held[path] = open_held(path)
+            if stage is not None:
+                stage(held)
             if check is None or not _upgraded(held, check):
                 for path, conn in held.items():
                     conn.execute("BEGIN IMMEDIATE")

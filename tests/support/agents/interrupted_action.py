@@ -15,7 +15,6 @@ It prints STAGE and waits to be killed; the action itself is the real one.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import threading
 
@@ -70,8 +69,8 @@ elif STAGE == "undo-journaled":
 elif STAGE == "undo-inside":
     apply_group = undo.apply_group
 
-    def applying(conn, plan, what):
-        after = apply_group(conn, plan, what)
+    def applying(conn, plan, current, what):
+        after = apply_group(conn, plan, current, what)
         halt()
         return after
 
@@ -86,19 +85,18 @@ elif STAGE == "undo-committed":
 
     journal.Journal.finish_sync = recording
 elif STAGE == "undo-between":
-    write_connection = undo.write_connection
+    execute = locked_stores.HeldConnection.execute
+    commits = 0
 
-    class CommittingOnce(sqlite3.Connection):
-        commits = 0
+    def committing(self, sql, *params):
+        global commits
+        if sql == "COMMIT":
+            commits += 1
+            if commits == 2:  # the first file's commit is in
+                halt()
+        return execute(self, sql, *params)
 
-        def execute(self, sql, *params):
-            if sql == "COMMIT":
-                CommittingOnce.commits += 1
-                if CommittingOnce.commits == 2:  # the first file's commit is in
-                    halt()
-            return super().execute(sql, *params)
-
-    undo.write_connection = lambda path: write_connection(path, CommittingOnce)
+    locked_stores.HeldConnection.execute = committing
 else:
     raise SystemExit(f"unknown stage {STAGE!r}")
 
