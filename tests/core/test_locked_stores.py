@@ -579,19 +579,23 @@ def test_rows_go_back_under_their_rowids_or_new_ones_when_taken(scratch: Path) -
     conn.close()
 
 
-def test_the_rows_after_an_undo_read_only_what_it_put_back(scratch: Path) -> None:
-    """``capture_changed`` (an undo's read-back: the rows it inserted, the
-    rest known from the check) is what a whole read of the group finds, in
-    its order (a checkpoint's turns by seq, not by rowid), whatever was
-    taken out and put back; a row it cannot account for raises."""
+def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
+    scratch: Path,
+) -> None:
+    """``put_back`` inserts the staged rows in one statement, a row whose rowid
+    a newer row took under a new one, and checks each reads back as staged;
+    ``capture_changed`` (the rows after the undo, the rest known from the
+    check) is what a whole read of the group finds, in its order (a
+    checkpoint's turns by seq, not by rowid); a row it cannot account for
+    raises. A value the table would store otherwise is refused."""
     import random
 
+    from lovia_tui.core.store.row_check import BACK, put_back, stage
     from lovia_tui.core.store.rows import (
         Captured,
         RowGroup,
         capture_changed,
         capture_sync,
-        insert_rows,
     )
 
     seed = random.randrange(1 << 30)
@@ -603,33 +607,49 @@ def test_the_rows_after_an_undo_read_only_what_it_put_back(scratch: Path) -> Non
     seqs = rng.sample(range(1000), 40)
     conn.executemany(
         "INSERT INTO snapshot_turns VALUES (?, ?, ?)",
-        [(rng.choice("rs"), seq, rng.choice([None, 1.5, b"x", "t"])) for seq in seqs],
+        [
+            (rng.choice("rs"), seq, rng.choice([None, 1.5, b"x", "t\x00"]))
+            for seq in seqs
+        ],
     )
     group = RowGroup(path, "snapshot_turns", "r")
     for _ in range(5):
         before = capture_sync(conn, group)
-        conn.execute("BEGIN IMMEDIATE")
         removed = set(rng.sample(before.rowids, len(before.rowids) // 3))
-        for rowid in removed:
-            conn.execute("DELETE FROM snapshot_turns WHERE rowid = ?", (rowid,))
-        back = [at for at, rowid in enumerate(before.rowids) if rowid in removed]
-        fresh = Captured(
+        chosen = [at for at, rowid in enumerate(before.rowids) if rowid in removed]
+        chosen = sorted(rng.sample(chosen, len(chosen) // 2 + 1))
+        back = Captured(
             group,
             before.columns,
-            tuple(
-                (("text", b"r"), ("integer", rng.randrange(1000)), ("text", b"n"))
-                for _ in range(3)
-            ),
-            (10_000, 10_001, 10_002),
+            tuple(before.rows[at] for at in chosen),
+            tuple(before.rowids[at] for at in chosen),
         )
-        added = insert_rows(conn, before, rng.sample(back, len(back) // 2))
-        added += insert_rows(conn, fresh, [0, 1, 2])
-        assert capture_changed(conn, before, removed, added) == capture_sync(
-            conn, group
+        stage(lambda _: conn, [back], BACK)
+        conn.execute("BEGIN IMMEDIATE")
+        for rowid in removed:
+            conn.execute("DELETE FROM snapshot_turns WHERE rowid = ?", (rowid,))
+        newer = (("text", b"r"), ("integer", 5000), ("null", None))
+        conn.execute(  # a newer row takes the first one's rowid
+            "INSERT INTO snapshot_turns (rowid, run_id, seq) VALUES (?, 'r', 5000)",
+            (back.rowids[0],),
         )
+        rowids = put_back(conn, 0, back)
+        assert rowids is not None and rowids[0] != back.rowids[0]
+        assert rowids[1:] == list(back.rowids[1:])
+        added = {back.rowids[0]: newer, **dict(zip(rowids, back.rows, strict=True))}
+        now = capture_changed(conn, before, removed, added)
+        assert now == capture_sync(conn, group)
         conn.execute("COMMIT")
     before = capture_sync(conn, group)
     conn.execute("INSERT INTO snapshot_turns VALUES ('r', 5, NULL)")  # unaccounted
     with pytest.raises(KeyError):
-        capture_changed(conn, before, set(), [])
+        capture_changed(conn, before, set(), {})
+    back = Captured(
+        group,
+        before.columns,
+        ((("text", b"r"), ("text", b"12"), ("null", None)),),
+        (9999,),
+    )
+    stage(lambda _: conn, [back], BACK)
+    assert put_back(conn, 0, back) is None  # seq would be stored as 12, a number
     conn.close()

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.store.row_check import put_back
 from lovia_tui.core.store.rows import (
     TABLES,
     Captured,
@@ -32,7 +33,6 @@ from lovia_tui.core.store.rows import (
     RowGroup,
     capture_changed,
     digest,
-    insert_rows,
 )
 
 Journaled = tuple[Captured, str | None, tuple[str, ...] | None]
@@ -142,22 +142,39 @@ def plan_group(
     )  # fmt: skip
 
 
+def put_back_rows(undo: RowUndo) -> Captured:
+    """The journaled rows an undo inserts again, as a group of their own."""
+    journaled = undo.journaled
+    return Captured(
+        journaled.group,
+        journaled.columns,
+        tuple(journaled.rows[at] for at in undo.put_back),
+        tuple(journaled.rowids[at] for at in undo.put_back),
+    )
+
+
 def apply_group(
-    conn: sqlite3.Connection, undo: RowUndo, current: Captured, what: str
+    conn: sqlite3.Connection, undo: RowUndo, grp: int, current: Captured, what: str
 ) -> Captured:
     """Carry out a group's undo inside the caller's transaction; the rows after it.
 
-    ``current``: the group's rows, checked under the write lock the caller
-    holds. Raises ActionError (the caller rolls back) unless the group's
-    journaled rows are exactly back and the action's additions gone.
+    ``grp``: where its :func:`put_back_rows` were staged
+    (:func:`~lovia_tui.core.store.row_check.stage`); ``current``: the group's
+    rows, checked under the write lock the caller holds. Raises ActionError
+    (the caller rolls back) unless the group's journaled rows are exactly
+    back and the action's additions gone.
     """
     group = undo.journaled.group
     for rowid in undo.take_out:
         conn.execute(f"DELETE FROM {group.table} WHERE rowid = ?", (rowid,))
-    added = insert_rows(conn, undo.journaled, undo.put_back)
-    now = capture_changed(conn, current, set(undo.take_out), added)
+    back = put_back_rows(undo)
+    rowids = put_back(conn, grp, back)
+    now = None
+    if rowids is not None:
+        added = dict(zip(rowids, back.rows, strict=True))
+        now = capture_changed(conn, current, set(undo.take_out), added)
     touched = {*undo.journaled.identities(), *undo.added}
-    if touched_rows(now, touched) != undo.journaled.rows:
+    if now is None or touched_rows(now, touched) != undo.journaled.rows:
         raise ActionError(
             f"undo of {what} did not reproduce the {group.table} rows for "
             f"{group.key!r}; nothing changed"

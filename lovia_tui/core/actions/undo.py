@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from lovia_tui.core.actions.row_undo import Journaled, RowUndo, apply_group, plan_group
+from lovia_tui.core.actions.row_undo import (
+    Journaled,
+    RowUndo,
+    apply_group,
+    plan_group,
+    put_back_rows,
+)
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store import row_check
 from lovia_tui.core.store.rows import (
@@ -113,6 +119,8 @@ def undo_rows(
 
         def stage(held: dict[Path, HeldConnection]) -> None:
             row_check.stage(lambda file: held[file.resolve()], current)
+            backs = [put_back_rows(plan) for plan in plans]
+            row_check.stage(lambda file: held[file.resolve()], backs, row_check.BACK)
 
         def check(held: dict[Path, HeldConnection]) -> None:
             if not row_check.unchanged(lambda file: held[file.resolve()], current):
@@ -126,10 +134,10 @@ def undo_rows(
                 (
                     now,
                     apply_group(
-                        held[plan.journaled.group.file.resolve()], plan, now, what
+                        held[plan.journaled.group.file.resolve()], plan, grp, now, what
                     ),
                 )
-                for plan, now in zip(plans, current, strict=True)
+                for grp, (plan, now) in enumerate(zip(plans, current, strict=True))
             ]
     except PartlyCommitted as exc:
         if undo_id is not None:

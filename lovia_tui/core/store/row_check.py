@@ -15,33 +15,82 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lovia_tui.core.store.rows import KEYS_PER_STATEMENT, Captured
+from lovia_tui.core.store.rows import (
+    KEYS_PER_STATEMENT,
+    Captured,
+    insert_rows,
+    taken_rowids,
+)
 
 ConnFor = Callable[[Path], sqlite3.Connection]
 
 
-def stage(conn_for: ConnFor, captured: Sequence[Captured]) -> None:
+WAS, BACK = "was", "back"
+"""What a staged table holds: rows as captured, to check against
+(:func:`unchanged`); rows an undo puts back (:func:`put_back`)."""
+
+
+def stage(conn_for: ConnFor, captured: Sequence[Captured], role: str = WAS) -> None:
     """Copy the captured rows into a temporary table per table of each file,
-    on the connection that will check them: rowid, key (as bytes), then the
-    storage class and stored value (text as its bytes) of each cell."""
+    on the connection that will use them: the group's position in
+    ``captured``, rowid, key (as bytes), then the storage class and stored
+    value (text as its bytes) of each cell."""
     for (file, table), members in _by_table(captured).items():
         conn = conn_for(file)
-        columns = members[0].columns
+        columns = members[0][1].columns
         if not columns:
             continue
         conn.execute("PRAGMA temp_store=MEMORY")
-        conn.execute(f"DROP TABLE IF EXISTS {_staged(table)}")
+        conn.execute(f"DROP TABLE IF EXISTS {_staged(role, table)}")
         cells = ", ".join(f"k{at}, v{at}" for at in range(len(columns)))
-        conn.execute(f"CREATE TABLE {_staged(table)} (rid, key, {cells})")
-        marks = ", ".join("?" * (2 + 2 * len(columns)))
+        conn.execute(f"CREATE TABLE {_staged(role, table)} (grp, rid, key, {cells})")
+        marks = ", ".join("?" * (3 + 2 * len(columns)))
         conn.executemany(
-            f"INSERT INTO {_staged(table)} VALUES ({marks})",
+            f"INSERT INTO {_staged(role, table)} VALUES ({marks})",
             (
-                (rowid, c.group.key.encode(), *(v for cell in row for v in cell))
-                for c in members
+                (grp, rowid, c.group.key.encode(), *(v for cell in row for v in cell))
+                for grp, c in members
                 for rowid, row in zip(c.rowids, c.rows, strict=True)
             ),
         )
+
+
+def put_back(conn: sqlite3.Connection, grp: int, back: Captured) -> list[int] | None:
+    """Insert ``back``'s rows (:func:`stage`\\ d as ``BACK``, at position
+    ``grp``), each under its rowid unless a row took it since (SQLite gives it
+    another): all but those in one statement, from the staged copy (2,500
+    rows one by one took ~25 ms of an undo's lock). Their rowids, in
+    ``back``'s order; None if a row does not read back exactly as staged."""
+    table, columns = back.group.table, back.columns
+    if not back.rows:
+        return []
+    taken = taken_rowids(conn, table, back.rowids)
+    names = ", ".join(f'"{c}"' for c in columns)
+    values = ", ".join(
+        f"CASE WHEN k{at} = 'text' THEN CAST(v{at} AS TEXT) ELSE v{at} END"
+        for at in range(len(columns))
+    )
+    staged = _staged(BACK, table)
+    conn.execute(
+        f"INSERT INTO main.{table} (rowid, {names}) SELECT rid, {values} "
+        f"FROM {staged} AS w WHERE grp = ? AND NOT EXISTS "
+        f"(SELECT 1 FROM main.{table} WHERE rowid = w.rid)",
+        (grp,),
+    )
+    moved = [at for at, rowid in enumerate(back.rowids) if rowid in taken]
+    rowids = list(back.rowids)
+    for at, rowid in zip(moved, insert_rows(conn, back, moved), strict=True):
+        conn.execute(
+            f"UPDATE {staged} SET rid = ? WHERE grp = ? AND rid = ?",
+            (rowid, grp, rowids[at]),
+        )
+        rowids[at] = rowid
+    matched = conn.execute(
+        f"SELECT count(*) FROM {staged} AS w CROSS JOIN main.{table} AS m "
+        f"ON m.rowid = w.rid WHERE w.grp = ? AND {_same(columns)}",
+        (grp,),
+    ).fetchone()[0]
+    return rowids if matched == len(back.rows) else None
 
 
 def unchanged(conn_for: ConnFor, captured: Sequence[Captured]) -> bool:
@@ -51,7 +100,7 @@ def unchanged(conn_for: ConnFor, captured: Sequence[Captured]) -> bool:
     blobs byte for byte)."""
     for (file, table), members in _by_table(captured).items():
         conn = conn_for(file)
-        columns = members[0].columns
+        columns = members[0][1].columns
         if not columns:  # the table was not there: is it still not?
             if conn.execute(f"PRAGMA main.table_info({table})").fetchone():
                 return False
@@ -61,8 +110,8 @@ def unchanged(conn_for: ConnFor, captured: Sequence[Captured]) -> bool:
         )
         if found != columns:
             return False
-        key = f'"{members[0].group.key_column}"'
-        keys = sorted({c.group.key for c in members})
+        key = f'"{members[0][1].group.key_column}"'
+        keys = sorted({c.group.key for _, c in members})
         now = 0
         for start in range(0, len(keys), KEYS_PER_STATEMENT):
             chunk = keys[start : start + KEYS_PER_STATEMENT]
@@ -72,31 +121,36 @@ def unchanged(conn_for: ConnFor, captured: Sequence[Captured]) -> bool:
                 f"AND typeof({key}) = 'text' AND CAST({key} AS BLOB) IN ({marks})",
                 [*chunk, *(k.encode() for k in chunk)],
             ).fetchone()[0]
-        same = " AND ".join(
-            f"typeof(m.\"{c}\") = w.k{at} AND (CASE WHEN w.k{at} = 'text' "
-            f'THEN CAST(m."{c}" AS BLOB) ELSE m."{c}" END) IS w.v{at}'
-            for at, c in enumerate(columns)
-        )
         # CROSS JOIN: the staged rows lead, each finds its row by rowid.
         matched = conn.execute(
-            f"SELECT count(*) FROM {_staged(table)} AS w CROSS JOIN main.{table} AS m "
-            f"ON m.rowid = w.rid WHERE typeof(m.{key}) = 'text' "
-            f"AND CAST(m.{key} AS BLOB) = w.key AND {same}"
+            f"SELECT count(*) FROM {_staged(WAS, table)} AS w CROSS JOIN "
+            f"main.{table} AS m ON m.rowid = w.rid WHERE typeof(m.{key}) = 'text' "
+            f"AND CAST(m.{key} AS BLOB) = w.key AND {_same(columns)}"
         ).fetchone()[0]
-        expected = sum(len(c.rows) for c in members)
+        expected = sum(len(c.rows) for _, c in members)
         if not now == matched == expected:
             return False
     return True
 
 
-def _staged(table: str) -> str:
-    return f'temp."lovia_tui_was_{table}"'
+def _same(columns: Sequence[str]) -> str:
+    """Row ``m`` holds staged row ``w``'s cells: storage class and value."""
+    return " AND ".join(
+        f"typeof(m.\"{c}\") = w.k{at} AND (CASE WHEN w.k{at} = 'text' "
+        f'THEN CAST(m."{c}" AS BLOB) ELSE m."{c}" END) IS w.v{at}'
+        for at, c in enumerate(columns)
+    )
+
+
+def _staged(role: str, table: str) -> str:
+    return f'temp."lovia_tui_{role}_{table}"'
 
 
 def _by_table(
     captured: Sequence[Captured],
-) -> dict[tuple[Path, str], list[Captured]]:
-    by_table: dict[tuple[Path, str], list[Captured]] = {}
-    for c in captured:
-        by_table.setdefault((c.group.file, c.group.table), []).append(c)
+) -> dict[tuple[Path, str], list[tuple[int, Captured]]]:
+    """The captured groups by file and table, each with its position."""
+    by_table: dict[tuple[Path, str], list[tuple[int, Captured]]] = {}
+    for grp, c in enumerate(captured):
+        by_table.setdefault((c.group.file, c.group.table), []).append((grp, c))
     return by_table

@@ -13,7 +13,7 @@ import asyncio
 import functools
 import hashlib
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,12 +131,10 @@ def _select(
     *,
     large: int | None = None,
     from_rowid: bool = False,
-    rowids: int = 0,
 ) -> str:
     """Rows of ``keys`` groups of the group's table: rowid, key, then each cell
     (NULL for a text or blob of more than ``large`` bytes, read apart);
-    ``from_rowid``: only rows at or after the rowid given last; ``rowids``:
-    only the rows of that many rowids given after the keys."""
+    ``from_rowid``: only rows at or after the rowid given last."""
     apart = (
         ""
         if large is None
@@ -149,8 +147,6 @@ def _select(
         for c in columns
     )
     tail = " AND rowid >= ?" if from_rowid else ""
-    if rowids:
-        tail += f" AND rowid IN ({', '.join('?' * rowids)})"
     return (
         f'SELECT rowid, "{group.key_column}", {cells} FROM {group.table} '
         f'WHERE "{group.key_column}" IN ({", ".join("?" * keys)}){tail} '
@@ -283,14 +279,14 @@ def capture_changed(
     conn: sqlite3.Connection,
     before: Captured,
     removed: Collection[int],
-    added: Sequence[int],
+    added: Mapping[int, tuple[Cell, ...]],
 ) -> Captured:
     """A group's rows as they are now, given ``before`` (as they were, checked
     under the write lock still held) and that since then only the rows
-    ``removed`` went and the rows ``added`` came (rowids): only those are read
-    (an undo's read-back of the 2,500 runs it put back in a 5,000-run session;
-    the whole session took 25-40 ms of the lock). A row that is neither is
-    a bug, and raises."""
+    ``removed`` went and the rows ``added`` came, by rowid, each checked to
+    hold what it was given: only the rows' order is read (an undo's
+    read-back; the whole 5,000-run session took 25-40 ms of the lock). A row
+    that is neither is a bug, and raises."""
     group = before.group
     order = [
         rowid
@@ -305,13 +301,7 @@ def capture_changed(
         for rowid, row in zip(before.rowids, before.rows, strict=True)
         if rowid not in removed
     }
-    for start in range(0, len(added), KEYS_PER_STATEMENT):
-        chunk = added[start : start + KEYS_PER_STATEMENT]
-        select = _select(group, before.columns, rowids=len(chunk))
-        new = _captured(
-            group, before.columns, conn.execute(select, (group.key, *chunk)).fetchall()
-        )
-        rows.update(zip(new.rowids, new.rows, strict=True))
+    rows.update(added)
     return Captured(group, before.columns, tuple(rows[r] for r in order), tuple(order))
 
 
@@ -320,16 +310,14 @@ def capture_sync(conn: sqlite3.Connection, group: RowGroup) -> Captured:
     return capture_all(lambda _: conn, [group])[0]
 
 
-def insert_rows(
-    conn: sqlite3.Connection, journaled: Captured, indices: Sequence[int]
-) -> list[int]:
-    """Put captured rows back, each under its old rowid unless a newer row
-    took it (then SQLite gives it one); their rowids. Under a write lock: the
-    rowids taken are read in a statement per 500, not one per row."""
-    table, wanted = journaled.group.table, [journaled.rowids[i] for i in indices]
+def taken_rowids(
+    conn: sqlite3.Connection, table: str, rowids: Sequence[int]
+) -> set[int]:
+    """Which of ``rowids`` a row of ``table`` holds now: under a write lock,
+    read in a statement per 500, not one per row."""
     taken: set[int] = set()
-    for start in range(0, len(wanted), KEYS_PER_STATEMENT):
-        chunk = wanted[start : start + KEYS_PER_STATEMENT]
+    for start in range(0, len(rowids), KEYS_PER_STATEMENT):
+        chunk = rowids[start : start + KEYS_PER_STATEMENT]
         taken.update(
             rowid
             for (rowid,) in conn.execute(
@@ -337,6 +325,16 @@ def insert_rows(
                 chunk,
             )
         )
+    return taken
+
+
+def insert_rows(
+    conn: sqlite3.Connection, journaled: Captured, indices: Sequence[int]
+) -> list[int]:
+    """Put captured rows back, each under its old rowid unless a newer row
+    took it (then SQLite gives it one); their rowids."""
+    table, wanted = journaled.group.table, [journaled.rowids[i] for i in indices]
+    taken = taken_rowids(conn, table, wanted)
     names = ", ".join(f'"{c}"' for c in journaled.columns)
     inserted: list[int] = []
     for index, rowid in zip(indices, wanted, strict=True):

@@ -69,8 +69,8 @@ elif STAGE == "undo-journaled":
 elif STAGE == "undo-inside":
     apply_group = undo.apply_group
 
-    def applying(conn, plan, current, what):
-        after = apply_group(conn, plan, current, what)
+    def applying(conn, plan, grp, current, what):
+        after = apply_group(conn, plan, grp, current, what)
         halt()
         return after
 
