@@ -170,12 +170,18 @@ def main() -> None:
     parser.add_argument("--segments", type=int, default=2_000)
     parser.add_argument("--checkpoints", type=int, default=200)
     parser.add_argument("--gap", type=float, default=0.25)
+    parser.add_argument(
+        "--appends",
+        type=int,
+        default=200,
+        help="the writer's appends, alone and beside (more: more actions measured)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lovia-tui-actions-") as directory:
         os.environ["LOVIA_TUI_JOURNAL"] = str(Path(directory) / "journal.db")
         path = Path(directory) / "bench.db"
         asyncio.run(seed(path, args.segments, args.checkpoints))
-        alone = run_writer(str(path), "target")
+        alone = run_writer(str(path), "target", args.appends)
         stop = threading.Event()
         outcome: dict = {}
 
@@ -185,7 +191,7 @@ def main() -> None:
         actor = threading.Thread(target=actions)
         actor.start()
         try:
-            beside = run_writer(str(path), "target")
+            beside = run_writer(str(path), "target", args.appends)
         finally:
             stop.set()
             actor.join()

@@ -347,14 +347,16 @@ def measure_browsing(info: dict, trivial: dict) -> list[Measure]:
 # ----- 6. a writer beside the app -----
 
 
-def run_writer(path: str, session_id: str) -> list[float]:
+def run_writer(
+    path: str, session_id: str, appends: int = WRITER_APPENDS
+) -> list[float]:
     done = subprocess.run(
         [
             PYTHON,
             str(HERE / "writer.py"),
             path,
             session_id,
-            str(WRITER_APPENDS),
+            str(appends),
             str(WRITER_INTERVAL),
         ],
         capture_output=True,
@@ -378,7 +380,7 @@ def clear_session(path: str, session_id: str) -> None:
 def append_latencies(alone: list[float], beside: list[float]) -> dict:
     """A writer's append latencies alone and beside something, in ms."""
     return {
-        "appends": WRITER_APPENDS,
+        "appends": len(beside),
         "alone_p50_ms": round(percentile(alone, 50) * 1000, 2),
         "alone_p99_ms": round(percentile(alone, 99) * 1000, 2),
         "beside_p50_ms": round(percentile(beside, 50) * 1000, 2),

@@ -26,7 +26,7 @@ from lovia_tui.core.actions.locked_stores import (
     Stores,
     check_lovia_shape,
 )
-from lovia_tui.core.actions.write_lock import held_write
+from lovia_tui.core.actions.write_lock import UPGRADE_TRIES, held_write
 from lovia_tui.core.errors import ActionError
 
 
@@ -488,39 +488,56 @@ def test_a_check_on_a_quiet_file_runs_once_and_its_read_becomes_the_lock(
     assert seen == [[(1,)]]
 
 
-def test_a_commit_after_the_checks_read_makes_it_run_again_under_the_lock(
-    scratch: Path,
+def test_a_commit_after_the_checks_read_makes_it_read_again(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another process committed after the check read: SQLite refuses the
-    read its upgrade, and the check runs again under the lock, seeing the
-    commit (here it refuses, and the block never runs)."""
+    read its upgrade, and the check reads again, seeing the commit. That
+    read becomes the lock when nobody committed during it (no wait for the
+    lock the plain way); a check refusing then refuses before any lock."""
+    from lovia_tui.core.actions.locked_stores import HeldConnection
+
     path = scratch / "c.db"
     _wal_file(path)
     seen: list[list] = []
+    statements: list[str] = []
+    execute = HeldConnection.execute
+
+    def recorded(self, sql, *params):
+        statements.append(sql)
+        return execute(self, sql, *params)
+
+    monkeypatch.setattr(HeldConnection, "execute", recorded)
 
     class Refused(Exception):
         pass
 
-    def check(held) -> None:
+    def check(held, refuse=False) -> None:
         seen.append(_rows_in(held))
         if len(seen) == 1:  # a writer commits right after the first read
             writer = sqlite3.connect(path, isolation_level=None)
             writer.execute("INSERT INTO session_runs VALUES (2)")
             writer.close()
-        elif len(seen[-1]) != 1:
+        elif refuse:
             raise Refused
 
-    with pytest.raises(Refused), held_write([path], check):
-        raise AssertionError("the block ran")
+    with held_write([path], check) as held:
+        assert _rows_in(held) == [(1,), (2,)]
     assert seen == [[(1,)], [(1,), (2,)]]
+    assert "BEGIN IMMEDIATE" not in statements
+    seen.clear()
+    with pytest.raises(Refused), held_write([path], lambda held: check(held, True)):
+        raise AssertionError("the block ran")
+    assert seen == [[(1,), (2,)], [(1,), (2,), (2,)]]
+    assert "BEGIN IMMEDIATE" not in statements
 
 
 def test_a_check_beside_a_held_lock_waits_for_it_and_runs_again_under_its_own(
     scratch: Path,
 ) -> None:
     """Another connection holds the write lock: the check reads beside it
-    (no wait), the upgrade is refused at once, and the lock is then waited
-    for the plain way and the check run under it."""
+    (no wait), the upgrade is refused at once (each of its tries), and the
+    lock is then waited for the plain way and the check run under it."""
     import threading
 
     path = scratch / "h.db"
@@ -537,7 +554,7 @@ def test_a_check_beside_a_held_lock_waits_for_it_and_runs_again_under_its_own(
 
     with held_write([path], check) as held:
         assert _rows_in(held) == [(1,), (2,)]
-    assert seen == [[(1,)], [(1,), (2,)]]
+    assert seen == [[(1,)]] * UPGRADE_TRIES + [[(1,), (2,)]]
     writer.close()
 
 
