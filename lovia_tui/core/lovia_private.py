@@ -33,6 +33,13 @@ def rewind_split() -> Callable[..., Any]:
     return _rewind_split
 
 
+def trim_entries() -> Callable[..., Any]:
+    """``SQLiteSession.trim_tool_results``' own trim of one segment's entries."""
+    from lovia.stores.session import _trim_entries
+
+    return _trim_entries
+
+
 def result_digest(output: str) -> str:
     """The digest lovia keys an offloaded tool output by (``context.state``)."""
     from lovia.context.state import result_digest as digest

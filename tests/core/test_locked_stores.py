@@ -118,9 +118,9 @@ async def test_web_chat_store_on_the_held_connection(web_file: Path) -> None:
 def test_lovia_rewind_reads_as_the_narrowed_read_expects() -> None:
     """``LockedSession.rewind_from`` serves lovia's rewind only the segments
     from the cut on; this fails if lovia's rewind reads or writes otherwise."""
-    from lovia_tui.core.actions.locked_stores import rewind_reads_as_known
+    from lovia_tui.core.actions.lovia_served import reads_as_known
 
-    assert rewind_reads_as_known()
+    assert reads_as_known("rewind") and reads_as_known("trim_tool_results")
 
 
 async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leaves(
@@ -145,6 +145,7 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
 
     from lovia_tui.core.actions import locked_stores
     from lovia_tui.core.actions import perform as performing
+    from lovia_tui.core.actions.lovia_served import REWIND_READ
     from lovia_tui.core.actions.perform import perform
     from lovia_tui.core.actions.session_plans import preview_rewind
     from lovia_tui.core.store.rows import capture_sync
@@ -170,8 +171,8 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
     execute = locked_stores.HeldConnection.execute
 
     def spied(self, sql, parameters=(), /):
-        if sql == locked_stores.REWIND_READ:
-            served.append(self.rewind_from)
+        if sql == REWIND_READ:
+            served.append((self.rewind_from, dict(self.served)))
         return execute(self, sql, parameters)
 
     read_back = performing._read_back
@@ -201,7 +202,7 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
         finally:
             await ws.close()
         # Narrowed to the cut, and served the rows captured before the lock.
-        assert served and all(n is not None and n[2] is not None for n in served), keep
+        assert served and all(n is not None and rows for n, rows in served), keep
         assert result.counts["entries_removed"] == removed, keep
         assert rows(copy) == rows(expected), keep
         conn = sqlite3.connect(copy)
@@ -223,11 +224,15 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
     import json
     import shutil
 
-    import lovia.transcript
+    import lovia.stores.session
     from lovia import SQLiteSession
     from lovia.transcript import AssistantTextEntry, InputEntry
 
-    from lovia_tui.core.actions.locked_stores import RewindRead, parse_segments
+    from lovia_tui.core.actions.lovia_served import (
+        REWIND_READ,
+        Prepared,
+        parse_segments,
+    )
 
     path = scratch / "s.db"
     session = SQLiteSession(path, wal=True)
@@ -245,7 +250,7 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
     conn.close()
     parsed = parse_segments(json.loads(texts))
     assert sum(len(rows) for rows in parsed.values()) == 5
-    read = RewindRead(None, parsed)  # parsed, read again under the lock
+    prepared = Prepared(REWIND_READ, None, parsed)  # read again under the lock
     expected = scratch / "expected.db"
     shutil.copy(path, expected)
     await SQLiteSession(expected, wal=True).rewind("s", keep_entries=3)
@@ -259,30 +264,99 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
     conn.commit()
     conn.close()
     parses: list[object] = []
-    entry_from_dict = lovia.transcript.entry_from_dict
+    entry_from_dict = lovia.stores.session.entry_from_dict
 
     def counted(data):
         parses.append(data)
         return entry_from_dict(data)
 
-    monkeypatch.setattr(lovia.transcript, "entry_from_dict", counted)
+    # lovia's rewind parses with its module's own name for it.
+    monkeypatch.setattr(lovia.stores.session, "entry_from_dict", counted)
     for file, lovia_parses in ((path, 0), (changed, 1)):
         parses.clear()
         with held_write([file]) as held:
             removed = (
                 await Stores(held)
                 .session(file)
-                .rewind_from("s", keep_entries=3, row_id=first, before=2, read=read)
+                .rewind_from(
+                    "s", keep_entries=3, row_id=first, before=2, prepared=prepared
+                )
             )
         assert removed == (9 if file == path else 8)
         assert len(parses) == lovia_parses
     assert rows(path) == rows(expected)
-    monkeypatch.setattr(lovia.transcript, "entry_from_dict", entry_from_dict)
+    monkeypatch.setattr(lovia.stores.session, "entry_from_dict", entry_from_dict)
     changed_expected = scratch / "changed-expected.db"
     shutil.copy(changed, changed_expected)  # rewound already: lovia's agrees
     assert (
         await SQLiteSession(changed_expected, wal=True).rewind("s", keep_entries=3) == 0
     )
+
+
+async def test_a_trim_served_what_was_computed_before_the_lock_leaves_lovias_result(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lovia's trim, served the read, parses, trims and texts prepared before
+    the lock (a trim of 1,000 runs did them under it: 170-210 ms), computes
+    none of them again, and leaves every row as lovia's own trim does."""
+    import shutil
+
+    import lovia.stores.session as lovia_session
+    from lovia import SQLiteSession
+    from lovia.transcript import (
+        AssistantTextEntry,
+        InputEntry,
+        ToolCallEntry,
+        ToolResultEntry,
+    )
+
+    from lovia_tui.core.actions.lovia_served import prepare_trim
+    from lovia_tui.core.store.rows import RowGroup, capture_sync
+
+    path = scratch / "t.db"
+    session = SQLiteSession(path, wal=True)
+    for run in range(6):
+        entries = [
+            InputEntry(role="user", content=f"q{run} é"),
+            ToolCallEntry(call_id=f"c{run}", name="dump", arguments="{}"),
+            ToolResultEntry(call_id=f"c{run}", output="línea\n" * (50 + run)),
+            AssistantTextEntry(content="same"),
+        ]
+        await session.append("s", entries, run_id=f"r{run}")
+    expected = scratch / "expected.db"
+    shutil.copy(path, expected)
+    trimmed = await SQLiteSession(expected, wal=True).trim_tool_results(
+        "s", keep_chars=40, keep_runs=2
+    )
+    conn = sqlite3.connect(path)
+    captured = capture_sync(conn, RowGroup(path, "session_runs", "s"))
+    conn.close()
+    text = captured.columns.index("entries_json")
+    prepared = prepare_trim(
+        [
+            (rowid, row[text])
+            for rowid, row in zip(captured.rowids, captured.rows, strict=True)
+        ],
+        keep_chars=40,
+        keep_runs=2,
+    )
+    calls: list[str] = []
+    for name in ("entry_from_dict", "entry_to_dict", "_trim_entries"):
+        original = getattr(lovia_session, name)
+
+        def counted(*args, _name=name, _original=original):
+            calls.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(lovia_session, name, counted)
+    with held_write([path]) as held:
+        done = (
+            await Stores(held)
+            .session(path)
+            .trim("s", keep_chars=40, keep_runs=2, prepared=prepared)
+        )
+    assert (done, calls) == (trimmed, []) and trimmed == 4
+    assert rows(path) == rows(expected)
 
 
 def test_collection_pauses_while_a_file_is_held_and_resumes_after_the_last(
@@ -392,7 +466,7 @@ def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) 
 def test_texts_lovia_cannot_parse_are_left_for_lovia() -> None:
     """Whatever a hostile row holds, parsing before the lock never raises:
     the row is left out, and lovia's own parse meets it under the lock."""
-    from lovia_tui.core.actions.locked_stores import parse_segments
+    from lovia_tui.core.actions.lovia_served import parse_segments
 
     good = '[{"type": "input", "role": "user", "content": "hi"}]'
     hostile = [
@@ -414,10 +488,7 @@ def test_the_read_served_to_lovias_rewind_is_what_sqlite3_returns(
     lovia's read: whatever a row's cells hold (text with a NUL, a blob, an
     integer, NULL, a real); with a text that is not UTF-8 nothing is served,
     and lovia's own read fails on it under the lock."""
-    from lovia_tui.core.actions.locked_stores import (
-        REWIND_READ,
-        prepare_rewind_read,
-    )
+    from lovia_tui.core.actions.lovia_served import REWIND_READ, prepare_rewind
     from lovia_tui.core.store.rows import RowGroup, capture_sync
 
     conn = sqlite3.connect(scratch / "s.db", isolation_level=None)
@@ -440,7 +511,7 @@ def test_the_read_served_to_lovias_rewind_is_what_sqlite3_returns(
     def prepared() -> object:
         captured = capture_sync(conn, group)
         run, text = (captured.columns.index(c) for c in ("run_id", "entries_json"))
-        return prepare_rewind_read(
+        return prepare_rewind(
             (rowid, row[run], row[text])
             for rowid, row in zip(captured.rowids, captured.rows, strict=True)
         )

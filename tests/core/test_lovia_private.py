@@ -103,6 +103,9 @@ def test_the_trim_marker_is_the_one_trim_writes(tmp_path: Path) -> None:
     assert expected is not None
     assert expected.endswith(lovia_private.trim_sentinel())
     assert lovia_private.trim_marker("c0", 4900) in expected
+    untrimmed = [ToolResultEntry(call_id="c0", output=output)]
+    trimmed, count = lovia_private.trim_entries()(untrimmed, 100)
+    assert (trimmed[0].output, count) == (expected, 1)  # the trim of one segment
 
 
 def test_entry_types_are_those_entry_from_dict_loads() -> None:

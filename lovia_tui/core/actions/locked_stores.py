@@ -1,6 +1,8 @@
 """lovia's own store methods, run inside a write transaction lovia-tui holds.
 
-The one module that touches lovia's internals. lovia's SQLite stores open a
+The one module that points lovia's store plumbing elsewhere (what its
+rewind and trim compute is served from :mod:`~lovia_tui.core.actions.lovia_served`).
+lovia's SQLite stores open a
 connection per call and run one transaction on it (``lovia/stores/_sqlite.py``:
 ``_connect`` hands out the connection, ``_tx`` commits it, ``_release`` closes
 it, ``_run`` moves the call to a thread). The subclasses here point that
@@ -11,20 +13,19 @@ between the check and lovia's change, and every lovia method of one action
 commits (or rolls back) together. lovia's logic — the rewind split,
 ``drop_dangling_tool_calls``, the trim marker — is untouched: its methods run
 as written (a rewind is served only the segments from the cut on, which are
-all its split changes: :meth:`LockedSession.rewind_from`). :func:`check_lovia_shape` refuses to act if the plumbing is not
-what this module overrides; ``tests/core/test_locked_stores.py`` holds it to that.
+all its split changes: :meth:`LockedSession.rewind_from`).
+:func:`check_lovia_shape` refuses to act if the plumbing is not what this
+module overrides; ``tests/core/test_locked_stores.py`` holds it to that.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import functools
 import inspect
-import json
 import sqlite3
 import types
-import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,14 +33,17 @@ from lovia.stores.checkpointer import SQLiteCheckpointer
 from lovia.stores.session import SQLiteSession
 from lovia.web.store import ChatStore
 
+from lovia_tui.core.actions.lovia_served import (
+    REWIND_READ,
+    Prepared,
+    reads_as_known,
+    served,
+)
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_private import SQLiteStore, rewind_split
 from lovia_tui.core.store.connect import write_connection
-from lovia_tui.core.store.rows import Cell
 
 T = TypeVar("T")
-Parsed = dict[str, list[list[Any]]]
-"""Segments parsed before the lock: by their text, one entry list per row."""
 
 # The plumbing overridden below, as lovia 0.9 spells it.
 _PLUMBING = {
@@ -51,13 +55,7 @@ _PLUMBING = {
 }
 
 
-REWIND_READ = (
-    "SELECT id, run_id, entries_json FROM session_runs "
-    "WHERE session_id = ? ORDER BY id ASC"
-)
-"""The read ``SQLiteSession.rewind`` starts with: every segment of the session."""
-REWIND_PARSE = "entries=[entry_from_dict(d) for d in json.loads(r[2])]"
-"""How ``SQLiteSession.rewind`` parses each segment it read (its row's text)."""
+NOTHING_SERVED: Mapping[Any, Any] = types.MappingProxyType({})
 _REWIND_READ_FROM = (
     "SELECT id, run_id, entries_json FROM session_runs "
     "WHERE session_id = ? AND id >= ? ORDER BY id ASC"
@@ -78,10 +76,12 @@ class HeldConnection(sqlite3.Connection):
     lovia_rollbacks: int
     locked_at: float = 0.0
     """When its write lock was taken (``time.perf_counter()``)."""
-    rewind_from: tuple[str, int, list[tuple[Any, ...]] | None] | None = None
-    """(session, row id, rows): lovia's rewind reads that session's segments
-    from that row on, served ``rows`` where they were read before the lock
-    (:meth:`LockedSession.rewind_from`)."""
+    rewind_from: tuple[str, int] | None = None
+    """(session, row id): lovia's rewind reads that session's segments from
+    that row on (:meth:`LockedSession.rewind_from`)."""
+    served: Mapping[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = NOTHING_SERVED
+    """Reads answered with rows read before the lock, by statement and
+    parameters (:mod:`~lovia_tui.core.actions.lovia_served`)."""
 
     def commit(self) -> None:
         self.lovia_commits += 1
@@ -90,18 +90,19 @@ class HeldConnection(sqlite3.Connection):
         self.lovia_rollbacks += 1
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        rows = self.served.get((sql, tuple(parameters))) if self.served else None
+        if rows is not None:
+            return _Served(rows)
         if self.rewind_from is not None and sql == REWIND_READ:
-            session_id, row_id, served = self.rewind_from
+            session_id, row_id = self.rewind_from
             if tuple(parameters) == (session_id,):
-                if served is not None:
-                    return _Served(served)
                 return super().execute(_REWIND_READ_FROM, (session_id, row_id))
         return super().execute(sql, parameters)
 
 
 class _Served:
     """A read answered from rows read before (``fetchall``, as lovia's rewind
-    asks it; :func:`rewind_reads_as_known` holds it to that)."""
+    and trim ask it; ``lovia_served.reads_as_known`` holds them to that)."""
 
     def __init__(self, rows: list[tuple[Any, ...]]) -> None:
         self._rows = rows
@@ -170,7 +171,7 @@ class LockedSession(_OnHeld, SQLiteSession):
         keep_entries: int,
         row_id: int,
         before: int,
-        read: RewindRead | None = None,
+        prepared: Prepared | None = None,
     ) -> int:
         """``rewind(session_id, keep_entries=keep_entries)``, lovia's own, with
         the segments before row ``row_id`` (``before`` entries, all kept) left
@@ -178,129 +179,53 @@ class LockedSession(_OnHeld, SQLiteSession):
         the lock (a 2,000-run session held lovia's writers 50–100 ms), and its
         split changes only the run the cut lands in and those after it. The
         caller has checked, under the lock, that the rows are the preview's.
-        ``read``: those segments as lovia reads and parses them, prepared
-        before the lock (:func:`prepare_rewind_read`) and served to its rewind.
+        ``prepared``: its read from the cut and parses
+        (:func:`~lovia_tui.core.actions.lovia_served.prepare_rewind`), served.
         A lovia whose rewind reads otherwise is given the whole session."""
-        if before > keep_entries or not rewind_reads_as_known():
+        if before > keep_entries or not reads_as_known("rewind"):
             return await self.rewind(session_id, keep_entries=keep_entries)
-        self._held.rewind_from = (session_id, row_id, read.rows if read else None)
-        try:
-            return await _rewind_served(read.parsed if read else {})(
+        self._held.rewind_from = (session_id, row_id)
+        with self._serving(
+            session_id, prepared or Prepared(REWIND_READ, None)
+        ) as serve:
+            return await serve(SQLiteSession.rewind)(
                 self, session_id, keep_entries=keep_entries - before
             )
-        finally:
-            self._held.rewind_from = None
 
+    async def trim(
+        self,
+        session_id: str,
+        *,
+        keep_chars: int,
+        keep_runs: int,
+        prepared: Prepared | None = None,
+    ) -> int:
+        """``trim_tool_results``, lovia's own, served the read, parses, trims
+        and texts ``prepared`` holds
+        (:func:`~lovia_tui.core.actions.lovia_served.prepare_trim`): a trim of
+        1,000 runs did them under the lock, 170–210 ms. The caller has checked,
+        under the lock, that the rows are the preview's."""
+        if prepared is None or not reads_as_known("trim_tool_results"):
+            return await self.trim_tool_results(
+                session_id, keep_chars=keep_chars, keep_runs=keep_runs
+            )
+        with self._serving(session_id, prepared) as serve:
+            return await serve(SQLiteSession.trim_tool_results)(
+                self, session_id, keep_chars=keep_chars, keep_runs=keep_runs
+            )
 
-@dataclasses.dataclass(frozen=True)
-class RewindRead:
-    """What lovia's rewind reads and parses from a cut on, done before the lock."""
-
-    rows: list[tuple[Any, ...]] | None
-    """Its read (:data:`REWIND_READ` from the cut), as ``sqlite3`` returns it,
-    served in its place: valid once the check found the session's rows as
-    captured (reading 2,500 rows again took ~10 ms of the lock). None where a
-    text is not UTF-8: lovia's read fails on it, under the lock."""
-    parsed: Parsed
-    """Their texts parsed (:func:`parse_segments`)."""
-
-
-def prepare_rewind_read(rows: Iterable[tuple[int, Cell, Cell]]) -> RewindRead:
-    """lovia's rewind's read and parse of ``rows`` (rowid, run id and entries
-    cells as captured, in rowid order), before the lock."""
-    try:
-        read = [(rowid, _as_read(run), _as_read(text)) for rowid, run, text in rows]
-    except UnicodeDecodeError:
-        return RewindRead(None, {})
-    return RewindRead(read, parse_segments(r[2] for r in read if isinstance(r[2], str)))
-
-
-def _as_read(cell: Cell) -> Any:
-    """A stored value as ``sqlite3`` gives it (text decoded strictly, as it does)."""
-    kind, value = cell
-    if kind == "text":
-        return bytes(value).decode()
-    return bytes(value) if kind == "blob" else value
-
-
-def parse_segments(texts: Iterable[str]) -> Parsed:
-    """lovia's rewind's own parse of each segment's text (:data:`REWIND_PARSE`),
-    done before the lock is taken: by text, one entry list per row holding it.
-    A text lovia cannot parse is left out, for lovia to meet under the lock."""
-    from lovia.transcript import entry_from_dict
-
-    parsed: Parsed = {}
-    for text in texts:
+    @contextlib.contextmanager
+    def _serving(
+        self, session_id: str, prepared: Prepared
+    ) -> Iterator[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+        """Its read answered with ``prepared``'s rows for the block, which is
+        given :func:`~lovia_tui.core.actions.lovia_served.served` for it."""
+        if prepared.rows is not None:
+            self._held.served = {(prepared.read, (session_id,)): prepared.rows}
         try:
-            entries = [entry_from_dict(d) for d in json.loads(text)]
-        except Exception:  # lovia's parse raises it again, under the lock
-            continue
-        parsed.setdefault(text, []).append(entries)
-    return parsed
-
-
-class _ParsedJson:
-    """The ``json`` lovia's rewind sees in :func:`_rewind_served`: a text
-    parsed before the lock gives the entries built from it (once per row
-    that held it: each segment keeps objects of its own), any other text is
-    parsed as lovia would. Equal text is the check that the parse still holds."""
-
-    def __init__(self, parsed: Parsed) -> None:
-        self._parsed = {text: iter(rows) for text, rows in parsed.items()}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(json, name)
-
-    def loads(self, text: Any, *args: Any, **kwargs: Any) -> Any:
-        rows = self._parsed.get(text) if isinstance(text, str) else None
-        entries = None if rows is None or args or kwargs else next(rows, None)
-        return json.loads(text, *args, **kwargs) if entries is None else entries
-
-
-def _rewind_served(parsed: Parsed) -> Callable[..., Any]:
-    """``SQLiteSession.rewind``, its code as written, with the segments parsed
-    before the lock served in place of parsing them under it (a half rewind of
-    2,000 runs spent ~25 ms of the lock parsing): its ``json.loads`` finds
-    them by their text, its ``entry_from_dict`` passes lovia's entries through
-    (``json`` never makes one)."""
-    from lovia.transcript import TranscriptEntry, entry_from_dict
-
-    rewind = SQLiteSession.rewind
-    built = typing.get_args(TranscriptEntry)
-
-    def from_dict(data: Any) -> Any:
-        return data if isinstance(data, built) else entry_from_dict(data)
-
-    names = {
-        **rewind.__globals__,
-        "json": _ParsedJson(parsed),
-        "entry_from_dict": from_dict,
-    }
-    function = types.FunctionType(
-        rewind.__code__, names, rewind.__name__, rewind.__defaults__,
-        rewind.__closure__,
-    )  # fmt: skip
-    function.__kwdefaults__ = rewind.__kwdefaults__
-    return function
-
-
-@functools.cache
-def rewind_reads_as_known() -> bool:
-    """Whether lovia's rewind reads the session with :data:`REWIND_READ`,
-    splits it with ``_rewind_split`` and writes rows only by their id."""
-    # Its source, one line, adjacent string literals joined: "a " "b" -> "a b".
-    source = " ".join(inspect.getsource(SQLiteSession.rewind).split())
-    source = source.replace('" "', "")
-    return all(
-        part in source
-        for part in (
-            f'"{REWIND_READ}", (session_id,), ).fetchall()',
-            REWIND_PARSE,
-            "_rewind_split(segments, keep_entries)",
-            '"UPDATE session_runs SET entries_json = ?, meta_json = NULL WHERE id = ?"',
-            '"DELETE FROM session_runs WHERE id = ?"',
-        )
-    )
+            yield lambda method: served(method, prepared)
+        finally:
+            self._held.served, self._held.rewind_from = NOTHING_SERVED, None
 
 
 class LockedCheckpointer(_OnHeld, SQLiteCheckpointer):

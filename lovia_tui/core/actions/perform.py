@@ -48,7 +48,8 @@ from lovia_tui.core.store.workspace import Workspace
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lovia_tui.core.actions.locked_stores import HeldConnection, RewindRead, Stores
+    from lovia_tui.core.actions.locked_stores import HeldConnection, Stores
+    from lovia_tui.core.actions.lovia_served import Prepared
 
 
 @dataclass(frozen=True)
@@ -207,22 +208,33 @@ def _act_locked(
     return counts, after, (time.perf_counter() - locked_since(held)) * 1000
 
 
-def _prepare(preview: Preview, journaled: list[Captured]) -> RewindRead | None:
-    """What lovia would compute under the lock that can be computed before it:
-    a rewind's read of its session from the cut on, and each segment parsed,
-    as lovia's rewind reads and parses them
-    (:func:`~lovia_tui.core.actions.locked_stores.prepare_rewind_read`; the
-    check under the lock finds the rows as captured, or nothing is done)."""
-    if not isinstance(preview, RewindPreview) or preview.cut_row is None:
+def _prepare(preview: Preview, journaled: list[Captured]) -> Prepared | None:
+    """What lovia would compute under the lock that can be computed before it,
+    from the rows captured (the check under the lock finds them so, or
+    nothing is done): a rewind's read of its session from the cut, a trim's
+    of the whole session, and what each computes from it
+    (:mod:`~lovia_tui.core.actions.lovia_served`)."""
+    if not isinstance(preview, RewindPreview | TrimPreview):
         return None
-    from lovia_tui.core.actions.locked_stores import prepare_rewind_read
+    from lovia_tui.core.actions import lovia_served
 
     session = RowGroup(preview.file, "session_runs", preview.session_id)
     rows = next((c for c in journaled if c.group == session), None)
     if rows is None or not {"id", "run_id", "entries_json"} <= set(rows.columns):
         return None
     run, text = rows.columns.index("run_id"), rows.columns.index("entries_json")
-    return prepare_rewind_read(
+    if isinstance(preview, TrimPreview):
+        return lovia_served.prepare_trim(
+            [
+                (rowid, row[text])
+                for rowid, row in zip(rows.rowids, rows.rows, strict=True)
+            ],
+            preview.keep_chars,
+            preview.keep_runs,
+        )
+    if preview.cut_row is None:
+        return None
+    return lovia_served.prepare_rewind(
         (rowid, row[run], row[text])
         for rowid, row in zip(rows.rowids, rows.rows, strict=True)
         if rowid >= preview.cut_row

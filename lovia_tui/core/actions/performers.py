@@ -24,7 +24,8 @@ from lovia_tui.core.actions.previews import (
 from lovia_tui.core.errors import ActionError
 
 if TYPE_CHECKING:
-    from lovia_tui.core.actions.locked_stores import RewindRead, Stores
+    from lovia_tui.core.actions.locked_stores import Stores
+    from lovia_tui.core.actions.lovia_served import Prepared
 
 
 async def _delete_checkpoints(
@@ -43,7 +44,7 @@ async def _delete_checkpoints(
 
 
 async def _rewind(
-    preview: RewindPreview, stores: Stores, read: RewindRead | None
+    preview: RewindPreview, stores: Stores, prepared: Prepared | None
 ) -> dict[str, int]:
     """lovia web's rewind: the chat's checkpoints first, then the cut (none when
     it falls inside the in-flight run: every stored entry stays)."""
@@ -53,7 +54,7 @@ async def _rewind(
     if preview.cut_row is not None:  # the rows were checked against the preview's
         removed = await session.rewind_from(
             preview.session_id, keep_entries=preview.keep_entries,
-            row_id=preview.cut_row, before=preview.kept_before, read=read,
+            row_id=preview.cut_row, before=preview.kept_before, prepared=prepared,
         )  # fmt: skip
     elif preview.keep_entries < preview.total_entries:
         removed = await session.rewind(
@@ -63,16 +64,19 @@ async def _rewind(
 
 
 async def _trim(
-    preview: TrimPreview, stores: Stores, _: RewindRead | None
+    preview: TrimPreview, stores: Stores, prepared: Prepared | None
 ) -> dict[str, int]:
-    trimmed = await stores.session(preview.file).trim_tool_results(
-        preview.session_id, keep_chars=preview.keep_chars, keep_runs=preview.keep_runs
+    trimmed = await stores.session(preview.file).trim(
+        preview.session_id,
+        keep_chars=preview.keep_chars,
+        keep_runs=preview.keep_runs,
+        prepared=prepared,
     )
     return {"results_trimmed": trimmed, "bytes_reclaimed": preview.bytes_reclaimed}
 
 
 async def _delete_runs(
-    preview: DeleteRunsPreview, stores: Stores, _: RewindRead | None
+    preview: DeleteRunsPreview, stores: Stores, _: Prepared | None
 ) -> dict[str, int]:
     return {
         "checkpoints_deleted": await _delete_checkpoints(stores, preview.checkpoints)
@@ -80,7 +84,7 @@ async def _delete_runs(
 
 
 async def _finalize(
-    preview: FinalizePreview, stores: Stores, _: RewindRead | None
+    preview: FinalizePreview, stores: Stores, _: Prepared | None
 ) -> dict[str, int]:
     """lovia web's Stop, or storing the partial run: append what the preview
     chose of the checkpoint, drop it, close the web record when it says so."""
@@ -143,7 +147,7 @@ async def _sweep_record(stores: Stores, file: Path, run_id: str) -> None:
 
 
 async def _clear(
-    preview: ClearPreview, stores: Stores, _: RewindRead | None
+    preview: ClearPreview, stores: Stores, _: Prepared | None
 ) -> dict[str, int]:
     deleted = await _delete_checkpoints(stores, preview.checkpoints)
     await stores.session(preview.file).clear(preview.session_id)
@@ -153,7 +157,7 @@ async def _clear(
 
 PERFORMERS: dict[
     type,
-    Callable[[Any, Stores, RewindRead | None], Coroutine[Any, Any, dict[str, int]]],
+    Callable[[Any, Stores, Prepared | None], Coroutine[Any, Any, dict[str, int]]],
 ] = {
     RewindPreview: _rewind,
     TrimPreview: _trim,
