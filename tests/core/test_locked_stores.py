@@ -15,7 +15,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from lovia import SQLiteSession
 from lovia.stores._sqlite import SQLiteStore
+from lovia.transcript import (
+    AssistantTextEntry,
+    InputEntry,
+    ToolCallEntry,
+    ToolResultEntry,
+)
 from lovia.web.store import ChatStore
 from support.lovia_factory import rows
 
@@ -135,14 +142,6 @@ async def test_a_rewind_reading_from_the_cut_leaves_what_lovias_whole_read_leave
     import random
     import shutil
 
-    from lovia import SQLiteSession
-    from lovia.transcript import (
-        AssistantTextEntry,
-        InputEntry,
-        ToolCallEntry,
-        ToolResultEntry,
-    )
-
     from lovia_tui.core.actions import locked_stores
     from lovia_tui.core.actions import perform as performing
     from lovia_tui.core.actions.lovia_served import REWIND_READ
@@ -225,8 +224,6 @@ async def test_segments_parsed_before_the_lock_are_served_where_their_text_holds
     import shutil
 
     import lovia.stores.session
-    from lovia import SQLiteSession
-    from lovia.transcript import AssistantTextEntry, InputEntry
 
     from lovia_tui.core.actions.lovia_served import (
         REWIND_READ,
@@ -302,13 +299,6 @@ async def test_a_trim_served_what_was_computed_before_the_lock_leaves_lovias_res
     import shutil
 
     import lovia.stores.session as lovia_session
-    from lovia import SQLiteSession
-    from lovia.transcript import (
-        AssistantTextEntry,
-        InputEntry,
-        ToolCallEntry,
-        ToolResultEntry,
-    )
 
     from lovia_tui.core.actions.lovia_served import prepare_trim
     from lovia_tui.core.store.rows import RowGroup, capture_sync
