@@ -117,25 +117,28 @@ def undo_rows(
             [_put_back_names(p, now) for p, now in zip(plans, current, strict=True)],
         )
 
+        def by_name(held: dict[Path, HeldConnection]) -> dict[Path, HeldConnection]:
+            # Held by resolved path: resolved once, not per group under the lock.
+            return {Path(d): held[Path(d).resolve()] for d in databases}
+
         def stage(held: dict[Path, HeldConnection]) -> None:
-            row_check.stage(lambda file: held[file.resolve()], current)
+            row_check.stage(by_name(held).__getitem__, current)
             backs = [put_back_rows(plan) for plan in plans]
-            row_check.stage(lambda file: held[file.resolve()], backs, row_check.BACK)
+            row_check.stage(by_name(held).__getitem__, backs, row_check.BACK)
 
         def check(held: dict[Path, HeldConnection]) -> None:
-            if not row_check.unchanged(lambda file: held[file.resolve()], current):
+            if not row_check.unchanged(by_name(held).__getitem__, current):
                 raise ActionError(
                     f"the rows of {what} changed while its undo was prepared; "
                     "nothing changed: undo it again"
                 )
 
         with held_write((Path(d) for d in databases), check, stage) as held:
+            conns = by_name(held)
             changes = [
                 (
                     now,
-                    apply_group(
-                        held[plan.journaled.group.file.resolve()], plan, grp, now, what
-                    ),
+                    apply_group(conns[plan.journaled.group.file], plan, grp, now, what),
                 )
                 for grp, (plan, now) in enumerate(zip(plans, current, strict=True))
             ]

@@ -43,7 +43,10 @@ def stage(conn_for: ConnFor, captured: Sequence[Captured], role: str = WAS) -> N
         conn.execute("PRAGMA temp_store=MEMORY")
         conn.execute(f"DROP TABLE IF EXISTS {_staged(role, table)}")
         cells = ", ".join(f"k{at}, v{at}" for at in range(len(columns)))
-        conn.execute(f"CREATE TABLE {_staged(role, table)} (grp, rid, key, {cells})")
+        conn.execute(
+            f"CREATE TABLE {_staged(role, table)} "
+            f"(grp, rid, key, {cells}, PRIMARY KEY (grp, rid))"  # one group's: a range
+        )
         marks = ", ".join("?" * (3 + 2 * len(columns)))
         conn.executemany(
             f"INSERT INTO {_staged(role, table)} VALUES ({marks})",
