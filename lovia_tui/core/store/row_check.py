@@ -11,6 +11,7 @@ schema, never the file); :func:`unchanged` compares.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -67,33 +68,38 @@ def put_back(conn: sqlite3.Connection, grp: int, back: Captured) -> list[int] | 
     table, columns = back.group.table, back.columns
     if not back.rows:
         return []
+    insert, update, verify = _put_back_statements(table, columns)
     taken = taken_rowids(conn, table, back.rowids)
+    conn.execute(insert, (grp,))
+    rowids = list(back.rowids)
+    moved = [at for at, rowid in enumerate(rowids) if rowid in taken]
+    if moved:
+        for at, rowid in zip(moved, insert_rows(conn, back, moved), strict=True):
+            conn.execute(update, (rowid, grp, rowids[at]))
+            rowids[at] = rowid
+    matched = conn.execute(verify, (grp,)).fetchone()[0]
+    return rowids if matched == len(back.rows) else None
+
+
+@functools.lru_cache(maxsize=32)
+def _put_back_statements(table: str, columns: tuple[str, ...]) -> tuple[str, str, str]:
+    """:func:`put_back`'s insert, its staged copy's rowid update, and its
+    check, for one table (made once: a bulk undo puts back thousands of
+    groups)."""
+    staged = _staged(BACK, table)
     names = ", ".join(f'"{c}"' for c in columns)
     values = ", ".join(
         f"CASE WHEN k{at} = 'text' THEN CAST(v{at} AS TEXT) ELSE v{at} END"
         for at in range(len(columns))
     )
-    staged = _staged(BACK, table)
-    conn.execute(
+    return (
         f"INSERT INTO main.{table} (rowid, {names}) SELECT rid, {values} "
         f"FROM {staged} AS w WHERE grp = ? AND NOT EXISTS "
         f"(SELECT 1 FROM main.{table} WHERE rowid = w.rid)",
-        (grp,),
-    )
-    moved = [at for at, rowid in enumerate(back.rowids) if rowid in taken]
-    rowids = list(back.rowids)
-    for at, rowid in zip(moved, insert_rows(conn, back, moved), strict=True):
-        conn.execute(
-            f"UPDATE {staged} SET rid = ? WHERE grp = ? AND rid = ?",
-            (rowid, grp, rowids[at]),
-        )
-        rowids[at] = rowid
-    matched = conn.execute(
+        f"UPDATE {staged} SET rid = ? WHERE grp = ? AND rid = ?",
         f"SELECT count(*) FROM {staged} AS w CROSS JOIN main.{table} AS m "
         f"ON m.rowid = w.rid WHERE w.grp = ? AND {_same(columns)}",
-        (grp,),
-    ).fetchone()[0]
-    return rowids if matched == len(back.rows) else None
+    )
 
 
 def unchanged(conn_for: ConnFor, captured: Sequence[Captured]) -> bool:
