@@ -716,17 +716,17 @@ def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
             "INSERT INTO snapshot_turns (rowid, run_id, seq) VALUES (?, 'r', 5000)",
             (back.rowids[0],),
         )
-        rowids = put_back(conn, 0, back)
+        [rowids] = put_back(lambda _: conn, [back]) or [None]
         assert rowids is not None and rowids[0] != back.rowids[0]
         assert rowids[1:] == list(back.rowids[1:])
         added = {back.rowids[0]: newer, **dict(zip(rowids, back.rows, strict=True))}
-        now = capture_changed(conn, before, removed, added)
+        [now] = capture_changed(lambda _: conn, [before], [removed], [added])
         assert now == capture_sync(conn, group)
         conn.execute("COMMIT")
     before = capture_sync(conn, group)
     conn.execute("INSERT INTO snapshot_turns VALUES ('r', 5, NULL)")  # unaccounted
     with pytest.raises(KeyError):
-        capture_changed(conn, before, set(), {})
+        capture_changed(lambda _: conn, [before], [set()], [{}])
     back = Captured(
         group,
         before.columns,
@@ -734,5 +734,7 @@ def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
         (9999,),
     )
     stage(lambda _: conn, [back], BACK)
-    assert put_back(conn, 0, back) is None  # seq would be stored as 12, a number
+    assert (
+        put_back(lambda _: conn, [back]) is None
+    )  # seq would be stored as 12, a number
     conn.close()

@@ -21,8 +21,9 @@ the journaled rows that are missing or altered.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.row_check import put_back
@@ -153,30 +154,48 @@ def put_back_rows(undo: RowUndo) -> Captured:
     )
 
 
-def apply_group(
-    conn: sqlite3.Connection, undo: RowUndo, grp: int, current: Captured, what: str
-) -> Captured:
-    """Carry out a group's undo inside the caller's transaction; the rows after it.
+def apply_groups(
+    conn_for: Callable[[Path], sqlite3.Connection],
+    undos: Sequence[RowUndo],
+    currents: Sequence[Captured],
+    what: str,
+) -> list[Captured]:
+    """Carry out the groups' undo inside the caller's transactions; their rows
+    after it.
 
-    ``grp``: where its :func:`put_back_rows` were staged
-    (:func:`~lovia_tui.core.store.row_check.stage`); ``current``: the group's
+    Their :func:`put_back_rows` were staged, in this order
+    (:func:`~lovia_tui.core.store.row_check.stage`); ``currents``: their
     rows, checked under the write lock the caller holds. Raises ActionError
-    (the caller rolls back) unless the group's journaled rows are exactly
+    (the caller rolls back) unless each group's journaled rows are exactly
     back and the action's additions gone.
     """
-    group = undo.journaled.group
-    for rowid in undo.take_out:
-        conn.execute(f"DELETE FROM {group.table} WHERE rowid = ?", (rowid,))
-    back = put_back_rows(undo)
-    rowids = put_back(conn, grp, back)
-    now = None
-    if rowids is not None:
-        added = dict(zip(rowids, back.rows, strict=True))
-        now = capture_changed(conn, current, set(undo.take_out), added)
-    touched = {*undo.journaled.identities(), *undo.added}
-    if now is None or touched_rows(now, touched) != undo.journaled.rows:
+    for undo in undos:
+        group = undo.journaled.group
+        for rowid in undo.take_out:
+            conn_for(group.file).execute(
+                f"DELETE FROM {group.table} WHERE rowid = ?", (rowid,)
+            )
+    backs = [put_back_rows(undo) for undo in undos]
+    rowids = put_back(conn_for, backs)
+    if rowids is None:
         raise ActionError(
-            f"undo of {what} did not reproduce the {group.table} rows for "
-            f"{group.key!r}; nothing changed"
+            f"undo of {what} did not put its rows back exactly; nothing changed"
         )
-    return now
+    nows = capture_changed(
+        conn_for,
+        currents,
+        [set(undo.take_out) for undo in undos],
+        [
+            dict(zip(r, back.rows, strict=True))
+            for r, back in zip(rowids, backs, strict=True)
+        ],
+    )
+    for undo, now in zip(undos, nows, strict=True):
+        touched = {*undo.journaled.identities(), *undo.added}
+        if touched_rows(now, touched) != undo.journaled.rows:
+            group = undo.journaled.group
+            raise ActionError(
+                f"undo of {what} did not reproduce the {group.table} rows for "
+                f"{group.key!r}; nothing changed"
+            )
+    return nows

@@ -20,7 +20,7 @@ import orjson
 from lovia_tui.core.actions.row_undo import (
     Journaled,
     RowUndo,
-    apply_group,
+    apply_groups,
     plan_group,
     put_back_rows,
 )
@@ -134,14 +134,8 @@ def undo_rows(
                 )
 
         with held_write((Path(d) for d in databases), check, stage) as held:
-            conns = by_name(held)
-            changes = [
-                (
-                    now,
-                    apply_group(conns[plan.journaled.group.file], plan, grp, now, what),
-                )
-                for grp, (plan, now) in enumerate(zip(plans, current, strict=True))
-            ]
+            after = apply_groups(by_name(held).__getitem__, plans, current, what)
+            changes = list(zip(current, after, strict=True))
     except PartlyCommitted as exc:
         if undo_id is not None:
             finish(undo_id, "failed", {}, str(exc))

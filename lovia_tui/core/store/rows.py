@@ -79,6 +79,11 @@ class Captured:
         A name seen twice (only a file lovia did not write can hold that) gets
         its occurrence number, so every row still has one of its own.
         """
+        return self._identities
+
+    @functools.cached_property
+    def _identities(self) -> tuple[str, ...]:
+        """Worked out once: an undo asks under its lock, for every group."""
         if not self.rows:
             return ()
         at = self.columns.index(TABLES[self.group.table][2])
@@ -276,33 +281,54 @@ def capture_tail(
 
 
 def capture_changed(
-    conn: sqlite3.Connection,
+    conn_for: Callable[[Path], sqlite3.Connection],
+    befores: Sequence[Captured],
+    removed: Sequence[Collection[int]],
+    added: Sequence[Mapping[int, tuple[Cell, ...]]],
+) -> list[Captured]:
+    """Groups' rows as they are now, given each one ``before`` (as it was,
+    checked under the write lock still held) and that since then only its
+    rows ``removed`` went and its rows ``added`` came, by rowid, each
+    checked to hold what it was given: only the rows' order is read, a
+    statement per 500 groups (an undo's read-back; a 5,000-run session read
+    whole took 25-40 ms of the lock). A row that is neither is a bug, and
+    raises."""
+    order: dict[RowGroup, list[int]] = {c.group: [] for c in befores}
+    by_table: dict[tuple[Path, str], list[RowGroup]] = {}
+    for group in order:
+        by_table.setdefault((group.file, group.table), []).append(group)
+    for (file, table), groups in by_table.items():
+        key = f'"{groups[0].key_column}"'
+        for start in range(0, len(groups), KEYS_PER_STATEMENT):
+            chunk = {g.key: g for g in groups[start : start + KEYS_PER_STATEMENT]}
+            for name, rowid in conn_for(file).execute(
+                f"SELECT {key}, rowid FROM {table} WHERE {key} IN "
+                f"({', '.join('?' * len(chunk))}) {_order_by(groups[0])}",
+                list(chunk),
+            ):
+                if name in chunk:  # the same key exactly, as capture() groups them
+                    order[chunk[name]].append(rowid)
+    return [
+        _changed(before, order[before.group], gone, new)
+        for before, gone, new in zip(befores, removed, added, strict=True)
+    ]
+
+
+def _changed(
     before: Captured,
+    order: list[int],
     removed: Collection[int],
     added: Mapping[int, tuple[Cell, ...]],
 ) -> Captured:
-    """A group's rows as they are now, given ``before`` (as they were, checked
-    under the write lock still held) and that since then only the rows
-    ``removed`` went and the rows ``added`` came, by rowid, each checked to
-    hold what it was given: only the rows' order is read (an undo's
-    read-back; the whole 5,000-run session took 25-40 ms of the lock). A row
-    that is neither is a bug, and raises."""
-    group = before.group
-    order = [
-        rowid
-        for (rowid,) in conn.execute(
-            f'SELECT rowid FROM {group.table} WHERE "{group.key_column}" = ? '
-            + _order_by(group),
-            (group.key,),
-        )
-    ]
     rows = {
         rowid: row
         for rowid, row in zip(before.rowids, before.rows, strict=True)
         if rowid not in removed
     }
     rows.update(added)
-    return Captured(group, before.columns, tuple(rows[r] for r in order), tuple(order))
+    return Captured(
+        before.group, before.columns, tuple(rows[r] for r in order), tuple(order)
+    )
 
 
 def capture_sync(conn: sqlite3.Connection, group: RowGroup) -> Captured:

@@ -67,14 +67,14 @@ elif STAGE == "undo-journaled":
 
     journal.Journal.begin_sync = begun
 elif STAGE == "undo-inside":
-    apply_group = undo.apply_group
+    apply_groups = undo.apply_groups
 
-    def applying(conn, plan, grp, current, what):
-        after = apply_group(conn, plan, grp, current, what)
+    def applying(*args):
+        after = apply_groups(*args)
         halt()
         return after
 
-    undo.apply_group = applying
+    undo.apply_groups = applying
 elif STAGE == "undo-committed":
     finish_undo = journal.Journal.finish_sync
 
