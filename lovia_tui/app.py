@@ -6,26 +6,49 @@ and the screenshot script.
 
 from __future__ import annotations
 
-import ctypes
 import gc
-from collections.abc import Iterable
-from functools import partial
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from rich.text import Text
-from textual.app import App, SystemCommand
-from textual.notifications import SeverityLevel
-from textual.screen import Screen
 
-from lovia_tui.commands import BY_ACTION, INSPECTOR_COMMANDS
-from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.formatting import printable
-from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
-from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.screens.first_page import FirstPage
-from lovia_tui.screens.goto import GotoProvider
-from lovia_tui.screens.inspector import InspectorScreen
-from lovia_tui.screens.palette import Palette
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Import with the cyclic collector off, then freeze what was imported.
+
+    Importing Textual and the app allocates ~70,000 objects that live as long
+    as the process; the collector would walk them over and over meanwhile
+    (~150 young and ~14 middle passes, 10-25 ms of a ~300 ms start) and in
+    every full pass after. Frozen, they are never walked again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+with collector_paused():
+    import ctypes
+    from collections.abc import Iterable
+    from functools import partial
+    from pathlib import Path
+
+    from rich.text import Text
+    from textual.app import App, SystemCommand
+    from textual.notifications import SeverityLevel
+    from textual.screen import Screen
+
+    from lovia_tui.commands import BY_ACTION, INSPECTOR_COMMANDS
+    from lovia_tui.core.errors import LoviaTuiError
+    from lovia_tui.core.formatting import printable
+    from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
+    from lovia_tui.core.store.workspace import Workspace
+    from lovia_tui.screens.first_page import FirstPage
+    from lovia_tui.screens.goto import GotoProvider
+    from lovia_tui.screens.inspector import InspectorScreen
+    from lovia_tui.screens.palette import Palette
 
 FULL_COLLECTION_EVERY = 1_000
 """Second-generation collections before a full one (Python's default: 10)."""
