@@ -97,10 +97,17 @@ class LoviaTui(App):
         self.workspace: Workspace | None = None
         self.first_page: FirstPage | None = None
         self.open_error = ""
+        self.collecting = True
+        """Whether the cyclic collector ran before the app paused it."""
 
     async def on_load(self) -> None:
         """Open the files and read the first page before anything is drawn:
         the first frame is the inspector with its newest sessions."""
+        # Paused until the first frame is drawn (on_mount): what it builds
+        # lives as long as the screen, and the collector would walk it ~70
+        # times meanwhile (not frozen: a process may run many apps, tests do).
+        self.collecting = gc.isenabled()
+        gc.disable()
         try:
             self.workspace = await Workspace.open(self.paths, readonly=self.readonly)
         except LoviaTuiError as exc:
@@ -116,6 +123,7 @@ class LoviaTui(App):
         self.first_page = await FirstPage.read(self.workspace, FIRST_PAGE_ROWS)
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._resume_collector)
         if self.open_error:
             # Text: Textual prints a string message as markup.
             self.exit(return_code=2, message=Text(self.open_error))
@@ -131,7 +139,12 @@ class LoviaTui(App):
             deps_spec=self.deps_spec,
         )
 
+    def _resume_collector(self) -> None:
+        if self.collecting:
+            gc.enable()
+
     async def on_unmount(self) -> None:
+        self._resume_collector()  # closed before its first frame
         if self.workspace is not None:
             await self.workspace.close()
 
