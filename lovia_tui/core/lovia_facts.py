@@ -32,6 +32,10 @@ from lovia_tui.core.private_files import cache_dir, open_private_file
 CACHE_NAME = "lovia-facts.json"
 CACHE_BYTES = 1 << 16
 """More than the cache ever holds: a planted large file is not read whole."""
+CACHE_ENTRIES = 8
+"""Installed copies remembered (one per virtual environment with lovia): two
+environments used in turn would otherwise each read lovia's source anew on
+every start (~30-60 ms with ``ast``), each replacing the other's answer."""
 SOURCES = (
     "stores/session.py",
     "stores/checkpointer.py",
@@ -187,20 +191,32 @@ def _key(package: Path) -> str:
     return "|".join(parts)
 
 
-def _read_cache(key: str) -> LoviaFacts | None:
+def _cached() -> dict[str, Any]:
+    """Every installed copy's facts in the cache, as stored (none: empty)."""
     try:
         fd = open_private_file(cache_dir() / CACHE_NAME, os.O_RDONLY)
         with os.fdopen(fd, "rb") as handle:
             cached = json.loads(handle.read(CACHE_BYTES))
-        return LoviaFacts.from_json(cached[key])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, LoviaTuiError):
-        return None  # none yet, another lovia's, an unreadable or refused one
+    except (OSError, ValueError, LoviaTuiError):
+        return {}  # none yet, an unreadable or refused one
+    return cached if isinstance(cached, dict) else {}
+
+
+def _read_cache(key: str) -> LoviaFacts | None:
+    try:
+        return LoviaFacts.from_json(_cached()[key])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None  # another lovia's, or a damaged entry
 
 
 def _write_cache(key: str, facts: LoviaFacts) -> None:
-    """Remember the facts of this copy of lovia: a 0600 file in a 0700
-    directory, written under a new unguessable name and renamed over the old
-    (a rename replaces a link at the name, never writes through it)."""
+    """Remember the facts of this copy of lovia beside the other copies' last
+    ones: a 0600 file in a 0700 directory, written under a new unguessable
+    name and renamed over the old (a rename replaces a link at the name,
+    never writes through it)."""
+    others = [(k, v) for k, v in _cached().items() if k != key]
+    entries = dict(others[-(CACHE_ENTRIES - 1) :])
+    entries[key] = facts.as_json()
     directory = cache_dir()
     partial = directory / f".{CACHE_NAME}.{os.urandom(8).hex()}"
     try:
@@ -209,7 +225,7 @@ def _write_cache(key: str, facts: LoviaFacts) -> None:
         return  # a read-only home, or a directory refused: read again next time
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump({key: facts.as_json()}, handle)
+            json.dump(entries, handle)
         os.replace(partial, directory / CACHE_NAME)
     except OSError:
         partial.unlink(missing_ok=True)

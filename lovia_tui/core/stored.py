@@ -24,6 +24,10 @@ UNREADABLE_SHOWN = f"{UNREADABLE_MARK} {UNREADABLE}"
 """How a row or a time that does not read is shown (a time is then read as None)."""
 BLOB_SHOWN = 16
 """Bytes of a BLOB key spelled out; the rest is counted."""
+SAFE_ENTRY_COUNT = (
+    "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
+)
+"""A row's entry count that a malformed row cannot fail (it counts as NULL)."""
 
 
 def _spelled(stored: int | float | bytes | None) -> str:

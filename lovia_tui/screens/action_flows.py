@@ -25,7 +25,6 @@ from textual.worker import Worker
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
 from lovia_tui.core.models import SessionKey
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.screens.undo_flow import undo_flow
 from lovia_tui.view.kinds import Group
 from lovia_tui.view.selection import Selection
 
@@ -357,6 +356,9 @@ class ActionFlows:
         """Undo a journaled action (the newest on the open files), after asking."""
 
         async def flow() -> None:
+            # Imported on the first undo: the actions layer waits for one.
+            from lovia_tui.screens.undo_flow import undo_flow
+
             if await undo_flow(self.host, self.workspace, entry_id):
                 self.on_done()
 

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lovia_tui.core.context_meta import notice_of
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.live.changes import RunEntries
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionKey, Unreadable
-from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.segment_parts import SegmentPart
-from lovia_tui.core.store.spliced import InFlight, read_flight, splice
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind, notice_key, seam_key, segment_key
-from lovia_tui.view.record_rows import with_records
 from lovia_tui.view.rows import Row, newer_row, older_row
+
+if TYPE_CHECKING:
+    from lovia_tui.core.store.spliced import InFlight
 
 BATCH = 30
 
@@ -37,6 +36,10 @@ async def segment_rows(
 ) -> list[Row]:
     """Header and entry rows of some segments (unreadable ones say so); their
     flat indices from ``starts``, or still being counted when it is None."""
+    # The read layer is imported at the first read: a first frame needs none of it.
+    from lovia_tui.core.store import segment_reads
+    from lovia_tui.core.store.segment_parts import SegmentPart
+
     if starts is None:
         batch = [replace(segment, counting=True) for segment in batch]
     else:
@@ -169,6 +172,8 @@ async def inflight_rows(
 ) -> tuple[list[Row], int]:
     """A run shown by itself behind its seam; and the last batch seq read,
     from which following the run picks up."""
+    from lovia_tui.core.store.spliced import read_flight
+
     flight = await read_flight(ws, run, None, stale_after=stale_after)
     return flight_rows(flight), flight.last_seq
 
@@ -210,6 +215,8 @@ class Runs(Protocol):
 async def newest_batch(db: Database, session_id: str) -> tuple[list[SegmentInfo], int]:
     """A session's newest ``BATCH`` segments, listed (their entries not read
     yet), and how many older ones there are."""
+    from lovia_tui.core.store import segment_reads
+
     return await segment_reads.newest_segments(db, session_id, BATCH)
 
 
@@ -236,6 +243,8 @@ async def older_rows(
     db: Database, session_id: str, before_id: int, starts: Starts | None
 ) -> list[Row]:
     """The next older batch above what is shown, with a new "older" row if needed."""
+    from lovia_tui.core.store import segment_reads
+
     batch, older = await segment_reads.newest_segments(db, session_id, BATCH, before_id)
     rows = await _batch_rows(
         db, session_id, batch, starts, at_start=not older, next_id=before_id
@@ -252,6 +261,8 @@ async def newer_rows(
 ) -> tuple[list[Row], dict[str, int]]:
     """The next newer batch below what is shown: with a "newer" row if more
     follow, else with the in-flight runs' seams (as :func:`session_rows`)."""
+    from lovia_tui.core.store import segment_reads
+
     batch, newer = await segment_reads.oldest_segments(db, session_id, BATCH, after_id)
     rows = await _batch_rows(
         db,
@@ -278,6 +289,8 @@ async def _batch_rows(
 ) -> list[Row]:
     """A batch's rows with lovia web's records among them (as
     :func:`~lovia_tui.view.record_rows.with_records` places them)."""
+    from lovia_tui.view.record_rows import with_records
+
     rows = await segment_rows(db, batch, starts)
     return await with_records(
         db, session_id, rows, batch, at_start=at_start, next_id=next_id
@@ -287,6 +300,8 @@ async def _batch_rows(
 async def _seam_rows(
     db: Database, session_id: str, seams: Seams
 ) -> tuple[list[Row], dict[str, int]]:
+    from lovia_tui.core.store.spliced import splice
+
     # Unnumbered: an entry not stored yet is no place to rewind to.
     flights = await splice(
         seams.workspace, db, session_id, seams.runs, None, stale_after=seams.stale_after

@@ -31,7 +31,6 @@ from lovia_tui.core.formatting import (
 )
 from lovia_tui.core.models import DanglingCall, RunInfo, SessionLink, Unreadable
 from lovia_tui.core.run_status import stale_reason, status_label
-from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import UNREADABLE_SHOWN
@@ -112,6 +111,9 @@ def head_table(
             ),
         )
     if run.error:
+        # Imported for a run that failed: its patterns are compiled on import.
+        from lovia_tui.core.runs.redact import error_line
+
         table.add_row(
             "error",
             data_text(error_line(run.error), "bold red"),

@@ -34,10 +34,12 @@ from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
 from lovia_tui.widgets.row_list import RowList
-from lovia_tui.widgets.search_box import SearchBox
 
 if TYPE_CHECKING:
+    from textual.css.query import DOMQuery
+
     from lovia_tui.core.search.workspace import WorkspaceSearch
+    from lovia_tui.widgets.search_box import SearchBox
 from lovia_tui.widgets.pane_title import PaneTitle
 from lovia_tui.widgets.session_list import SessionList
 from lovia_tui.widgets.worker_errors import WorkerErrors
@@ -124,7 +126,7 @@ class SessionsPane(WorkerErrors, Vertical):
 
     @property
     def filter_open(self) -> bool:
-        return any(not box.has_class("hidden") for box in self.query(SearchBox))
+        return any(not box.has_class("hidden") for box in self.query("#session-filter"))
 
     @property
     def content_search(self) -> WorkspaceSearch:
@@ -303,9 +305,18 @@ class SessionsPane(WorkerErrors, Vertical):
             self.apply_filter()
         (await self._box()).open("search", "")
 
+    def _boxes(self) -> DOMQuery[SearchBox]:
+        """The filter/search box if mounted; its module is imported with it,
+        on first use: the search layer is not needed for a first frame."""
+        from lovia_tui.widgets.search_box import SearchBox
+
+        return self.query(SearchBox)
+
     async def _box(self) -> SearchBox:
         """The filter/search box, mounted on first use: not in the first frame."""
-        found = self.query(SearchBox)
+        from lovia_tui.widgets.search_box import SearchBox
+
+        found = self._boxes()
         if found:
             return found.first()
         box = SearchBox(self.content_search, id="session-filter")
@@ -334,7 +345,7 @@ class SessionsPane(WorkerErrors, Vertical):
 
     def on_search_progress(self, message: messages.SearchProgress) -> None:
         message.stop()
-        box = self.query_one(SearchBox)
+        box = self._boxes().first()
         if message.needle != box.query_text:
             return
         keys = set(message.keys)
@@ -349,7 +360,7 @@ class SessionsPane(WorkerErrors, Vertical):
     def back(self) -> bool:
         """Esc: cancel a running search, else clear the filter and search
         (the box closed, the list focused). False if there was neither."""
-        boxes = self.query(SearchBox)
+        boxes = self._boxes()
         if boxes and boxes.first().cancel():
             self.notify("search cancelled")
             return True

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 
 from lovia_tui import messages
 from lovia_tui.core.models import SessionKey
-from lovia_tui.core.search.query import QueryError, parse_query
-from lovia_tui.core.search.text import entry_matches
 from lovia_tui.view.kinds import Group, RowKind, held_back_key, seam_key
 
 if TYPE_CHECKING:
@@ -73,6 +71,10 @@ class Hits:
             self._show(0)
 
     def _inflight_hits(self) -> list[str]:
+        # The search layer is imported by the first search: a first frame has none.
+        from lovia_tui.core.search.query import QueryError, parse_query
+        from lovia_tui.core.search.text import entry_matches
+
         try:
             words = parse_query(self.query).words
         except QueryError:

@@ -30,7 +30,6 @@ from lovia_tui import messages
 from lovia_tui.core.live.changes import Changes
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
-from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group, RowKind
 from lovia_tui.view.transcript_loader import (
@@ -165,6 +164,8 @@ class TranscriptPane(WorkerErrors, Vertical):
         self.post_message(messages.TranscriptLoaded(key, rows, seqs))
         if starts is None or uncounted(rows):
             # Shown first; the flat indices need every older segment counted.
+            from lovia_tui.core.store import segment_reads
+
             starts = await segment_reads.flat_starts(db, key[1])
         self.post_message(messages.IndicesCounted(key, starts))
 

@@ -67,6 +67,20 @@ def test_the_cache_is_private_and_keyed_by_the_installed_files(
     assert lovia_facts.installed().versions == {"session": 7}
 
 
+def test_the_cache_keeps_other_installed_copies(isolated_cache: Path) -> None:
+    """Two environments with lovia used in turn: each finds its own answer."""
+    directory = isolated_cache / "lovia-tui"
+    lovia_facts.installed()
+    cached = directory / lovia_facts.CACHE_NAME
+    [(key, value)] = json.loads(cached.read_text()).items()
+    others = {f"/venv-{n}/lovia": value for n in range(lovia_facts.CACHE_ENTRIES)}
+    cached.write_text(json.dumps(others))
+    lovia_facts.installed.cache_clear()
+    lovia_facts.installed()  # not cached: read from the source, then remembered
+    kept = json.loads(cached.read_text())
+    assert list(kept) == [*list(others)[1:], key]  # the oldest other one dropped
+
+
 def test_a_damaged_or_unwritable_cache_is_read_again(
     isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

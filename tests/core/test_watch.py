@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import watchfiles
 from support.agents.slow_writer import SlowWriter
 
 from lovia_tui.core.entries import dangling_calls
-from lovia_tui.core.live import heads, tail, watch
+from lovia_tui.core.live import heads, tail
 from lovia_tui.core.live.changes import (
     ChangeFeed,
     Changes,
@@ -269,7 +270,7 @@ async def test_falls_back_to_polling_when_watching_fails(tmp_path, opened, monke
     def broken_awatch(*args: object, **kwargs: object) -> object:
         raise OSError("inotify unavailable")
 
-    monkeypatch.setattr(watch, "awatch", broken_awatch)
+    monkeypatch.setattr(watchfiles, "awatch", broken_awatch)  # imported when watching
     path = make_db(tmp_path / "poll.db", "session")
     db = await opened(path)
     commits = CommitWatch(db)

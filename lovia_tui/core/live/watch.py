@@ -17,8 +17,6 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Literal
 
-from watchfiles import awatch
-
 from lovia_tui.core.store.database import Database
 
 WatchMode = Literal["watching", "polling"]
@@ -104,6 +102,10 @@ class CommitWatch:
     async def _signal(self, wake: asyncio.Event, halt: asyncio.Event) -> None:
         """Set ``wake`` whenever the file may have changed, until ``halt``."""
         if self.mode == "watching":
+            # Imported once watching starts, after the first frame: watchfiles
+            # brings anyio, ssl and sockets (~5 ms).
+            from watchfiles import awatch
+
             names = {self._file.name + suffix for suffix in ("", "-wal", "-journal")}
             try:
                 async for _ in awatch(

@@ -20,11 +20,15 @@ from lovia_tui.core.models import (
 )
 from lovia_tui.core.run_status import UNREADABLE, RunStatus, status_text
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.segment_reads import SAFE_ENTRY_COUNT
 from lovia_tui.core.store.web_reads import (
     with_web_records,
 )
-from lovia_tui.core.stored import stored_key, stored_number, stored_time
+from lovia_tui.core.stored import (
+    SAFE_ENTRY_COUNT,
+    stored_key,
+    stored_number,
+    stored_time,
+)
 
 RUNS_CHUNK = 200
 """Heads whose full rows one statement reads (their entries are counted):

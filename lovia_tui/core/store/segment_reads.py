@@ -39,13 +39,14 @@ from lovia_tui.core.store.segment_parts import (
     held_in_part,
     segment_part,
 )
-from lovia_tui.core.stored import stored_key, stored_number, stored_time
+from lovia_tui.core.stored import (
+    SAFE_ENTRY_COUNT,
+    stored_key,
+    stored_number,
+    stored_time,
+)
 
 SEGMENT_CHUNK = 200
-SAFE_ENTRY_COUNT = (
-    "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
-)
-"""A row's entry count that a malformed row cannot fail (it counts as NULL)."""
 
 
 def _segment(
