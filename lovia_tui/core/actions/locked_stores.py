@@ -184,9 +184,8 @@ class LockedSession(_OnHeld, SQLiteSession):
         A lovia whose rewind reads otherwise is given the whole session."""
         if before > keep_entries or not reads_as_known("rewind"):
             return await self.rewind(session_id, keep_entries=keep_entries)
-        self._held.rewind_from = (session_id, row_id)
         with self._serving(
-            session_id, prepared or Prepared(REWIND_READ, None)
+            session_id, prepared or Prepared(REWIND_READ, None), from_row=row_id
         ) as serve:
             return await serve(SQLiteSession.rewind)(
                 self, session_id, keep_entries=keep_entries - before
@@ -216,10 +215,13 @@ class LockedSession(_OnHeld, SQLiteSession):
 
     @contextlib.contextmanager
     def _serving(
-        self, session_id: str, prepared: Prepared
+        self, session_id: str, prepared: Prepared, from_row: int | None = None
     ) -> Iterator[Callable[[Callable[..., Any]], Callable[..., Any]]]:
-        """Its read answered with ``prepared``'s rows for the block, which is
-        given :func:`~lovia_tui.core.actions.lovia_served.served` for it."""
+        """Its read answered with ``prepared``'s rows for the block (or, for a
+        rewind, read from row ``from_row`` on), which is given
+        :func:`~lovia_tui.core.actions.lovia_served.served` for it."""
+        if from_row is not None:
+            self._held.rewind_from = (session_id, from_row)
         if prepared.rows is not None:
             self._held.served = {(prepared.read, (session_id,)): prepared.rows}
         try:

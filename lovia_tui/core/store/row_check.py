@@ -166,7 +166,7 @@ def _by_table(
     captured: Sequence[Captured],
 ) -> dict[tuple[Path, str], list[tuple[int, Captured]]]:
     """The captured groups by file and table, each with its position."""
-    by_table: dict[tuple[Path, str], list[tuple[int, Captured]]] = {}
+    tables: dict[tuple[Path, str], list[tuple[int, Captured]]] = {}
     for grp, c in enumerate(captured):
-        by_table.setdefault((c.group.file, c.group.table), []).append((grp, c))
-    return by_table
+        tables.setdefault((c.group.file, c.group.table), []).append((grp, c))
+    return tables

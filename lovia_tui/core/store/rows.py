@@ -231,15 +231,20 @@ def capture_now(groups: Sequence[RowGroup]) -> list[Captured]:
             conn.close()
 
 
+def by_table(groups: Iterable[RowGroup]) -> dict[tuple[Path, str], list[RowGroup]]:
+    """The groups by file and table, in their order: what one statement reads."""
+    tables: dict[tuple[Path, str], list[RowGroup]] = {}
+    for group in groups:
+        tables.setdefault((group.file, group.table), []).append(group)
+    return tables
+
+
 def _read_all(
     conn_for: Callable[[Path], sqlite3.Connection], groups: Sequence[RowGroup]
 ) -> dict[RowGroup, tuple[tuple[str, ...], list[Any]]]:
     """Each group's columns and :func:`_select` rows, a statement per 500 keys."""
     found: dict[RowGroup, tuple[tuple[str, ...], list[Any]]] = {}
-    by_table: dict[tuple[Path, str], list[RowGroup]] = {}
-    for group in groups:
-        by_table.setdefault((group.file, group.table), []).append(group)
-    for (file, table), members in by_table.items():
+    for (file, table), members in by_table(groups).items():
         conn = conn_for(file)
         columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
         rows: dict[str, list[Any]] = {}
@@ -294,10 +299,7 @@ def capture_changed(
     whole took 25-40 ms of the lock). A row that is neither is a bug, and
     raises."""
     order: dict[RowGroup, list[int]] = {c.group: [] for c in befores}
-    by_table: dict[tuple[Path, str], list[RowGroup]] = {}
-    for group in order:
-        by_table.setdefault((group.file, group.table), []).append(group)
-    for (file, table), groups in by_table.items():
+    for (file, table), groups in by_table(order).items():
         key = f'"{groups[0].key_column}"'
         for start in range(0, len(groups), KEYS_PER_STATEMENT):
             chunk = {g.key: g for g in groups[start : start + KEYS_PER_STATEMENT]}
