@@ -318,10 +318,10 @@ class Statements:
         }
         for name, original in self.originals.items():
 
-            async def timed(db, sql, params=(), _original=original):
+            async def timed(db, sql, params=(), _original=original, **kwargs):
                 started = perf_counter()
                 try:
-                    return await _original(db, sql, params)
+                    return await _original(db, sql, params, **kwargs)
                 finally:
                     seconds = perf_counter() - started
                     self.records.append((" ".join(sql.split())[:70], seconds))

@@ -109,12 +109,12 @@ async def test_a_walk_cut_short_maps_nothing_and_the_next_one_walks(
         reads = db.fetchall
         walked = []
 
-        async def cut(sql, params=()):
+        async def cut(sql, params=(), **kwargs):
             if "ORDER BY session_id, run_id" in sql:
                 walked.append(sql)
                 if len(walked) == 2:
                     raise asyncio.CancelledError
-            return await reads(sql, params)
+            return await reads(sql, params, **kwargs)
 
         monkeypatch.setattr(db, "fetchall", cut)
         with pytest.raises(asyncio.CancelledError):

@@ -100,10 +100,10 @@ async def test_a_stale_connection_is_reopened_before_the_file_is_called_damaged(
     failures = iter([sqlite3.DatabaseError("database disk image is malformed")])
     real = connect.rows
 
-    async def stale_once(conn, sql, params=()):
+    async def stale_once(conn, sql, params=(), cut=None):
         if (failure := next(failures, None)) is not None:
             raise failure
-        return await real(conn, sql, params)
+        return await real(conn, sql, params, cut)
 
     monkeypatch.setattr("lovia_tui.core.store.database.rows", stale_once)
     try:
@@ -137,7 +137,7 @@ async def test_the_app_shows_one_banner_for_a_damaged_file(snap_dir, monkeypatch
         await settle(pilot)
         real = Database.fetchall
 
-        async def damaged(self, sql, params=()):
+        async def damaged(self, sql, params=(), *, cut=None):
             raise DamagedError(self.path, "database disk image is malformed")
 
         original_notify = app.notify

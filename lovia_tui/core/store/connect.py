@@ -12,18 +12,24 @@ transaction) can only be rolled back by a connection that may write: under
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 from stat import S_ISREG
+from time import perf_counter
 from typing import Any
 from urllib.parse import quote
 
 import aiosqlite
 
 from lovia_tui.core.errors import DamagedError, OpenError
+from lovia_tui.core.store.pace import StatementCut
 from lovia_tui.core.store.read_errors import is_damage, sqlite_reason
 
 BUSY_TIMEOUT_MS = 5_000
+CUT_CHECK_STEPS = 100
+"""SQLite instructions between two looks at a cut statement's clock: a row
+takes a few, so it looks every few cold page reads (~0.5 ms each)."""
 SQLITE_READONLY_ROLLBACK = 776
 QUICK_CHECK_AT_OPEN_BYTES = 16 << 20
 """Files up to this size are checked by ``PRAGMA quick_check`` as they open
@@ -107,13 +113,33 @@ def decode_text(raw: bytes) -> str:
 
 
 async def rows(
-    conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
+    conn: aiosqlite.Connection,
+    sql: str,
+    params: tuple[Any, ...] = (),
+    cut: float | None = None,
 ) -> list[Any]:
     """All of a statement's rows in one call on the connection's thread: the
     statement runs to its end before any other read of the app starts, so no
     read shares an older snapshot with one still open (aiosqlite's
-    ``execute`` + ``fetch`` + ``close`` are three calls that others interleave)."""
-    return list(await conn.execute_fetchall(sql, params))
+    ``execute`` + ``fetch`` + ``close`` are three calls that others interleave).
+
+    ``cut``: seconds after which SQLite interrupts it and
+    :class:`~lovia_tui.core.store.pace.StatementCut` is raised; the caller
+    sees that no other statement is queued on ``conn`` meanwhile (the clock
+    would run on it)."""
+    if cut is None:
+        return list(await conn.execute_fetchall(sql, params))
+    until = [math.inf]
+    await conn.set_progress_handler(lambda: perf_counter() > until[0], CUT_CHECK_STEPS)
+    try:
+        until[0] = perf_counter() + cut
+        return list(await conn.execute_fetchall(sql, params))
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_INTERRUPT:
+            raise StatementCut(sql) from exc
+        raise
+    finally:
+        await conn.set_progress_handler(None, 0)  # type: ignore[arg-type]
 
 
 async def _attempt(uri: str) -> aiosqlite.Connection:

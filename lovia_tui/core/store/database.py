@@ -110,6 +110,9 @@ class Database:
         self._foreground = 0
         self._no_foreground = asyncio.Event()
         self._no_foreground.set()
+        # One statement at a time on the connection, so a cut statement's
+        # clock is its own (aiosqlite queues them in the same order anyway).
+        self._turn = asyncio.Lock()
 
     @property
     def name(self) -> str:
@@ -137,7 +140,9 @@ class Database:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._no_foreground.wait(), most)
 
-    async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    async def fetchall(
+        self, sql: str, params: tuple[Any, ...] = (), *, cut: float | None = None
+    ) -> list[Any]:
         """Run one short statement to its end in a single step of the connection.
 
         Every view reads through this one connection at the same time; a
@@ -145,17 +150,20 @@ class Database:
         WAL snapshot and hide other processes' commits (see :func:`~lovia_tui.core.store.connect.rows`).
         A read SQLite calls damaged is tried once more on a new connection
         (a long-lived one can hold a stale view of a file others rewrote)
-        before the file is called damaged.
+        before the file is called damaged. ``cut``: seconds after which the
+        statement is interrupted and :class:`~lovia_tui.core.store.pace.StatementCut`
+        raised (a walk's step, :func:`~lovia_tui.core.store.pace.paced`).
         """
-        try:
-            with read_errors(self.path):
-                return await rows(self.conn, sql, params)
-        except DamagedError:
-            if self.damage is not None:
-                raise
-            await self.reconnect()
-            with self._read_errors():
-                return await rows(self.conn, sql, params)
+        async with self._turn:
+            try:
+                with read_errors(self.path):
+                    return await rows(self.conn, sql, params, cut)
+            except DamagedError:
+                if self.damage is not None:
+                    raise
+                await self.reconnect()
+                with self._read_errors():
+                    return await rows(self.conn, sql, params, cut)
 
     async def reconnect(self) -> None:
         """A new connection in place of the current one (the same URI)."""
@@ -197,10 +205,12 @@ class Database:
                 self.damage = exc.reason
             raise
 
-    async def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> Any | None:
+    async def fetchone(
+        self, sql: str, params: tuple[Any, ...] = (), *, cut: float | None = None
+    ) -> Any | None:
         """The first row of a statement that yields at most a few (its own
         ``LIMIT``, a key, an aggregate): read like :meth:`fetchall`."""
-        rows = await self.fetchall(sql, params)
+        rows = await self.fetchall(sql, params, cut=cut)
         return rows[0] if rows else None
 
     def read_blob(self, table: str, column: str, rowid: int) -> bytes | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, dangling_calls, parse_entries
@@ -19,7 +20,7 @@ from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import WEB_SETTLED, RunStatus
 from lovia_tui.core.store.checkpoint_reads import RUN_COLUMNS, RUNS_CHUNK, run_info
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.pace import Pace
+from lovia_tui.core.store.pace import Pace, paced
 from lovia_tui.core.store.web_reads import with_web_records
 from lovia_tui.core.stored import stored_key
 
@@ -54,11 +55,7 @@ async def head_ranges(db: Database) -> AsyncIterator[tuple[int, int]]:
     pace = Pace(RANGE)
     high = NO_ROWID_ABOVE
     while True:
-        row = await db.fetchone(
-            "SELECT rowid FROM snapshot_heads WHERE rowid < ? "
-            "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (high, pace.start() - 1),
-        )
+        row = await paced(pace, partial(_heads_back, db, high))
         if row is None:
             last = await db.fetchone(
                 "SELECT MIN(rowid) FROM snapshot_heads WHERE rowid < ?", (high,)
@@ -69,6 +66,18 @@ async def head_ranges(db: Database) -> AsyncIterator[tuple[int, int]]:
         pace.took(pace.size)  # the step walked that many heads
         yield row[0], high
         high = row[0]
+
+
+async def _heads_back(
+    db: Database, high: int, heads: int, cut: float | None
+) -> Any | None:
+    """The rowid ``heads`` heads below ``high``, if there are that many."""
+    return await db.fetchone(
+        "SELECT rowid FROM snapshot_heads WHERE rowid < ? "
+        "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (high, heads - 1),
+        cut=cut,
+    )
 
 
 async def status_rows(db: Database, sql: str, params: tuple[Any, ...]) -> list[Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from functools import partial
 from typing import Any
 
 from lovia_tui.core.context_meta import NOTICE_KEY, STATE_KEY, TIMING_KEY, context_line
@@ -31,7 +32,7 @@ from lovia_tui.core.store.entry_stream import (
     stored_sizes,
     stored_value,
 )
-from lovia_tui.core.store.pace import Pace
+from lovia_tui.core.store.pace import Pace, paced
 from lovia_tui.core.store.segment_parts import (
     NOT_COUNTED,
     SegmentPart,
@@ -109,9 +110,7 @@ async def segments(db: Database, session_id: str) -> list[SegmentInfo]:
     next_index: int | None = 0
     pace = Pace(SEGMENT_CHUNK)
     while True:
-        rows = await _segment_rows(
-            db, "id > ?2", "id", (session_id, after, pace.start()), defer=False
-        )
+        rows = await paced(pace, partial(_rows_after, db, session_id, after))
         pace.took(len(rows))
         if not rows:
             return result
@@ -171,7 +170,7 @@ async def flat_starts(db: Database, session_id: str) -> dict[int, int | None]:
     next_index: int | None = 0
     pace = Pace(SEGMENT_CHUNK)
     while True:
-        rows = await _counts(db, session_id, after, pace.start())
+        rows = await paced(pace, partial(_counts, db, session_id, after))
         pace.took(len(rows))
         if not rows:
             return starts
@@ -190,6 +189,7 @@ async def _segment_rows(
     params: tuple[str, int, int],
     *,
     defer: bool = True,
+    cut: float | None = None,
 ) -> list[Any]:
     """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
     each row ends with how many of the session's segments match ``where``
@@ -200,12 +200,25 @@ async def _segment_rows(
         f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
-    return await _with_counts(db, base, params, 6, 4, defer=defer)
+    return await _with_counts(db, base, params, 6, 4, defer=defer, cut=cut)
 
 
-async def _counts(db: Database, session_id: str, after: int, limit: int) -> list[Any]:
+async def _rows_after(
+    db: Database, session_id: str, after: int, limit: int, cut: float | None
+) -> list[Any]:
+    """A session's segment rows after id ``after``, counted now (for :func:`segments`)."""
+    return await _segment_rows(
+        db, "id > ?2", "id", (session_id, after, limit), defer=False, cut=cut
+    )
+
+
+async def _counts(
+    db: Database, session_id: str, after: int, limit: int, cut: float | None
+) -> list[Any]:
     base = "SELECT id, NULL FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
-    return await _with_counts(db, base, (session_id, after, limit), 1, keep_parts=True)
+    return await _with_counts(
+        db, base, (session_id, after, limit), 1, keep_parts=True, cut=cut
+    )
 
 
 async def _with_counts(
@@ -217,6 +230,7 @@ async def _with_counts(
     *,
     keep_parts: bool = False,
     defer: bool = False,
+    cut: float | None = None,
 ) -> list[Any]:
     """Run ``base`` (the row id first) with each row's entry count in column
     ``count_at`` and, where given, its stored size in bytes in column
@@ -227,12 +241,13 @@ async def _with_counts(
     ``COUNT_IN_SQL_UP_TO`` (its count holds the value twice); a larger one is
     counted by :func:`count_stored`, reading it once (``keep_parts``: that
     pass keeps the part the app holds, for the app to read next; ``defer``:
-    a run of many entries not counted before is left uncounted)."""
-    rows = await db.fetchall(base, params)
+    a run of many entries not counted before is left uncounted; ``cut``: a
+    walk's step, see :func:`~lovia_tui.core.store.pace.paced`)."""
+    rows = await db.fetchall(base, params, cut=cut)
     ids = [row[0] for row in rows]
     sizes = await stored_sizes(db, ids)
     counts = await _counted(
-        db, [i for i in ids if sizes.get(i, 0) <= COUNT_IN_SQL_UP_TO]
+        db, [i for i in ids if sizes.get(i, 0) <= COUNT_IN_SQL_UP_TO], cut
     )
     found = []
     for row in rows:
@@ -249,20 +264,22 @@ async def _with_counts(
     return found
 
 
-async def _counted(db: Database, ids: list[int]) -> dict[int, int | None]:
+async def _counted(
+    db: Database, ids: list[int], cut: float | None = None
+) -> dict[int, int | None]:
     """The entry counts of these rows, in SQL (None for a malformed one)."""
     if not ids:
         return {}
     sql = f"SELECT id, {{}} FROM session_runs WHERE id IN ({', '.join('?' * len(ids))})"
     try:
         rows = await db.fetchall(
-            sql.format("json_array_length(entries_json)"), tuple(ids)
+            sql.format("json_array_length(entries_json)"), tuple(ids), cut=cut
         )
     except sqlite3.OperationalError as exc:
         if "JSON" not in str(exc):
             raise
         # A malformed row among these: count row by row, guarded.
-        rows = await db.fetchall(sql.format(SAFE_ENTRY_COUNT), tuple(ids))
+        rows = await db.fetchall(sql.format(SAFE_ENTRY_COUNT), tuple(ids), cut=cut)
     return dict(rows)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import orjson
@@ -21,7 +22,7 @@ from lovia_tui.core.models import (
     SessionSummary,
 )
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
-from lovia_tui.core.store.pace import Pace
+from lovia_tui.core.store.pace import Pace, paced
 from lovia_tui.core.store.web_chats import parent_ids
 from lovia_tui.core.store.web_reads import (
     checkpoint_only_sessions,
@@ -61,11 +62,8 @@ async def recent_session_ids(
     upper = before_id
     pace = Pace(WALK_CHUNK)
     while len(seen) < limit:
-        rows = await db.fetchall(
-            "SELECT id, session_id FROM session_runs WHERE id < ? "
-            "ORDER BY id DESC LIMIT ?",
-            (NO_ID_ABOVE if upper is None else upper, pace.start()),
-        )
+        below = NO_ID_ABOVE if upper is None else upper
+        rows = await paced(pace, partial(_newest_rows, db, below))
         pace.took(len(rows))
         if not rows:
             break
@@ -113,15 +111,8 @@ async def session_index(
     counted = 0
     pace = Pace(INDEX_CHUNK)
     while True:
-        where, params = (
-            ("", ()) if after is None else ("WHERE session_id > ? ", (after,))
-        )
-        asked = pace.start()
-        rows = await db.fetchall(
-            f"SELECT session_id, COUNT(*), MAX(id) FROM session_runs {where}"
-            "GROUP BY session_id ORDER BY session_id LIMIT ?",
-            (*params, asked),
-        )
+        rows = await paced(pace, partial(_sessions_after, db, after))
+        asked = pace.size
         pace.took(len(rows))
         if not rows:
             return
@@ -134,6 +125,31 @@ async def session_index(
         if done:
             return
         after = rows[-1][0]
+
+
+async def _newest_rows(
+    db: Database, below: int, rows: int, cut: float | None
+) -> list[Any]:
+    """(id, session_id) of the ``rows`` newest segments below id ``below``."""
+    return await db.fetchall(
+        "SELECT id, session_id FROM session_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
+        (below, rows),
+        cut=cut,
+    )
+
+
+async def _sessions_after(
+    db: Database, after: str | None, sessions: int, cut: float | None
+) -> list[Any]:
+    """(session_id, runs, last id) of ``sessions`` sessions after ``after``,
+    in session id order, from lovia's index."""
+    where, params = ("", ()) if after is None else ("WHERE session_id > ? ", (after,))
+    return await db.fetchall(
+        f"SELECT session_id, COUNT(*), MAX(id) FROM session_runs {where}"
+        "GROUP BY session_id ORDER BY session_id LIMIT ?",
+        (*params, sessions),
+        cut=cut,
+    )
 
 
 async def recent_sessions(db: Database, limit: int) -> list[tuple[str, float]]:
