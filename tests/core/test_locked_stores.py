@@ -667,8 +667,8 @@ def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
 ) -> None:
     """``put_back`` inserts the staged rows in one statement, a row whose rowid
     a newer row took under a new one, and checks each reads back as staged;
-    ``capture_changed`` (the rows after the undo, the rest known from the
-    check) is what a whole read of the group finds, in its order (a
+    ``read_order`` and ``changed`` (the rows after the undo, the rest known
+    from the check) are what a whole read of the group finds, in its order (a
     checkpoint's turns by seq, not by rowid); a row it cannot account for
     raises. A value the table would store otherwise is refused."""
     import random
@@ -677,8 +677,9 @@ def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
     from lovia_tui.core.store.rows import (
         Captured,
         RowGroup,
-        capture_changed,
         capture_sync,
+        changed,
+        read_order,
     )
 
     seed = random.randrange(1 << 30)
@@ -720,13 +721,14 @@ def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
         assert rowids is not None and rowids[0] != back.rowids[0]
         assert rowids[1:] == list(back.rowids[1:])
         added = {back.rowids[0]: newer, **dict(zip(rowids, back.rows, strict=True))}
-        [now] = capture_changed(lambda _: conn, [before], [removed], [added])
+        [order] = read_order(lambda _: conn, [group])
+        now = changed(before, order, removed, added)
         assert now == capture_sync(conn, group)
         conn.execute("COMMIT")
     before = capture_sync(conn, group)
     conn.execute("INSERT INTO snapshot_turns VALUES ('r', 5, NULL)")  # unaccounted
     with pytest.raises(KeyError):
-        capture_changed(lambda _: conn, [before], [set()], [{}])
+        changed(before, *read_order(lambda _: conn, [group]), set(), {})
     back = Captured(
         group,
         before.columns,
@@ -737,4 +739,45 @@ def test_an_undo_puts_rows_back_from_its_staged_copy_and_reads_only_their_order(
     assert (
         put_back(lambda _: conn, [back]) is None
     )  # seq would be stored as 12, a number
+    conn.close()
+
+
+def test_an_undo_that_leaves_a_row_nobody_journaled_is_refused(scratch: Path) -> None:
+    """The rows after an undo are checked by rowid under the lock: the kept
+    ones and those put back, nothing else (a trigger that adds a row to the
+    group on the way is caught), in the journaled order; then made into
+    rows once the lock is let go."""
+    from lovia_tui.core.actions.row_undo import apply_groups, plan_group, put_back_rows
+    from lovia_tui.core.store.row_check import BACK, stage
+    from lovia_tui.core.store.rows import RowGroup, capture_sync
+
+    path = scratch / "t.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE snapshot_turns (run_id TEXT, seq INTEGER, payload)")
+    conn.executemany(
+        "INSERT INTO snapshot_turns VALUES (?, ?, 'x')",
+        [("r", 0), ("other", 0), ("r", 1), ("r", 2)],
+    )
+    group = RowGroup(path, "snapshot_turns", "r")
+    journaled = capture_sync(conn, group)
+    conn.execute("DELETE FROM snapshot_turns WHERE run_id = 'r' AND seq > 0")
+    current = capture_sync(conn, group)
+    plan = plan_group(journaled, current, None, (), "entry 1")
+    assert plan.put_back == (1, 2) and plan.kept == current.rowids
+    back = put_back_rows(plan)
+    stage(lambda _: conn, [back], BACK)
+    conn.execute(
+        "CREATE TEMP TRIGGER extra AFTER INSERT ON snapshot_turns WHEN NEW.seq = 2 "
+        "BEGIN INSERT INTO snapshot_turns VALUES ('r', 9, 'y'); END"
+    )
+    conn.execute("BEGIN IMMEDIATE")
+    with pytest.raises(ActionError, match="did not reproduce"):
+        apply_groups(lambda _: conn, [plan], [back], [current], "entry 1")
+    conn.execute("ROLLBACK")
+    conn.execute("DROP TRIGGER extra")
+    conn.execute("BEGIN IMMEDIATE")
+    applied = apply_groups(lambda _: conn, [plan], [back], [current], "entry 1")
+    conn.execute("COMMIT")
+    assert applied.after() == [capture_sync(conn, group)]
+    assert capture_sync(conn, group).rows == journaled.rows
     conn.close()

@@ -59,6 +59,7 @@ class UndoResult:
 def read_journaled(conn: sqlite3.Connection, entry_id: int) -> list[Journaled]:
     """An entry's journaled rows per group, from the journal's own tables."""
     groups = []
+    files: dict[str, Path] = {}  # one Path a file: grouping by file compares them
     for position, database, table, key, columns_json, rowids, before, after, added in conn.execute(
         "SELECT position, database, tbl, key, columns_json, rowids_json, before_digest, "
         "after_digest, added_json FROM groups WHERE entry_id = ? ORDER BY position",
@@ -72,7 +73,7 @@ def read_journaled(conn: sqlite3.Connection, entry_id: int) -> list[Journaled]:
         ):
             rows.setdefault(row_no, []).append((kind, value))
         captured = Captured(
-            RowGroup(Path(database), table, key),
+            RowGroup(files.setdefault(database, Path(database)), table, key),
             tuple(orjson.loads(columns_json)),
             tuple(tuple(r) for r in rows.values()),
             tuple(orjson.loads(rowids)),
@@ -121,9 +122,10 @@ def undo_rows(
             # Held by resolved path: resolved once, not per group under the lock.
             return {Path(d): held[Path(d).resolve()] for d in databases}
 
+        backs = [put_back_rows(plan) for plan in plans]
+
         def stage(held: dict[Path, HeldConnection]) -> None:
             row_check.stage(by_name(held).__getitem__, current)
-            backs = [put_back_rows(plan) for plan in plans]
             row_check.stage(by_name(held).__getitem__, backs, row_check.BACK)
 
         def check(held: dict[Path, HeldConnection]) -> None:
@@ -134,8 +136,10 @@ def undo_rows(
                 )
 
         with held_write((Path(d) for d in databases), check, stage) as held:
-            after = apply_groups(by_name(held).__getitem__, plans, current, what)
-            changes = list(zip(current, after, strict=True))
+            applied = apply_groups(
+                by_name(held).__getitem__, plans, backs, current, what
+            )
+        changes = list(zip(current, applied.after(), strict=True))
     except PartlyCommitted as exc:
         if undo_id is not None:
             finish(undo_id, "failed", {}, str(exc))

@@ -19,6 +19,7 @@ from pathlib import Path
 from lovia_tui.core.store.rows import (
     KEYS_PER_STATEMENT,
     Captured,
+    by_table,
     insert_rows,
     taken_rowids,
 )
@@ -166,7 +167,7 @@ def _by_table(
     captured: Sequence[Captured],
 ) -> dict[tuple[Path, str], list[tuple[int, Captured]]]:
     """The captured groups by file and table, each with its position."""
-    tables: dict[tuple[Path, str], list[tuple[int, Captured]]] = {}
-    for grp, c in enumerate(captured):
-        tables.setdefault((c.group.file, c.group.table), []).append((grp, c))
-    return tables
+    return {
+        table: [(grp, captured[grp]) for grp in positions]
+        for table, positions in by_table(c.group for c in captured).items()
+    }

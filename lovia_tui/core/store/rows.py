@@ -231,11 +231,12 @@ def capture_now(groups: Sequence[RowGroup]) -> list[Captured]:
             conn.close()
 
 
-def by_table(groups: Iterable[RowGroup]) -> dict[tuple[Path, str], list[RowGroup]]:
-    """The groups by file and table, in their order: what one statement reads."""
-    tables: dict[tuple[Path, str], list[RowGroup]] = {}
-    for group in groups:
-        tables.setdefault((group.file, group.table), []).append(group)
+def by_table(groups: Iterable[RowGroup]) -> dict[tuple[Path, str], list[int]]:
+    """The groups' positions by file and table, in their order: what one
+    statement reads."""
+    tables: dict[tuple[Path, str], list[int]] = {}
+    for at, group in enumerate(groups):
+        tables.setdefault((group.file, group.table), []).append(at)
     return tables
 
 
@@ -244,7 +245,8 @@ def _read_all(
 ) -> dict[RowGroup, tuple[tuple[str, ...], list[Any]]]:
     """Each group's columns and :func:`_select` rows, a statement per 500 keys."""
     found: dict[RowGroup, tuple[tuple[str, ...], list[Any]]] = {}
-    for (file, table), members in by_table(groups).items():
+    for (file, table), positions in by_table(groups).items():
+        members = [groups[at] for at in positions]
         conn = conn_for(file)
         columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
         rows: dict[str, list[Any]] = {}
@@ -285,43 +287,43 @@ def capture_tail(
     )
 
 
-def capture_changed(
-    conn_for: Callable[[Path], sqlite3.Connection],
-    befores: Sequence[Captured],
-    removed: Sequence[Collection[int]],
-    added: Sequence[Mapping[int, tuple[Cell, ...]]],
-) -> list[Captured]:
-    """Groups' rows as they are now, given each one ``before`` (as it was,
-    checked under the write lock still held) and that since then only its
-    rows ``removed`` went and its rows ``added`` came, by rowid, each
-    checked to hold what it was given: only the rows' order is read, a
-    statement per 500 groups (an undo's read-back; a 5,000-run session read
-    whole took 25-40 ms of the lock). A row that is neither is a bug, and
-    raises."""
-    order: dict[RowGroup, list[int]] = {c.group: [] for c in befores}
-    for (file, table), groups in by_table(order).items():
-        key = f'"{groups[0].key_column}"'
-        for start in range(0, len(groups), KEYS_PER_STATEMENT):
-            chunk = {g.key: g for g in groups[start : start + KEYS_PER_STATEMENT]}
+def read_order(
+    conn_for: Callable[[Path], sqlite3.Connection], groups: Sequence[RowGroup]
+) -> list[list[int]]:
+    """Each group's rowids in the order :func:`capture` reads its rows, a
+    statement per 500 groups: what an undo reads back under its lock (a
+    5,000-run session read whole took 25-40 ms of it); :func:`changed`
+    makes the rows from them."""
+    order: list[list[int]] = [[] for _ in groups]
+    for (file, table), positions in by_table(groups).items():
+        first = groups[positions[0]]
+        key = f'"{first.key_column}"'
+        for start in range(0, len(positions), KEYS_PER_STATEMENT):
+            chunk = {
+                groups[at].key: at
+                for at in positions[start : start + KEYS_PER_STATEMENT]
+            }
             for name, rowid in conn_for(file).execute(
                 f"SELECT {key}, rowid FROM {table} WHERE {key} IN "
-                f"({', '.join('?' * len(chunk))}) {_order_by(groups[0])}",
+                f"({', '.join('?' * len(chunk))}) {_order_by(first)}",
                 list(chunk),
             ):
                 if name in chunk:  # the same key exactly, as capture() groups them
                     order[chunk[name]].append(rowid)
-    return [
-        _changed(before, order[before.group], gone, new)
-        for before, gone, new in zip(befores, removed, added, strict=True)
-    ]
+    return order
 
 
-def _changed(
+def changed(
     before: Captured,
-    order: list[int],
+    order: Sequence[int],
     removed: Collection[int],
     added: Mapping[int, tuple[Cell, ...]],
 ) -> Captured:
+    """A group's rows as they are now, in :func:`read_order`'s ``order``, given
+    its rows ``before`` (checked under the write lock since) and that only
+    its rows ``removed`` went and its rows ``added`` came, by rowid, each
+    checked to hold what it was given. A row that is neither is a bug, and
+    raises."""
     rows = {
         rowid: row
         for rowid, row in zip(before.rowids, before.rows, strict=True)
