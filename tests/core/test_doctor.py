@@ -419,6 +419,23 @@ async def test_the_segment_scan_is_chunked_and_bounded(
     assert "1 more findings" in capped.findings[-1].message
 
 
+async def test_completed_runs_segments_are_read_by_lovias_index(scratch: Path) -> None:
+    """The segments of completed checkpoints are looked up pair by pair in
+    lovia's (session_id, run_id) index, never by a scan of every segment, and
+    found as they are stored."""
+    from lovia_tui.core.doctor.checkpoint_scan import segments_sql
+
+    path = scratch / "s.db"
+    runs = await write_session(path, "a", SCRIPTS)
+    sql, params = segments_sql([("a", runs[0]), ("a", "no-such-run"), ("b", runs[1])])
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+        found = conn.execute(sql, params).fetchall()
+    assert any(step.startswith("SEARCH s USING INDEX") for step in plan), plan
+    assert not any(step.startswith("SCAN s") for step in plan), plan
+    assert [run_id for run_id, _ in found] == [runs[0]]
+
+
 def test_the_demo_reports_its_crash_window_crashed_run_and_orphan(
     demo_dir, capsys
 ) -> None:

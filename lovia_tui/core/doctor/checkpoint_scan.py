@@ -225,18 +225,25 @@ async def stored_entries(
     for run_id, link in links:
         by_file.setdefault(link.file, []).append((link.session_id, run_id))
 
-    def sql(chunk: list[tuple[str, str]]) -> tuple[str, tuple[Any, ...]]:
-        return (
-            "SELECT run_id, CAST(entries_json AS BLOB) FROM session_runs "
-            f"WHERE (session_id, run_id) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})",
-            tuple(value for pair in chunk for value in pair),
-        )
-
     for file, pairs in by_file.items():
-        read = _chunk_reader(pairs, sql, ws.database(file))
+        read = _chunk_reader(pairs, segments_sql, ws.database(file))
         async for rows in _pipelined(read, _weight(1)):
             found.update(await asyncio.to_thread(_parsed_segments, rows))
     return found
+
+
+def segments_sql(pairs: list[tuple[str, str]]) -> tuple[str, tuple[Any, ...]]:
+    """The segments of these (session_id, run_id) pairs: the pairs first, each
+    looked up by lovia's index on them (SQLite plans ``(session_id, run_id)
+    IN (VALUES ...)`` as a scan of every segment: 145 ms a statement at
+    100,000 segments, the doctor 3.4× its floor at a million)."""
+    return (
+        "SELECT s.run_id, CAST(s.entries_json AS BLOB) FROM "
+        f"(VALUES {','.join(['(?, ?)'] * len(pairs))}) AS v "
+        "CROSS JOIN session_runs AS s "
+        "ON s.session_id = v.column1 AND s.run_id = v.column2",
+        tuple(value for pair in pairs for value in pair),
+    )
 
 
 def _parsed_segments(rows: list[Any]) -> dict[str, list[dict[str, Any]] | None]:
