@@ -2,12 +2,16 @@
 
 The scan walks ``session_runs`` in id-range chunks sized to a byte budget, so
 a million segments pass through in bounded memory and no statement holds the
-file for long; parsing runs in a thread, off the caller's event loop.
+file for long; each chunk is read and parsed in one thread, off the caller's
+event loop (read in one thread and parsed in another, the two handed the GIL
+back and forth: 100,000 segments took 8.3 s against a 3.3 s read and parse).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +23,7 @@ from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.entry_stream import (
     STREAM_ABOVE,
     read_entries,
-    stored_sizes,
+    stored_sizes_on,
     stored_value,
 )
 from lovia_tui.core.stored import stored_key
@@ -177,29 +181,36 @@ async def _finding(db: Database, problem: _Problem, *, counted_only: bool) -> Fi
     )  # fmt: skip
 
 
-async def _chunk(db: Database, start: int, limit: int) -> list[Any]:
-    """Up to ``limit`` rows from id ``start``. CAST: bytes straight to the
-    parser, no text decoding on the way; a large value (its size read from
-    its header: SQLite would read it whole to measure it, and hold it thrice
-    to pass it) is a marker, read alone by _check."""
+def _chunk(
+    db: Database, conn: sqlite3.Connection, start: int, limit: int
+) -> tuple[list[tuple[int, int]], list[_Problem]]:
+    """Up to ``limit`` rows from id ``start``, read and checked in this thread
+    on ``conn``: each row's id and weight, and the problems found. CAST:
+    bytes straight to the parser, no text decoding on the way; a large value
+    (its size read from its header: SQLite would read it whole to measure
+    it, and hold it thrice to pass it) is a marker, read alone by _check."""
     ids = [
         row[0]
-        for row in await db.fetchall(
+        for row in db.fetchall_in_thread(
+            conn,
             "SELECT id FROM session_runs WHERE id >= ? ORDER BY id LIMIT ?",
             (start, limit),
         )
     ]
     if not ids:
-        return []
-    sizes = await stored_sizes(db, ids)
+        return [], []
+    sizes = stored_sizes_on(db, conn, ids)
     large = [i for i in ids if sizes.get(i, 0) > STREAM_ABOVE]
-    return await db.fetchall(
+    rows = db.fetchall_in_thread(
+        conn,
         "SELECT id, session_id, run_id, CASE WHEN id IN "
         f"({', '.join('?' * len(large)) or 'NULL'}) "
         "THEN ? ELSE CAST(entries_json AS BLOB) END, CAST(meta_json AS BLOB) "
         "FROM session_runs WHERE id BETWEEN ? AND ? ORDER BY id",
         (*large, _LARGE, ids[0], ids[-1]),
     )
+    weights = [(row[0], len(row[3] or b"") + len(row[4] or b"")) for row in rows]
+    return weights, _check(db, rows)
 
 
 _LARGE = b"\x00"
@@ -212,38 +223,48 @@ async def segment_findings(
 ) -> None:
     """Scan every segment of ``db`` in id order, chunk by chunk.
 
-    The next chunk is read while this one is parsed (SQLite releases the GIL),
-    so at most two chunks are in memory and the disk never waits for the parser.
+    Each chunk is read and checked in a thread on a connection of the
+    scan's own, so one chunk at a time is in memory.
     """
     bounds = await _bounds(db)
     if bounds is None:
         return
     low, high = bounds
-    chunk = FIRST_CHUNK
-    rows = await _chunk(db, low, chunk)
-    while rows:
-        weight = sum(len(row[3] or b"") + len(row[4] or b"") for row in rows)
-        start = rows[-1][0] + 1
-        # Size the next chunk to the byte budget from what these rows weighed.
-        chunk = max(
-            1, min(MAX_CHUNK, 2 * chunk, int(CHUNK_BYTES * len(rows) / max(1, weight)))
-        )
-        following = (
-            asyncio.ensure_future(_chunk(db, start, chunk)) if start <= high else None
-        )
-        try:
-            problems = await asyncio.to_thread(_check, db, rows)
-            rows = await following if following is not None else []
-        finally:
-            if following is not None and not following.done():
-                following.cancel()
-        for problem in problems:
-            kind = (
-                "unpaired-tool-call" if problem.offset is not None else "unreadable-row"
+    chunk, start = FIRST_CHUNK, low
+    with contextlib.closing(db.thread_connection()) as conn:
+        while start <= high:
+            reading = asyncio.ensure_future(
+                asyncio.to_thread(_chunk, db, conn, start, chunk)
             )
-            found.add(
-                await _finding(db, problem, counted_only=found.full(db.path, kind))
+            try:
+                # Shielded: a cancelled doctor waits for the thread below.
+                weights, problems = await asyncio.shield(reading)
+            finally:
+                if not reading.done():
+                    await asyncio.wait([reading])  # the thread must let go of conn
+            if not weights:
+                return
+            start = weights[-1][0] + 1
+            # Size the next chunk to the byte budget from what these rows weighed.
+            weight = sum(w for _, w in weights)
+            chunk = max(
+                1,
+                min(
+                    MAX_CHUNK,
+                    2 * chunk,
+                    int(CHUNK_BYTES * len(weights) / max(1, weight)),
+                ),
             )
-        progress(
-            f"segments in {db.name}", min(1.0, (start - low) / max(1, high + 1 - low))
-        )
+            for problem in problems:
+                kind = (
+                    "unpaired-tool-call"
+                    if problem.offset is not None
+                    else "unreadable-row"
+                )
+                found.add(
+                    await _finding(db, problem, counted_only=found.full(db.path, kind))
+                )
+            progress(
+                f"segments in {db.name}",
+                min(1.0, (start - low) / max(1, high + 1 - low)),
+            )
