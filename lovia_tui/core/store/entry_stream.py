@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import sqlite3
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
@@ -276,29 +275,30 @@ async def stored_sizes(db: Database, row_ids: list[int]) -> dict[int, int]:
     lovia never writes) is left out."""
     if not row_ids:
         return {}
-
-    def sizes() -> dict[int, int]:
-        with contextlib.closing(db.thread_connection()) as conn:
-            return stored_sizes_on(db, conn, row_ids)
-
-    return await asyncio.to_thread(sizes)
+    readable = await db.fetchall(*_readable(row_ids))
+    return await asyncio.to_thread(
+        db.blob_sizes, "session_runs", "entries_json", [row[0] for row in readable]
+    )
 
 
 def stored_sizes_on(
     db: Database, conn: sqlite3.Connection, row_ids: list[int]
 ) -> dict[int, int]:
-    """:func:`stored_sizes` in this thread, on ``conn`` (a :meth:`Database.thread_connection`)."""
+    """:func:`stored_sizes` in this thread, its first read on ``conn`` (a
+    :meth:`Database.thread_connection`)."""
     if not row_ids:
         return {}
-    # typeof() reads the record header only, never a large value.
-    readable = db.fetchall_in_thread(
-        conn,
+    readable = db.fetchall_in_thread(conn, *_readable(row_ids))
+    return db.blob_sizes("session_runs", "entries_json", [row[0] for row in readable])
+
+
+def _readable(row_ids: list[int]) -> tuple[str, tuple[int, ...]]:
+    """The rows of these that blob I/O can open: typeof() reads the record
+    header only, never a large value."""
+    return (
         f"SELECT id FROM session_runs WHERE id IN ({','.join('?' * len(row_ids))}) "
         "AND typeof(entries_json) IN ('text', 'blob')",
         tuple(row_ids),
-    )
-    return db.blob_sizes(
-        "session_runs", "entries_json", [row[0] for row in readable], conn
     )
 
 
