@@ -25,7 +25,7 @@ import orjson
 from lovia_tui.core.entries import UnreadableError, parse_entries, parse_stored
 from lovia_tui.core.models import Unreadable
 from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS, sqlite_uri
-from lovia_tui.core.store.database import Database, fetchall_decoded
+from lovia_tui.core.store.database import Database, fetchall_decoded, in_thread
 from lovia_tui.core.stored import stored_key, stored_number
 
 if TYPE_CHECKING:
@@ -187,15 +187,7 @@ async def _scan_here(
     """``scan`` in a thread of this process on ``conn``."""
     start = scan.after
     while not scan.done and not found.too_many:
-        reading = asyncio.ensure_future(
-            asyncio.to_thread(scan.step, db.fetchall_in_thread, conn)
-        )
-        try:
-            # Shielded: a cancelled doctor waits for the thread below.
-            found.add(await asyncio.shield(reading))
-        finally:
-            if not reading.done():
-                await asyncio.wait([reading])  # the thread must let go of conn
+        found.add(await in_thread(scan.step, db.fetchall_in_thread, conn))
         report(start, scan)
 
 

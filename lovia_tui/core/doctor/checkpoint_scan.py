@@ -15,6 +15,7 @@ before weighed; each is short, so no read holds a writer up for long.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from lovia_tui.core.doctor import batch_scan
 from lovia_tui.core.entries import UnreadableError, parse_entries, parse_stored
 from lovia_tui.core.models import SessionLink, Unreadable
 from lovia_tui.core.store.checkpoint_reads import head_completed
-from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.database import Database, in_thread
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import stored_key
 
@@ -157,22 +158,12 @@ async def head_pages(
     table's own order: no index lookups), read and sorted in a thread. Not
     the next page while the caller looks at this one: both parse, and the two
     threads handing the GIL back and forth took 10 s at 1M heads, not 7."""
-    conn = db.thread_connection()
-    reading: asyncio.Future[tuple[int | None, HeadPage]] | None = None
-    try:
+    with contextlib.closing(db.thread_connection()) as conn:
         after: int | None = -(1 << 63)
         while after is not None:
-            reading = asyncio.ensure_future(
-                asyncio.to_thread(_sort_heads, db, conn, after, unreadable)
-            )
-            # Shielded: a cancelled doctor waits for the thread below.
-            after, page = await asyncio.shield(reading)
+            after, page = await in_thread(_sort_heads, db, conn, after, unreadable)
             if page.completed or page.others:
                 yield page
-    finally:
-        if reading is not None and not reading.done():
-            await asyncio.wait([reading])  # the thread must let go of the connection
-        conn.close()
 
 
 async def heads_of(db: Database, run_ids: list[str]) -> list[Any]:

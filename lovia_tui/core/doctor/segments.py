@@ -9,7 +9,6 @@ back and forth: 100,000 segments took 8.3 s against a 3.3 s read and parse).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Iterable
@@ -19,7 +18,7 @@ from typing import Any
 from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, command
 from lovia_tui.core.entries import UnreadableError, known_only, parse_object
 from lovia_tui.core.store import segment_reads
-from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.database import Database, in_thread
 from lovia_tui.core.store.entry_stream import (
     STREAM_ABOVE,
     read_entries,
@@ -233,15 +232,7 @@ async def segment_findings(
     chunk, start = FIRST_CHUNK, low
     with contextlib.closing(db.thread_connection()) as conn:
         while start <= high:
-            reading = asyncio.ensure_future(
-                asyncio.to_thread(_chunk, db, conn, start, chunk)
-            )
-            try:
-                # Shielded: a cancelled doctor waits for the thread below.
-                weights, problems = await asyncio.shield(reading)
-            finally:
-                if not reading.done():
-                    await asyncio.wait([reading])  # the thread must let go of conn
+            weights, problems = await in_thread(_chunk, db, conn, start, chunk)
             if not weights:
                 return
             start = weights[-1][0] + 1

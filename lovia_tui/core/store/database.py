@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -78,6 +78,7 @@ def fetchall_decoded(
         conn.text_factory = str
 
 
+T = TypeVar("T")
 FOREGROUND_WAIT = 0.5
 """Seconds a read that can wait gives way to a :meth:`Database.foreground` one."""
 
@@ -315,6 +316,18 @@ class Database:
 
     async def close(self) -> None:
         await self.conn.close()
+
+
+async def in_thread(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` in a worker thread that uses a
+    :meth:`Database.thread_connection`: a caller cancelled meanwhile still
+    waits for the thread to let go of the connection before it closes it."""
+    reading = asyncio.ensure_future(asyncio.to_thread(work, *args))
+    try:
+        return await asyncio.shield(reading)
+    finally:
+        if not reading.done():
+            await asyncio.wait([reading])
 
 
 async def open_database(
