@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from lovia_tui.cli import main
 from lovia_tui.core.actions.session_plans import preview_rewind
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_facts import installed
-from lovia_tui.core.store import segment_reads
+from lovia_tui.core.store import database, segment_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind
 from lovia_tui.view.rows import Row
@@ -104,6 +105,51 @@ async def test_a_web_file_with_newer_chat_tables_shows_its_sessions(
         await ws.close()
     code, out, err = await asyncio.to_thread(cli, capsys, "show", web_file, "chat")
     assert code == 0 and "web UI tables are at schema version" in err
+
+
+async def test_a_schema_version_lovia_cannot_read_refuses_that_store_alone(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A version another writer left as a blob or text: lovia's ``int()``
+    fails on it, so that store is refused; the others are shown."""
+    path = await both_stores(scratch / "odd.db")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT OR REPLACE INTO lovia_schema VALUES ('checkpoint', X'00')")
+        conn.commit()
+    ws = await Workspace.open([path], readonly=True)
+    try:
+        [db] = ws.databases
+        assert (db.stores.session, db.stores.checkpoint) == (True, False)
+        assert db.notice is not None and "not a number" in db.notice
+    finally:
+        await ws.close()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT OR REPLACE INTO lovia_schema VALUES ('session', 'two')")
+        conn.commit()
+    code, out, err = await asyncio.to_thread(cli, capsys, "sessions", path, "--json")
+    assert code == 2 and out == "" and "not a number" in err
+    assert raw(path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_a_file_that_fails_to_open_leaves_no_connection_open(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever goes wrong while a file is opened, its connection is closed:
+    aiosqlite's thread would keep the process alive (a CLI that never exits)."""
+    path = await both_stores(scratch / "s.db")
+    threads = threading.active_count()
+
+    def broken(*args: object) -> dict[str, str]:
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(database, "refusals", broken)
+    with pytest.raises(RuntimeError, match="unexpected"):
+        await Workspace.open([path], readonly=True)
+    for _ in range(100):  # a closed connection's thread ends just after
+        if threading.active_count() == threads:
+            break
+        await asyncio.sleep(0.02)
+    assert threading.active_count() == threads
 
 
 async def unknown_entry_session(path: Path) -> Path:

@@ -347,11 +347,13 @@ async def open_database(
             table: {row[1] for row in await rows(conn, f"PRAGMA table_info({table})")}
             for table in set().union(*STORE_TABLES.values()) & tables
         }
-        versions = (
-            dict(await rows(conn, "SELECT store, version FROM lovia_schema"))
-            if "lovia_schema" in tables
-            else {}
-        )
+        versions: dict[object, object] = {}
+        if "lovia_schema" in tables:
+            # lovia reads the first row of a store (its own table allows one).
+            for store, version in await rows(
+                conn, "SELECT store, version FROM lovia_schema ORDER BY rowid"
+            ):
+                versions.setdefault(store, version)
         refused = refusals(tables, columns, versions)
         stores = Stores.of(tables, frozenset(refused))
         if not stores.any:
@@ -366,11 +368,11 @@ async def open_database(
             notice = IMMUTABLE_NOTICE if immutable else None
         else:
             mode, notice = await set_wal(conn)
-    except OpenError:
+    except BaseException as exc:
+        # Closed whatever went wrong: aiosqlite's thread would keep the process alive.
         await conn.close()
-        raise
-    except sqlite3.Error as exc:
-        await conn.close()
+        if not isinstance(exc, sqlite3.Error):
+            raise
         if is_damage(exc):
             raise DamagedError(path, sqlite_reason(exc)) from exc
         raise OpenError(f"{path}: cannot read ({sqlite_reason(exc)})") from exc

@@ -22,23 +22,41 @@ def known_version(store: str) -> int | None:
     return installed().versions.get(store)
 
 
+def stored_version(value: object) -> int | None:
+    """A ``lovia_schema`` version as lovia reads it (``int()``), None where
+    lovia could not: text, a blob or NULL that a writer other than lovia left."""
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def refusals(
     tables: set[str],
     columns: Mapping[str, set[str]],
-    versions: Mapping[str, int],
+    versions: Mapping[object, object],
 ) -> dict[str, str]:
     """Each store of a file that cannot be read, with the line that says why.
 
     A store at a version newer than the installed lovia knows was written by a
-    newer lovia (lovia itself refuses that store alone); a table with lovia's
-    name that lacks lovia's columns is not lovia's.
+    newer lovia (lovia itself refuses that store alone); one whose version is
+    not a number was not written by lovia (lovia would fail to open it); a
+    table with lovia's name that lacks lovia's columns is not lovia's.
     """
-    refused = {}
-    for store, version in versions.items():
-        known = known_version(store)
-        if known is not None and int(version) > known:
+    refused: dict[str, str] = {}
+    for store, stored in versions.items():
+        if not isinstance(store, str) or (known := known_version(store)) is None:
+            continue
+        name = STORE_NAMES.get(store, store)
+        version = stored_version(stored)
+        if version is None:
             refused[store] = (
-                f"the {STORE_NAMES.get(store, store)} tables are at schema "
+                f"the {name} tables' schema version is not a number: "
+                "not written by lovia, not shown"
+            )
+        elif version > known:
+            refused[store] = (
+                f"the {name} tables are at schema "
                 f"version {version}, newer than the installed lovia knows ({known}): "
                 "not shown; upgrade lovia to read them"
             )
