@@ -19,6 +19,7 @@ from support.lovia_factory import SCRIPTS, copy_db, raw, write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.session_plans import preview_rewind
+from lovia_tui.core.doctor.audit import file_info
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_facts import installed
 from lovia_tui.core.store import database, segment_reads
@@ -121,8 +122,12 @@ async def test_a_schema_version_lovia_cannot_read_refuses_that_store_alone(
         [db] = ws.databases
         assert (db.stores.session, db.stores.checkpoint) == (True, False)
         assert db.notice is not None and "not a number" in db.notice
+        info = await file_info(db)
+        assert (info.stores, info.schema_versions) == (("session",), {})
     finally:
         await ws.close()
+    code, out, err = await asyncio.to_thread(cli, capsys, "doctor", path, "--json")
+    assert code == 0 and json.loads(out) == {"findings": []} and "not a number" in err
     with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute("INSERT OR REPLACE INTO lovia_schema VALUES ('session', 'two')")
         conn.commit()

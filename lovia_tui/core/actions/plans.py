@@ -32,7 +32,7 @@ from lovia_tui.core.store import database
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import RunFilter, stream_runs
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, combined
-from lovia_tui.core.store.schema import known_version
+from lovia_tui.core.store.schema import known_version, stored_version
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import refuse_non_text, time_order
 
@@ -189,11 +189,12 @@ async def require_current_chat(db: Database) -> None:
             raise
         row = None
     known = known_version("chat")
-    if row is None or row[0] != known:
+    version = stored_version(row[0]) if row else None
+    if version != known:
         raise ActionError(
             f"{db.path}: the web UI tables are at schema version "
-            f"{row[0] if row else 'none'}, not {known}: lovia would migrate them to "
-            "update the chat; open the file with `lovia web` first"
+            f"{'none' if version is None else version}, not {known}: lovia would "
+            "migrate them to update the chat; open the file with `lovia web` first"
         )
 
 

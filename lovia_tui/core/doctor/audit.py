@@ -31,6 +31,7 @@ from lovia_tui.core.doctor.web import WebState, unsaved_run_findings, web_findin
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import database
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.schema import stored_version
 from lovia_tui.core.store.workspace import Workspace
 
 DEFAULT_OLDER_THAN_DAYS = 7.0
@@ -127,7 +128,12 @@ async def file_info(db: Database) -> FileInfo:
     versions: dict[str, int] = {}
     try:
         rows = await db.fetchall("SELECT store, version FROM lovia_schema")
-        versions = {str(store): int(version) for store, version in rows}
+        # A version lovia cannot read refused its store at open (and said so).
+        versions = {
+            str(store): number
+            for store, version in rows
+            if (number := stored_version(version)) is not None
+        }
     except sqlite3.OperationalError as exc:
         if not database.is_missing_table(exc):
             raise
