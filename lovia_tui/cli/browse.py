@@ -174,12 +174,11 @@ async def _show(args: argparse.Namespace) -> int:
                 out_console.print(f"unreadable: {item['unreadable']}", style="red")
                 continue
             for entry in item["entries"]:
-                label = entry.get("role") if entry["type"] == "input" else entry["type"]
                 index = (
                     "?" if entry["index"] is None else entry["index"]
                 )  # after an unreadable segment
                 out_console.print(
-                    f"{index:>5}  {label:<14} {shortened(entry_text(entry), 100)}"
+                    f"{index:>5}  {_label(entry):<14} {shortened(entry_text(entry), 100)}"
                 )
             notice = notice_of(meta)
             if notice is not None:
@@ -242,10 +241,15 @@ def _entry_line(entry: Entry) -> Any:
     from rich.text import Text
 
     data = entry.data
-    label = data.get("role") if data.get("type") == "input" else data.get("type")
     index = "?" if entry.index is None else entry.index
-    text = f"{index:>5}  {str(label):<14} {shorten(entry_text(data), 100)}"
+    text = f"{index:>5}  {_label(data):<14} {shorten(entry_text(data), 100)}"
     return Text(printable(text))  # a Text is not made printable by the console
+
+
+def _label(data: dict[str, Any]) -> str:
+    """An entry's label in ``show``: an input's role, any other entry's type
+    (a role another writer stored as a list, or none, is shown as stored)."""
+    return str(data.get("role") if data.get("type") == "input" else data.get("type"))
 
 
 COMMANDS = [

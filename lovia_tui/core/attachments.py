@@ -29,7 +29,11 @@ def decoded_size(data: str) -> int:
 
 
 def is_attachment(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") in ATTACHMENT_TYPES
+    return (
+        isinstance(part, dict)
+        and isinstance(part.get("type"), str)
+        and (part["type"] in ATTACHMENT_TYPES)
+    )
 
 
 def _data_url(url: str) -> tuple[str, int] | None:

@@ -81,7 +81,8 @@ def parse_entries(text: str | bytes) -> list[dict[str, Any]]:
         )
     known = entry_types()
     for entry in data:  # the usual list in a tight loop; check_entry says what is wrong
-        if type(entry) is not dict or entry.get("type") not in known:
+        kind = entry.get("type") if type(entry) is dict else None
+        if type(kind) is not str or kind not in known:
             for position, checked in enumerate(data):
                 check_entry(position, checked)
             break

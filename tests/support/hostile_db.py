@@ -60,8 +60,11 @@ BAD_SEGMENTS: dict[str, str] = {
             {"type": "tool_call", "call_id": {"x": 1}, "name": None},
             {"type": "assistant_text", "content": None},
             {"type": "tool_result"},
+            {"type": "input", "content": "an input with no role"},
+            {"type": "input", "role": ["user"], "content": [{"type": ["image"]}]},
         ]
     ),
+    "type-list": '[{"type": ["input"], "role": "user"}]',
     BLOB: "X'00ff10'",  # an SQL literal
 }
 # run id -> meta_json stored raw beside well-formed entries, in session BAD_META_SESSION
