@@ -51,9 +51,10 @@ from textual.worker import WorkerState
 
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
-from lovia_tui.core.store import connect
+from lovia_tui.core.store import connect, run_segments, session_reads, workspace
 from lovia_tui.core.store.segment_parts import HELD_ENTRIES
 from lovia_tui.core.store.segment_reads import HELD_CHARS
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.widgets.status_line import StatusLine
@@ -218,7 +219,7 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
             BAD_SEGMENTS
         ) - PARSES
         entries = _rows(screen, "entry")
-        assert [row.entry.index for row in entries] == [0] + [None] * 10
+        assert [row.entry.index for row in entries] == [0] + [None] * 12
         # The cursor on every bad row and every entry of the odd one.
         await visit_transcript(
             pilot,
@@ -302,6 +303,52 @@ async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
         await settle(pilot)
     watch.assert_healthy(app)
     assert watch.errors() == []
+
+
+async def test_ids_of_invalid_utf8_end_every_keyset_walk(
+    hostile: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ids another writer stored as invalid UTF-8, sorting after every other:
+    read back with U+FFFD they compare below what is stored, and a walk
+    continued from one read the same row again, for ever (``runs`` hung)."""
+    for session, run in (
+        ("FFFE", "FFFE"),
+        ("'bad-runs'", "FFFD"),
+        ("'bad-runs'", "FFFE"),
+    ):
+        session = session if session.startswith("'") else f"CAST(X'{session}' AS TEXT)"
+        write(
+            hostile,
+            "INSERT INTO session_runs (session_id, run_id, entries_json, created_at) "
+            f"VALUES ({session}, CAST(X'{run}' AS TEXT), '[]', 1)",
+        )
+    for module, name in (
+        (run_segments, "WALK_CHUNK"),
+        (session_reads, "INDEX_CHUNK"),
+        (workspace, "RUN_IDS_CHUNK"),
+    ):
+        monkeypatch.setattr(module, name, 1)  # a step for every row
+    ws = await Workspace.open([hostile], readonly=True)
+    try:
+        [db] = ws.databases
+
+        async def index() -> dict[str, tuple[int, int]]:
+            counted = {}
+            async for chunk, _ in session_reads.session_index(db):
+                counted.update(chunk)
+            return counted
+
+        counted = await asyncio.wait_for(index(), 10)
+        assert counted["bad-runs"][0] == 2 and counted["\ufffd\ufffd"][0] == 1
+        run_ids = await asyncio.wait_for(ws.session_run_ids("bad-runs"), 10)
+        assert run_ids == {"\ufffd\ufffd"}  # both ids read back alike
+        await asyncio.wait_for(ws.links(["\ufffd\ufffd"]), 10)
+    finally:
+        await ws.close()
+    code, out, err = await asyncio.wait_for(
+        asyncio.to_thread(cli, capsys, "runs", hostile, "--json", "--readonly"), 30
+    )
+    assert code == 0 and json.loads(out)["runs"], err
 
 
 async def test_actions_on_hostile_rows_refuse_in_one_line(hostile: Path) -> None:

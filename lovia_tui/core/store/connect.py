@@ -112,6 +112,15 @@ def decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def as_stored(column: str, rowid: str, read: str) -> str:
+    """SQL for ``session_runs.column`` exactly as stored in the row whose id is
+    the parameter ``rowid``, or the parameter ``read`` (the value as read) if
+    that row is gone. A key with invalid UTF-8 comes back from
+    :func:`decode_text` with U+FFFD and, bound again, no longer compares as
+    stored: a keyset walk continued from it got the same row for ever."""
+    return f"COALESCE((SELECT {column} FROM session_runs WHERE id = {rowid}), {read})"
+
+
 async def rows(
     conn: aiosqlite.Connection,
     sql: str,

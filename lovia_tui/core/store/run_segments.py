@@ -20,6 +20,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
+from lovia_tui.core.store.connect import as_stored
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.stored import stored_key
 
@@ -114,18 +115,18 @@ class RunSegments:
     async def _walk(self, upto: int):
         """(run_id, id) of every segment up to ``upto``, by keyset over the
         (session_id, run_id) index (covering: no row is read)."""
-        after = ("", "")
-        first = True
+        after: tuple[Any, ...] = ()
+        key = f"({as_stored('session_id', '?3', '?1')}, {as_stored('run_id', '?3', '?2')})"
         while True:
             rows = await self.db.fetchall(
                 "SELECT session_id, run_id, id FROM session_runs "
-                f"WHERE {'1' if first else '(session_id, run_id) > (?, ?)'} "
-                "ORDER BY session_id, run_id LIMIT ?",
-                ((WALK_CHUNK,) if first else (*after, WALK_CHUNK)),
+                f"WHERE {f'(session_id, run_id) > {key}' if after else '1'} "
+                "ORDER BY session_id, run_id LIMIT ?4",
+                (*(after or (None, None, None)), WALK_CHUNK),
             )
             if not rows:
                 return
-            first, after = False, (rows[-1][0], rows[-1][1])
+            after = tuple(rows[-1])
             yield [(run_id, row_id) for _, run_id, row_id in rows if row_id <= upto]
 
     async def _appended(self, after: int, upto: int):

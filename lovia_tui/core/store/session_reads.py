@@ -21,6 +21,7 @@ from lovia_tui.core.entries import (
 from lovia_tui.core.models import (
     SessionSummary,
 )
+from lovia_tui.core.store.connect import as_stored
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
 from lovia_tui.core.store.pace import Pace, paced
 from lovia_tui.core.store.web_chats import parent_ids
@@ -107,7 +108,7 @@ async def session_index(
     # The highest id stands for the row count in the fraction: counting the
     # rows reads the whole index (1 s cold at a million), the highest id one page.
     total = (await db.fetchrow("SELECT MAX(id) FROM session_runs"))[0] or 0
-    after: str | None = None
+    after: tuple[Any, int] | None = None
     counted = 0
     pace = Pace(INDEX_CHUNK)
     while True:
@@ -124,7 +125,7 @@ async def session_index(
         )
         if done:
             return
-        after = rows[-1][0]
+        after = (rows[-1][0], rows[-1][2])
 
 
 async def _newest_rows(
@@ -139,15 +140,20 @@ async def _newest_rows(
 
 
 async def _sessions_after(
-    db: Database, after: str | None, sessions: int, cut: float | None
+    db: Database, after: tuple[Any, int] | None, sessions: int, cut: float | None
 ) -> list[Any]:
-    """(session_id, runs, last id) of ``sessions`` sessions after ``after``,
-    in session id order, from lovia's index."""
-    where, params = ("", ()) if after is None else ("WHERE session_id > ? ", (after,))
+    """(session_id, runs, last id) of ``sessions`` sessions after ``after`` (a
+    session id and the id of one of its rows), in session id order, from
+    lovia's index."""
+    where = (
+        ""
+        if after is None
+        else f"WHERE session_id > {as_stored('session_id', '?2', '?1')} "
+    )
     return await db.fetchall(
         f"SELECT session_id, COUNT(*), MAX(id) FROM session_runs {where}"
-        "GROUP BY session_id ORDER BY session_id LIMIT ?",
-        (*params, sessions),
+        "GROUP BY session_id ORDER BY session_id LIMIT ?3",
+        (*(after or (None, None)), sessions),
         cut=cut,
     )
 

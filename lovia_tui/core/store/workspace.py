@@ -15,6 +15,7 @@ from lovia_tui.core.errors import OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
 from lovia_tui.core.store import session_reads, web_chats
 from lovia_tui.core.store.checkpoint_reads import runs
+from lovia_tui.core.store.connect import as_stored
 from lovia_tui.core.store.database import Database, open_database
 from lovia_tui.core.store.run_segments import RunSegments
 from lovia_tui.core.stored import stored_key, time_order
@@ -170,16 +171,18 @@ class Workspace:
         for db in self.session_dbs:
             # Keyset from no bound at all: a run id of any storage class
             # (numbers and NULL sort before text) is found too.
-            after: tuple[Any, ...] = ()
+            after: tuple[Any, ...] = (None, None)
+            later = f"AND run_id > {as_stored('run_id', '?3', '?2')} "
             while db.stores.session and (
                 rows := await db.fetchall(
-                    "SELECT DISTINCT run_id FROM session_runs WHERE session_id = ? "
-                    f"{'AND run_id > ? ' if after else ''}ORDER BY run_id LIMIT ?",
+                    "SELECT run_id, MAX(id) FROM session_runs WHERE session_id = ?1 "
+                    f"{'' if after[1] is None else later}"
+                    "GROUP BY run_id ORDER BY run_id LIMIT ?4",
                     (session_id, *after, RUN_IDS_CHUNK),
                 )
             ):
                 found.update(stored_key(row[0]) for row in rows)
-                after = (rows[-1][0],)
+                after = tuple(rows[-1])
         for db in self.databases:
             if db.stores.chat:
                 rows = await db.fetchall(
