@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,6 +29,11 @@ from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_r
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import time_order
 
+TABLE_ROWS = 1_000
+"""Runs the table shows unless ``--limit`` says otherwise: Rich lays out a
+table whole, ~0.65 ms a row (a 200,000-checkpoint file printed nothing for
+over two minutes); ``--json`` streams every run."""
+
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
     add_paths(parser)
@@ -49,7 +55,10 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         help="only runs saved since WHEN: an age (90s, 30m, 12h, 7d) or an ISO date/time",
     )
     parser.add_argument(
-        "--limit", type=count(1), metavar="N", help="at most N runs (default: all)"
+        "--limit",
+        type=count(1),
+        metavar="N",
+        help=f"at most N runs (default: all with --json/--jsonl, {TABLE_ROWS:,} in the table)",
     )
 
 
@@ -132,13 +141,14 @@ async def _runs(args: argparse.Namespace) -> int:
     wanted = RunFilter(args.status, args.since, time.time(), args.stale_after)
     ws = await open_workspace(args)
     try:
-        found = stream_records(ws, wanted, args.limit)
         if args.jsonl:
-            await print_json_lines(found)
+            await print_json_lines(stream_records(ws, wanted, args.limit))
             return EXIT_OK
         if args.json:
-            await print_json_lazy({"runs": found})
+            await print_json_lazy({"runs": stream_records(ws, wanted, args.limit)})
             return EXIT_OK
+        shown = args.limit or TABLE_ROWS
+        found = stream_records(ws, wanted, args.limit or TABLE_ROWS + 1)
         records = [record async for record in found]
     finally:
         await ws.close()
@@ -149,7 +159,7 @@ async def _runs(args: argparse.Namespace) -> int:
     )
     for column in (table.columns[0], table.columns[6]):
         column.overflow, column.no_wrap = "fold", False
-    for r in records:
+    for r in records[:shown]:
         status = f"stale: {r['stale_reason']}" if r["stale"] else r["status"]
         dangling = ", ".join(d["name"] for d in r["dangling"]) or "-"
         session = r["session_id"] or "unlinked"
@@ -164,6 +174,12 @@ async def _runs(args: argparse.Namespace) -> int:
             r["file"],
         )
     console().print_table(table)
+    if len(records) > shown:
+        print(
+            f"lovia-tui: note: the {shown:,} most recently saved runs shown; the rest: "
+            "--limit N, --status, --since, or --json",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

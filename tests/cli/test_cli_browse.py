@@ -21,6 +21,7 @@ import pytest
 from support.lovia_factory import copy_files, raw
 
 from lovia_tui.cli import main
+from lovia_tui.cli import runs as runs_cli
 from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 RUN_KEYS = {
@@ -206,6 +207,20 @@ def test_runs_of_one_file_and_as_a_table(
     code, out, err = cli(capsys, "runs", demo.runs_db, "--stale-after", "0")
     assert (code, err) == (0, "")
     assert "run_job" in out and "unlinked" in out
+
+
+def test_the_runs_table_shows_the_newest_and_says_there_are_more(
+    demo: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table is laid out whole (minutes for 200,000 runs): it shows the
+    newest ``TABLE_ROWS`` and says how to see the rest; ``--json`` has all."""
+    monkeypatch.setattr(runs_cli, "TABLE_ROWS", 1)
+    [newest, older] = cli_json(capsys, "runs", demo.runs_db, "--json")["runs"]
+    code, out, err = cli(capsys, "runs", demo.runs_db)
+    assert code == 0 and newest["run_id"] in out and older["run_id"] not in out
+    assert err.startswith("lovia-tui: note: the 1 most recently saved runs shown")
+    code, out, err = cli(capsys, "runs", demo.runs_db, "--limit", "2")
+    assert (code, err) == (0, "") and older["run_id"] in out
 
 
 # -------------------------------------------------------------- sessions
