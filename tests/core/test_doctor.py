@@ -31,6 +31,7 @@ from lovia_tui.core.doctor.fixes import fix_preflight, fix_preview
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.runs.agents import load_agent
 from lovia_tui.core.runs.resume import replay, resume
+from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.demo.crash import crash_run
 from lovia_tui.demo.webui import web_run
@@ -389,6 +390,32 @@ def test_cli_exit_codes_and_json_keys(
     (scratch / "notes.txt").write_text("hello")
     assert main(["doctor", str(scratch / "notes.txt")]) == 2
     assert main(["doctor", str(scratch / "missing.db")]) == 2
+
+
+async def test_a_sessions_segments_are_read_once_for_all_its_problems(
+    scratch: Path, monkeypatch
+) -> None:
+    """Each problem's flat index comes from its session's segments, read once
+    for the problems that follow in the same session (200 reads of a
+    100,000-segment session had taken over 40 s)."""
+    path = scratch / "s.db"
+    await write_session(path, "a", SCRIPTS[:1])  # 4 good entries first
+    session = SQLiteSession(path, wal=True)
+    for n in range(3):
+        await session.append(
+            "a", [ToolCallEntry(f"c{n}", "echo", "{}")], run_id=f"half-{n}"
+        )
+    reads = []
+    segments = segment_reads.segments
+
+    async def counted(db, session_id, *args, **kwargs):
+        reads.append(session_id)
+        return await segments(db, session_id, *args, **kwargs)
+
+    monkeypatch.setattr(segment_reads, "segments", counted)
+    report = await doctor(path)
+    assert reads == ["a"]
+    assert [f.fix.keep_entries for f in report.findings] == [4, 5, 6]
 
 
 async def test_the_segment_scan_is_chunked_and_bounded(
