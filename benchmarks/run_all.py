@@ -41,7 +41,7 @@ import user_db  # noqa: E402
 from probe import percentile  # noqa: E402
 
 PYTHON = sys.executable
-FIRST_FRAME_RUNS = 5
+FIRST_FRAME_RUNS = 9
 WRITER_APPENDS = 200
 WRITER_INTERVAL = 0.02
 KEYS = 100
