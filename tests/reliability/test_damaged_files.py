@@ -85,6 +85,23 @@ def test_doctor_integrity_names_the_damaged_store(damaged, capsys):
     assert not report["ok"]
 
 
+def test_doctor_integrity_on_a_file_whose_schema_does_not_read(
+    demo_dir, tmp_path, capsys
+):
+    """Cut in half, the file's schema does not read: the check says so (it
+    had answered with the line that sends the user to the check itself)."""
+    data = demo_dir.web_db.read_bytes()
+    cut = tmp_path / "assistant.db"
+    cut.write_bytes(data[: len(data) // 2])
+    code = main(["doctor", "--integrity", str(cut), "--json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (1, "")
+    [report] = json.loads(out)["files"]
+    assert not report["ok"] and [c["table"] for c in report["checks"]] == [
+        "(the schema)"
+    ]
+
+
 def test_doctor_integrity_on_a_sound_file(demo_dir, capsys):
     code = main(["doctor", "--integrity", str(demo_dir.web_db)])
     out, _ = capsys.readouterr()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS, sqlite_uri
-from lovia_tui.core.store.read_errors import read_errors
+from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES
 
 PROBLEMS_KEPT = 20
@@ -80,12 +80,19 @@ def check_integrity(
             sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         ) as conn,
     ):
-        tables = sorted(
-            (str(name) for (name,) in conn.execute(
+        try:
+            names = conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'"
-            )),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            # Not even the schema reads: no table can be checked by itself.
+            return [TableCheck("file", "(the schema)", (sqlite_reason(exc),))]
+        tables = sorted(
+            (str(name) for (name,) in names),
             key=lambda name: (_store_of(name) == "other", _store_of(name), name),
-        )  # fmt: skip
+        )
         checks = []
         for done, table in enumerate(tables):
             if progress:
