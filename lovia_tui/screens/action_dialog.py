@@ -237,10 +237,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         )
         if reason is None and self.ask_reason and serving():
             # Every action through serve says why: ask here, the dialog kept.
+            # The field has the focus before the words asking for it show.
+            self.query_one("#reason", Input).focus()
             why = self.query_one("#reason-why", Label)
             why.update("A reason is required through serve: type it here, then Confirm")
             why.add_class("needed")
-            self.query_one("#reason", Input).focus()
             return
         self.dismiss(ActionAnswer(True, self._values(), reason))
 

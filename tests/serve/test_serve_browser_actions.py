@@ -102,10 +102,15 @@ def _rewind(driver, session_id: str, reason: str) -> None:
 
 
 def _confirm_with(driver, reason: str) -> None:
-    """Type the reason where the dialog's focus is, Tab to Confirm, Enter. (Tab
-    moves the focus as its key is handled; Enter in the field moves it by a
-    message, which a fast second key can overtake.)"""
-    keys(driver, reason, TAB, ENTER)
+    """Type the reason where the dialog's focus is, and once the page shows
+    it, Tab to Confirm, Enter. (Tab moves the focus as its key is handled;
+    Enter in the field moves it by a message, which a fast second key can
+    overtake. Typed in one go on a loaded machine, the rewind's reason once
+    never arrived.)"""
+    mark = len(screen(driver))
+    keys(driver, reason)
+    wait_for(driver, reason, after=mark)
+    keys(driver, TAB, ENTER)
 
 
 @contextlib.contextmanager
