@@ -29,11 +29,8 @@ def decoded_size(data: str) -> int:
 
 
 def is_attachment(part: Any) -> bool:
-    return (
-        isinstance(part, dict)
-        and isinstance(part.get("type"), str)
-        and (part["type"] in ATTACHMENT_TYPES)
-    )
+    kind = part.get("type") if isinstance(part, dict) else None
+    return isinstance(kind, str) and kind in ATTACHMENT_TYPES
 
 
 def _data_url(url: str) -> tuple[str, int] | None:

@@ -114,7 +114,8 @@ class RunSegments:
 
     async def _walk(self, upto: int):
         """(run_id, id) of every segment up to ``upto``, by keyset over the
-        (session_id, run_id) index (covering: no row is read)."""
+        (session_id, run_id) index (covering: of the rows, only the one each
+        step continues from is read, for its key as stored)."""
         after: tuple[Any, ...] = ()
         key = f"({as_stored('session_id', '?3', '?1')}, {as_stored('run_id', '?3', '?2')})"
         while True:
