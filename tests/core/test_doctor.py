@@ -406,13 +406,13 @@ async def test_a_sessions_segments_are_read_once_for_all_its_problems(
             "a", [ToolCallEntry(f"c{n}", "echo", "{}")], run_id=f"half-{n}"
         )
     reads = []
-    segments = segment_reads.segments
+    flat_starts = segment_reads.flat_starts
 
-    async def counted(db, session_id, *args, **kwargs):
+    async def counted(db, session_id):
         reads.append(session_id)
-        return await segments(db, session_id, *args, **kwargs)
+        return await flat_starts(db, session_id)
 
-    monkeypatch.setattr(segment_reads, "segments", counted)
+    monkeypatch.setattr(segment_reads, "flat_starts", counted)
     report = await doctor(path)
     assert reads == ["a"]
     assert [f.fix.keep_entries for f in report.findings] == [4, 5, 6]

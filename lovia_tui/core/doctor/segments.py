@@ -151,9 +151,8 @@ class _FlatIndices:
     async def of(self, problem: _Problem) -> int | None:
         """The session-wide index of the problem entry: what ``rewind --keep`` counts."""
         if problem.session_id != self.session:
-            segments = await segment_reads.segments(self.db, problem.session_id)
+            self.starts = await segment_reads.flat_starts(self.db, problem.session_id)
             self.session = problem.session_id
-            self.starts = {s.row_id: s.first_index for s in segments}
         first = self.starts.get(problem.row_id)
         return None if first is None else first + (problem.offset or 0)
 
