@@ -136,6 +136,26 @@ async def test_a_schema_version_lovia_cannot_read_refuses_that_store_alone(
     assert raw(path, "PRAGMA integrity_check") == [("ok",)]
 
 
+async def test_a_schema_table_another_writer_made_without_rowid_is_read(
+    scratch: Path,
+) -> None:
+    path = await both_stores(scratch / "norowid.db")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("DROP TABLE lovia_schema")
+        conn.execute(
+            "CREATE TABLE lovia_schema (store TEXT PRIMARY KEY, version INTEGER) "
+            "WITHOUT ROWID"
+        )
+        conn.execute("INSERT INTO lovia_schema VALUES ('checkpoint', X'00')")
+        conn.commit()
+    ws = await Workspace.open([path], readonly=True)
+    try:
+        [db] = ws.databases
+        assert (db.stores.session, db.stores.checkpoint) == (True, False)
+    finally:
+        await ws.close()
+
+
 async def test_a_file_that_fails_to_open_leaves_no_connection_open(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -349,9 +349,10 @@ async def open_database(
         }
         versions: dict[object, object] = {}
         if "lovia_schema" in tables:
-            # lovia reads the first row of a store (its own table allows one).
+            # lovia reads the first row of a store (its own table allows one);
+            # no ORDER BY rowid: another writer's table may have no rowid.
             for store, version in await rows(
-                conn, "SELECT store, version FROM lovia_schema ORDER BY rowid"
+                conn, "SELECT store, version FROM lovia_schema"
             ):
                 versions.setdefault(store, version)
         refused = refusals(tables, columns, versions)
