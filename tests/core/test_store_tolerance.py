@@ -10,6 +10,7 @@ import contextlib
 import json
 import sqlite3
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from lovia_tui.core.doctor.audit import file_info
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.lovia_facts import installed
 from lovia_tui.core.store import database, segment_reads
+from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import RowKind
 from lovia_tui.view.rows import Row
@@ -51,6 +53,25 @@ async def both_stores(path: Path) -> Path:
         )
         conn.commit()
     return path
+
+
+def write(path: Path, *statements: str) -> None:
+    """Another writer's raw statements, committed."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+
+
+@contextlib.asynccontextmanager
+async def only_database(path: Path) -> AsyncIterator[Database]:
+    """``path`` opened read-only, alone: its one database."""
+    ws = await Workspace.open([path], readonly=True)
+    try:
+        [db] = ws.databases
+        yield db
+    finally:
+        await ws.close()
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
@@ -114,23 +135,15 @@ async def test_a_schema_version_lovia_cannot_read_refuses_that_store_alone(
     """A version another writer left as a blob or text: lovia's ``int()``
     fails on it, so that store is refused; the others are shown."""
     path = await both_stores(scratch / "odd.db")
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("INSERT OR REPLACE INTO lovia_schema VALUES ('checkpoint', X'00')")
-        conn.commit()
-    ws = await Workspace.open([path], readonly=True)
-    try:
-        [db] = ws.databases
+    write(path, "INSERT OR REPLACE INTO lovia_schema VALUES ('checkpoint', X'00')")
+    async with only_database(path) as db:
         assert (db.stores.session, db.stores.checkpoint) == (True, False)
         assert db.notice is not None and "not a number" in db.notice
         info = await file_info(db)
         assert (info.stores, info.schema_versions) == (("session",), {})
-    finally:
-        await ws.close()
     code, out, err = await asyncio.to_thread(cli, capsys, "doctor", path, "--json")
     assert code == 0 and json.loads(out) == {"findings": []} and "not a number" in err
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("INSERT OR REPLACE INTO lovia_schema VALUES ('session', 'two')")
-        conn.commit()
+    write(path, "INSERT OR REPLACE INTO lovia_schema VALUES ('session', 'two')")
     code, out, err = await asyncio.to_thread(cli, capsys, "sessions", path, "--json")
     assert code == 2 and out == "" and "not a number" in err
     assert raw(path, "PRAGMA integrity_check") == [("ok",)]
@@ -139,21 +152,17 @@ async def test_a_schema_version_lovia_cannot_read_refuses_that_store_alone(
 async def test_a_schema_table_another_writer_made_without_rowid_is_read(
     scratch: Path,
 ) -> None:
+    """lovia_schema is read in its scan order: a table with no rowid reads too."""
     path = await both_stores(scratch / "norowid.db")
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("DROP TABLE lovia_schema")
-        conn.execute(
-            "CREATE TABLE lovia_schema (store TEXT PRIMARY KEY, version INTEGER) "
-            "WITHOUT ROWID"
-        )
-        conn.execute("INSERT INTO lovia_schema VALUES ('checkpoint', X'00')")
-        conn.commit()
-    ws = await Workspace.open([path], readonly=True)
-    try:
-        [db] = ws.databases
+    write(
+        path,
+        "DROP TABLE lovia_schema",
+        "CREATE TABLE lovia_schema (store TEXT PRIMARY KEY, version INTEGER) "
+        "WITHOUT ROWID",
+        "INSERT INTO lovia_schema VALUES ('checkpoint', X'00')",
+    )
+    async with only_database(path) as db:
         assert (db.stores.session, db.stores.checkpoint) == (True, False)
-    finally:
-        await ws.close()
 
 
 async def test_a_file_that_fails_to_open_leaves_no_connection_open(
