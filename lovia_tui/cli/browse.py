@@ -33,8 +33,7 @@ from lovia_tui.core.run_status import (
 )
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import segment_reads, session_reads, web_chats, web_records
-from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.entry_stream import segment_entries_stream
+from lovia_tui.core.store.entry_stream import SegmentReader
 from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,
@@ -143,7 +142,7 @@ async def _show(args: argparse.Namespace) -> int:
                     "session_id": session_id,
                     "file": str(db.path),
                     "chat": chat.as_dict() if chat else None,
-                    "segments": _segment_items(db, segments),
+                    "segments": _segment_items(SegmentReader(db, segments)),
                     **in_flight_fields(flights),
                     "runs": (record.as_dict() async for record in records),
                 }
@@ -152,6 +151,7 @@ async def _show(args: argparse.Namespace) -> int:
         out_console = console()
         for line in chat_lines(chat) if chat else []:
             out_console.print(printable(line), style="bold")
+        reader = SegmentReader(db, segments)
         starters = await web_records.started_by_others(
             db, session_id, [segment.run_id for segment in segments]
         )
@@ -161,7 +161,7 @@ async def _show(args: argparse.Namespace) -> int:
             if isinstance(placed, RunRecord):
                 out_console.print(printable(f"  ✖ {record_line(placed)}"), style="red")
                 continue
-            item = await _segment_item(db, placed)
+            item = await _segment_item(reader, placed)
             by = f" · by {starters[placed.run_id]}" if placed.run_id in starters else ""
             out_console.rule(
                 f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}{by}"
@@ -187,15 +187,15 @@ async def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _segment_items(db: Database, segments: list) -> AsyncIterator[dict]:
+async def _segment_items(reader: SegmentReader) -> AsyncIterator[dict]:
     """Each segment as ``show`` prints it, its meta as stored (the context
     state and compaction notice lovia keeps there), its entries an iterator:
-    one segment's entries are read at a time, a large one entry by entry."""
-    for segment in segments:
-        yield await _segment_item(db, segment)
+    a batch of small segments is read at a time, a large one entry by entry."""
+    for segment in reader.segments:
+        yield await _segment_item(reader, segment)
 
 
-async def _segment_item(db: Database, segment: SegmentInfo) -> dict[str, Any]:
+async def _segment_item(reader: SegmentReader, segment: SegmentInfo) -> dict[str, Any]:
     item: dict[str, Any] = {
         "run_id": segment.run_id,
         "created_at": segment.created_at,
@@ -205,11 +205,11 @@ async def _segment_item(db: Database, segment: SegmentInfo) -> dict[str, Any]:
         "first_index": segment.first_index,
     }
     try:
-        item["meta"] = await segment_reads.segment_meta(db, segment)
+        item["meta"] = await reader.meta(segment)
     except UnreadableError as exc:
         item["meta_unreadable"] = str(exc)
     try:
-        entries = await segment_entries_stream(db, segment, spare=True)
+        entries = await reader.entries(segment, spare=True)
         item["entries"] = ({"index": e.index, **e.data} for e in entries)
     except UnreadableError as exc:
         item["unreadable"] = str(exc)

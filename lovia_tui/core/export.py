@@ -39,7 +39,7 @@ from lovia_tui.core.private_files import COMPANIONS, FILE_MODE, create_new_file
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.entry_stream import segment_entries_stream
+from lovia_tui.core.store.entry_stream import SegmentReader
 from lovia_tui.core.store.spliced import (
     in_flight,
     in_flight_fields,
@@ -249,6 +249,7 @@ async def export_session(
             await drain()
 
     segments = await segment_reads.segments(db, session_id)
+    reader = SegmentReader(db, segments)
     chat = await web_chats.chat_info(db, session_id)
     if fmt == "md":
         await write(
@@ -280,8 +281,8 @@ async def export_session(
             await write(f"\n> ✖ {plain(record_line(segment))}\n", flush=False)
             continue
         try:
-            meta = await segment_reads.segment_meta(db, segment)
-            entries = await segment_entries_stream(db, segment, spare=True)
+            meta = await reader.meta(segment)
+            entries = await reader.entries(segment, spare=True)
             problem = None
         except UnreadableError as exc:
             meta, entries, problem = None, iter(()), str(exc)

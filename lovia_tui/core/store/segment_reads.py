@@ -188,16 +188,22 @@ async def _segment_rows(
     order: str,
     params: tuple[str, int, int],
     *,
+    matching: bool = True,
     defer: bool = True,
     cut: float | None = None,
 ) -> list[Any]:
     """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
-    each row ends with how many of the session's segments match ``where``
-    (counted from lovia's index, once: the subquery is not correlated); a
-    large run not counted yet is left so (``defer``: see :func:`count_stored`)."""
+    with ``matching`` each row ends with how many of the session's segments
+    match ``where`` (counted from lovia's index, once a statement: the
+    subquery is not correlated); a large run not counted yet is left so
+    (``defer``: see :func:`count_stored`)."""
+    matches = (
+        f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where})"
+        if matching
+        else "NULL"
+    )
     base = (
-        "SELECT id, session_id, run_id, created_at, NULL, meta_json, NULL, "
-        f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where}) "
+        f"SELECT id, session_id, run_id, created_at, NULL, meta_json, NULL, {matches} "
         f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
     )
     return await _with_counts(db, base, params, 6, 4, defer=defer, cut=cut)
@@ -206,9 +212,17 @@ async def _segment_rows(
 async def _rows_after(
     db: Database, session_id: str, after: int, limit: int, cut: float | None
 ) -> list[Any]:
-    """A session's segment rows after id ``after``, counted now (for :func:`segments`)."""
+    """A session's segment rows after id ``after``, counted now (for
+    :func:`segments`, which walks to the end: counting what is left at each
+    step read the session's index once a step)."""
     return await _segment_rows(
-        db, "id > ?2", "id", (session_id, after, limit), defer=False, cut=cut
+        db,
+        "id > ?2",
+        "id",
+        (session_id, after, limit),
+        matching=False,
+        defer=False,
+        cut=cut,
     )
 
 
@@ -281,15 +295,6 @@ async def _counted(
         # A malformed row among these: count row by row, guarded.
         rows = await db.fetchall(sql.format(SAFE_ENTRY_COUNT), tuple(ids), cut=cut)
     return dict(rows)
-
-
-async def segment_meta(db: Database, segment: SegmentInfo) -> dict[str, Any] | None:
-    """One segment's ``meta`` as stored (``show`` and export print it whole);
-    raises UnreadableError for a meta that is not a JSON object."""
-    row = await db.fetchone(
-        "SELECT meta_json FROM session_runs WHERE id = ?", (segment.row_id,)
-    )
-    return None if row is None else parse_stored(parse_object, row[0])
 
 
 async def segment_entries(db: Database, segment: SegmentInfo) -> list[Entry]:
