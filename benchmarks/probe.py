@@ -8,6 +8,10 @@
 - ``trivial``: the floor app, a trivial Textual app: the wall time of its
   first frame, the key-to-frame latency of a widget that repaints on a key,
   and its peak RSS.
+- ``shape``: a reference, not a floor: a Textual app laid out as the
+  inspector (status line, three bordered panes with titles and Line API
+  lists, a key bar) drawing fixed text, no data and none of our code: the
+  wall time of its first frame, i.e. what that layout costs Textual.
 - ``browse``: the app driven key by key: sessions list, the largest
   session's transcript, its older batches, a content search and its cancel;
   peak RSS at the end.
@@ -215,6 +219,57 @@ def first_frame(info: dict) -> None:
 
     app._display = display
     app.run(headless=True, size=SIZE)
+
+
+# ----- the inspector's shape, without the app -----
+
+
+def shape() -> None:
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.containers import Horizontal, Vertical
+    from textual.scroll_view import ScrollView
+    from textual.strip import Strip
+    from textual.widgets import Static
+
+    class Rows(ScrollView):
+        def render_line(self, y: int) -> Strip:
+            text = Text(f"session-{y:06d}  the title of session {y}  3 runs  2h ago")
+            text.truncate(self.size.width, pad=True)
+            return Strip(text.render(self.app.console))
+
+    class Shape(App):
+        CSS = """
+        #panes { height: 1fr; }
+        .pane { border: round $primary; height: 1fr; width: 1fr; }
+        #transcript { width: 2fr; }
+        .title { height: 1; background: $boost; }
+        Rows { height: 1fr; overflow: hidden; }
+        #detail { height: 2fr; }
+        #status, #keys { height: 1; }
+        """
+
+        def compose(self) -> ComposeResult:
+            yield Static("lovia.db", id="status")
+            with Horizontal(id="panes"):
+                for pane in ("sessions", "transcript", "runs"):
+                    with Vertical(classes="pane", id=pane):
+                        yield Static(pane, classes="title")
+                        yield Rows()
+                        if pane == "runs":
+                            yield Static("run detail\n" * 16, id="detail")
+            yield Static("enter open  / search  w rewind  u undo  ? help", id="keys")
+
+    app = Shape()
+    frames = Frames(app)
+    wall_offset = time.time() - perf_counter()
+
+    async def drive() -> None:
+        async with app.run_test(size=SIZE):
+            await frames.wait_after(0)
+            print(json.dumps({"first_frame": frames.times[0] + wall_offset}))
+
+    asyncio.run(drive())
 
 
 # ----- the trivial floor app -----
@@ -630,6 +685,8 @@ def main() -> None:
         first_frame(info)
     elif mode == "trivial":
         trivial()
+    elif mode == "shape":
+        shape()
     elif mode == "browse":
         browse(info, int(info.get("keys", 100)))
     elif mode == "stress":

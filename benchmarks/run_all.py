@@ -136,13 +136,15 @@ def raw_first_page(path: str) -> tuple[float, float]:
 
 
 def measure_first_frame(info: dict) -> list[Measure]:
-    app_rows, app_titles, trivial, sql_page, sql_titles = [], [], [], [], []
+    app_rows, app_titles, trivial, shape, sql_page, sql_titles = [], [], [], [], [], []
     for _ in range(FIRST_FRAME_RUNS):
         started, found = timed_probe("first-frame", info)
         app_rows.append(found["rows"] - started)
         app_titles.append(found["summaries"] - started)
         started, found = timed_probe("trivial")
         trivial.append(found["first_frame"] - started)
+        started, found = timed_probe("shape")
+        shape.append(found["first_frame"] - started)
         walk, page = raw_first_page(info["path"])
         sql_page.append(walk)
         sql_titles.append(page)
@@ -154,11 +156,18 @@ def measure_first_frame(info: dict) -> list[Measure]:
         "app_rows_ms": [round(v * 1000, 1) for v in app_rows],
         "app_titles_ms": [round(v * 1000, 1) for v in app_titles],
         "trivial_app_ms": [round(v * 1000, 1) for v in trivial],
+        "shape_app_ms": [round(v * 1000, 1) for v in shape],
         "raw_sql_walk_ms": [round(v * 1000, 2) for v in sql_page],
         "raw_sql_walk_and_titles_ms": [round(v * 1000, 2) for v in sql_titles],
     }
     titles = med(app_titles) * 1000
     rows = med(app_rows) * 1000
+    print(
+        f"    reference: a Textual app of the inspector's shape, fixed text: "
+        f"{med(shape) * 1000:.1f} ms, {med(shape) / med(trivial):.2f}x the trivial "
+        f"app's {med(trivial) * 1000:.1f} ms",
+        flush=True,
+    )
     return [
         Measure(
             "1",

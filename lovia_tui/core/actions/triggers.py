@@ -22,11 +22,14 @@ WRITTEN_TABLES = (*TABLES, "lovia_schema", "chat_schedules")
 
 
 def refuse_triggers(conn: sqlite3.Connection, path: Path) -> None:
-    """ActionError naming the file's triggers on those tables, if it has any."""
+    """ActionError naming the file's triggers on those tables, if it has any.
+    The table is named as the trigger spelled it (``ON Session_Runs`` fires
+    on ``session_runs``): compared as SQLite compares names, in ASCII case
+    (its ``lower``), never as stored."""
     marks = ", ".join("?" * len(WRITTEN_TABLES))
     found = conn.execute(
         "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
-        f"AND tbl_name IN ({marks}) ORDER BY name",
+        f"AND lower(tbl_name) IN ({marks}) ORDER BY name",
         WRITTEN_TABLES,
     ).fetchall()
     if found:
