@@ -108,11 +108,41 @@ def add_stale_after(parser: argparse.ArgumentParser) -> None:
     )
 
 
+FILE_ARGUMENTS = frozenset({"paths", "dir", "output", "users"})
+"""Arguments that name files: any bytes a file name may hold. Every other
+string argument (ids, reasons, search text) goes to SQLite or lovia, which
+take UTF-8 text only; the ids among ``paths`` are checked as they are split off."""
+
+
+def require_text(value: str, what: str) -> str:
+    """``value``, or a LoviaTuiError if the command line gave bytes that are
+    not UTF-8 (Python keeps them as lone surrogates, which SQLite refuses)."""
+    if any("\ud800" <= char <= "\udfff" for char in value):
+        shown = "".join(
+            "\ufffd" if "\ud800" <= char <= "\udfff" else char for char in value
+        )
+        raise LoviaTuiError(
+            f"{what} {printable(shown)!r} is not valid UTF-8: lovia's ids and "
+            "records are text, so nothing stored can be named by it"
+        )
+    return value
+
+
+def require_text_arguments(args: argparse.Namespace) -> None:
+    """:func:`require_text` of every argument that is not a file's name."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        if name not in FILE_ARGUMENTS:
+            for item in values:
+                if isinstance(item, str):
+                    require_text(item, name.replace("_", "-"))
+
+
 def split_paths_and_id(paths: list[str], what: str) -> tuple[list[str], str]:
     """``PATH... ID``: the last positional is the id."""
     if len(paths) < 2:
         raise LoviaTuiError(f"expected PATH... {what}")
-    return paths[:-1], paths[-1]
+    return paths[:-1], require_text(paths[-1], what)
 
 
 def split_paths_and_ids(
@@ -128,7 +158,7 @@ def split_paths_and_ids(
             f": {positionals[0]!r} is not a file or directory" if positionals else ""
         )
         raise LoviaTuiError(f"expected PATH... {what}{first}")
-    return positionals[:count], positionals[count:]
+    return positionals[:count], [require_text(i, what) for i in positionals[count:]]
 
 
 async def open_workspace(
@@ -358,6 +388,7 @@ def fail(message: str) -> int:
 def run_command(command: Command, args: argparse.Namespace) -> int:
     """Run a subcommand's body (sync or async); known errors become one line, exit 2."""
     try:
+        require_text_arguments(args)
         result = command.run(args)
         return result if isinstance(result, int) else asyncio.run(result)
     except LoviaTuiError as exc:

@@ -194,6 +194,18 @@ def test_json_is_an_object_and_the_exit_code_as_documented(
         (["resume", "{d}", "run-cli-crashed", "--agent", "nosuch:agent"], "no module"),
         (["rewind", "{d}", "no-such-session", "--keep", "1"], "no-such-session"),
         (["export", "{d}", "chat-kyoto", "-o", "{d}/sessions.db"], "database"),
+        # Bytes that are not UTF-8, as a shell passes them (surrogate-escaped).
+        (
+            ["rewind", "{d}", "\udced\udca0", "--keep", "1"],
+            "SESSION_ID '\ufffd\ufffd' is not valid UTF-8",
+        ),
+        (["show", "{d}", "chat-\udcff"], "not valid UTF-8"),
+        (["delete-run", "{d}", "run-\udcff"], "RUN_ID"),
+        (
+            ["rewind", "{d}", "chat-kyoto", "--keep", "1", "--reason", "\udcff"],
+            "reason",
+        ),
+        (["sessions", "{d}", "--search", "\udcff"], "search"),
     ],
 )
 def test_refusals_are_one_line_and_exit_2(
