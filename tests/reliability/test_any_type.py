@@ -18,6 +18,7 @@ import pytest
 from support.any_type_db import (
     BAD_TIME_RUN,
     BAD_TIME_SESSION,
+    GOOD_ENTRIES,
     KEYS,
     ODD_CELLS_SESSION,
     ODD_STATUSES,
@@ -25,7 +26,7 @@ from support.any_type_db import (
     TEXT_TWIN,
     build_any_type_db,
 )
-from support.lovia_factory import copy_db, raw, rows, scratch_directory
+from support.lovia_factory import copy_db, integrity, raw, rows, scratch_directory
 from support.reliability import (
     AppWatch,
     detail_text,
@@ -71,10 +72,6 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, st
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err, (argv, err)
     return code, out, err
-
-
-def integrity(path: Path) -> str:
-    return raw(path, "PRAGMA integrity_check")[0][0]
 
 
 # ------------------------------------------------------------------ the core
@@ -223,6 +220,25 @@ def test_actions_refuse_non_text_ids_and_act_on_text_twins_alone(
     assert cli(capsys, "undo", any_type, "--yes")[0] == 0
     assert cli(capsys, "undo", any_type, "--yes")[0] == 0
     assert rows(any_type) == before
+
+
+def test_a_fork_refuses_to_copy_a_run_whose_id_is_not_text(
+    any_type: Path, private_journal: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The copy keeps each run's id, given to lovia's append, which takes text."""
+    with contextlib.closing(sqlite3.connect(any_type)) as conn, conn:
+        conn.execute(
+            "INSERT INTO session_runs (session_id, run_id, entries_json, created_at) "
+            "VALUES ('text-session', X'00', ?, 1e9)",
+            (GOOD_ENTRIES,),
+        )
+    before = rows(any_type)
+    for yes in ([], ["--yes"]):
+        argv = ["fork", any_type, "text-session", "--keep", "1", "--as", "copy"]
+        code, out, err = cli(capsys, *argv, *yes)
+        assert (code, out) == (2, "")
+        assert "run id ⚠ blob x'00' is not text" in err and err.count("\n") == 1
+    assert rows(any_type) == before and integrity(any_type) == "ok"
 
 
 # ------------------------------------------------------------------ the app

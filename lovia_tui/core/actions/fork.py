@@ -49,6 +49,7 @@ from lovia_tui.core.store.rows import (
     identity,
 )
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import refuse_non_text, stored_key
 
 FORK_TABLES = ("session_runs", "chat_sessions", "chat_ui_data")
 """What a fork writes under the new session id (the chat tables in a web file)."""
@@ -134,6 +135,8 @@ async def preview_fork(
     truncated, deleted, _ = _rewind_split(segments, keep)
     cut = {s.run_id for s in deleted} | ({truncated.run_id} if truncated else set())
     copied = tuple(s.run_id for s in segments if s.run_id not in cut)
+    for run_id in copied + ((truncated.run_id,) if truncated else ()):
+        refuse_non_text("run", stored_key(run_id))  # the copy keeps it, through lovia
     entries = sum(len(s.entries) for s in segments if s.run_id in copied) + (
         truncated.kept_entries if truncated else 0
     )
