@@ -192,7 +192,7 @@ def _configure_undo(parser: argparse.ArgumentParser) -> None:
 
 async def _undo(args: argparse.Namespace) -> int:
     args.paths, ids = split_paths_and_ids(args.paths, "[ID]")
-    if len(ids) > 1 or (ids and not ids[0].isdigit()):
+    if len(ids) > 1 or (ids and not (ids[0].isascii() and ids[0].isdigit())):
         raise LoviaTuiError(
             "expected PATH... [ID]: one journal entry id (see `lovia-tui journal`)"
         )

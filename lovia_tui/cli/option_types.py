@@ -17,17 +17,21 @@ DURATION_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
 DAY = DURATION_UNITS["d"]
 
 
+MOST = (1 << 63) - 1
+"""The largest number SQLite holds: a count past it reached SQLite as an OverflowError."""
+
+
 def count(minimum: int = 0) -> Callable[[str], int]:
-    """A whole number of ``minimum`` or more."""
+    """A whole number from ``minimum`` to :data:`MOST`."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
+        if value is None or not minimum <= value <= MOST:
             raise argparse.ArgumentTypeError(
-                f"expected a whole number of {minimum} or more, got {text!r}"
+                f"expected a whole number from {minimum} to {MOST}, got {text!r}"
             )
         return value
 

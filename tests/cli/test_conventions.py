@@ -66,13 +66,17 @@ def test_numbers_are_checked_by_our_types_and_refused_under_their_own_name(
     assert [a.dest for a in options if a.type in (int, float)] == []
     for action in filter(_validated, options):
         option = max(action.option_strings, key=len)
-        argv = [option, "-1"] if name == APP else [name, option, "-1"]
-        code = cli_main(argv)
-        err = capsys.readouterr().err
-        where = "" if name == APP else f"{name}: "
-        assert code == 2, argv
-        assert err.startswith(f"lovia-tui: {where}argument {option}: "), err
-        assert err.count("\n") == 1 and "'-1'" in err and "Traceback" not in err
+        # A count past SQLite's integers too: it reached SQLite as an OverflowError.
+        past = ["9223372036854775808"] if "count" in action.type.__qualname__ else []
+        for value in ["-1", *past]:
+            argv = [option, value] if name == APP else [name, option, value]
+            code = cli_main(argv)
+            err = capsys.readouterr().err
+            where = "" if name == APP else f"{name}: "
+            assert code == 2, argv
+            assert err.startswith(f"lovia-tui: {where}argument {option}: "), err
+            assert err.count("\n") == 1 and f"'{value}'" in err
+            assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -206,6 +210,11 @@ def test_json_is_an_object_and_the_exit_code_as_documented(
             "reason",
         ),
         (["sessions", "{d}", "--search", "\udcff"], "search"),
+        (
+            ["undo", "{d}", "9223372036854775808"],
+            "no journal entry 9223372036854775808",
+        ),
+        (["undo", "{d}", "²"], "one journal entry id"),
     ],
 )
 def test_refusals_are_one_line_and_exit_2(

@@ -289,10 +289,12 @@ class Journal:
         return await asyncio.to_thread(self.get_sync, entry_id)
 
     def get_sync(self, entry_id: int) -> JournalEntry:
-        with self.connect() as conn:
-            row = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)
-            ).fetchone()
+        row = None
+        if 0 < entry_id < 1 << 63:  # an id SQLite can hold, else no entry has it
+            with self.connect() as conn:
+                row = conn.execute(
+                    f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)
+                ).fetchone()
         if row is None:
             raise ActionError(f"no journal entry {entry_id} in {self.path}")
         return _entry(row)
