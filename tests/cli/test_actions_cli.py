@@ -208,9 +208,23 @@ def test_finalize_json(
     data = json.loads(out)
     assert code == 0
     assert data["preview"]["session_source"] == "given"
+    assert data["preview"]["new_session"] is False
     assert data["result"]["counts"] == {"entries_appended": 1, "checkpoints_deleted": 1}
     assert "'crashed'" in {r[2] for r in rows(sessions)["session_runs"]}
     assert "'crashed'" not in {r[0] for r in rows(runs)["snapshot_heads"]}
+
+
+def test_finalize_into_a_session_no_file_holds_warns_that_it_starts_one(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    """A typo in --session would start a session: the preview says so."""
+    sessions, runs = two_files
+    argv = ["finalize", sessions, runs, "crashed", "--stale-after", "0"]
+    code, out, _ = run(capsys, *argv, "--session", "s-typo")
+    assert code == 0
+    assert "WARNING: no session 's-typo' exists yet: this run starts it" in out
+    code, out, _ = run(capsys, *argv, "--session", "s")
+    assert code == 0 and "exists yet" not in out
 
 
 @pytest.mark.parametrize(

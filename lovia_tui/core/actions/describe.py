@@ -226,6 +226,11 @@ def _finalize(p: FinalizePreview) -> list[str]:
         lines.append(
             "WARNING: nothing links this run to the session: lovia cannot check your choice"
         )
+    if p.new_session:
+        lines.append(
+            f"WARNING: no session {p.session_id!r} exists yet: this run starts it "
+            "(check the id)"
+        )
     return lines
 
 

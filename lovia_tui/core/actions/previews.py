@@ -200,6 +200,8 @@ class FinalizePreview:
     # a stranded run's), system inputs aside.
     entries_left_out: int = 0
     web_record_after: str | None = None
+    # No segment of the session exists yet: the append starts it (a typo would too).
+    new_session: bool = False
 
     @property
     def noop(self) -> bool:

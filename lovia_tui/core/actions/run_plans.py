@@ -256,6 +256,7 @@ async def preview_finalize(
         live=checkpoint.live,
         entries_left_out=len(own) - len([e for e in kept if not is_system_input(e)]),
         web_record_after=after,
+        new_session=await ws.find_session(target) is None,
     )
 
 
