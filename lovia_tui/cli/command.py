@@ -380,8 +380,17 @@ def console(*, stderr: bool = False) -> DataConsole:
     )
 
 
+ERROR_CHARS = 2_000
+"""Characters of an error line kept: its start and its end (a stored id of
+100 KB made the refusal that named it 100 KB long)."""
+
+
 def fail(message: str) -> int:
-    print(f"lovia-tui: {printable(message)}", file=sys.stderr)
+    text = printable(message)
+    if len(text) > ERROR_CHARS:
+        cut = len(text) - ERROR_CHARS
+        text = f"{text[: ERROR_CHARS // 2]}…({cut:,} characters)…{text[-ERROR_CHARS // 2 :]}"
+    print(f"lovia-tui: {text}", file=sys.stderr)
     return EXIT_ERROR
 
 

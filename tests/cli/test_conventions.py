@@ -346,3 +346,16 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in err
     for path in workspace.glob("*.db"):
         assert integrity(path) == "ok"
+
+
+def test_an_error_naming_a_huge_stored_id_stays_readable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Its start and its end (where a refusal says what happened) are kept."""
+    from lovia_tui.cli.command import ERROR_CHARS, fail
+
+    assert fail(f"run r belongs to session '{'I' * 100_000}'; nothing was done") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lovia-tui: run r belongs to session 'III")
+    assert err.endswith("III'; nothing was done\n") and err.count("\n") == 1
+    assert len(err) < ERROR_CHARS + 100 and "(98,0" in err
