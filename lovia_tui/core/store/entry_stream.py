@@ -256,19 +256,6 @@ def check_stream(value: Value, entries: int | None = None) -> int:
     return count
 
 
-async def stored_entries(db: Database, row_id: int, size: int) -> Value | None:
-    """A segment's stored ``entries_json`` (None if it is gone); one of
-    ``size`` characters or more read through SQLite's incremental blob I/O
-    as it is needed (:class:`Stored`: a SELECT of it holds the value and its
-    CAST too)."""
-    if size > STREAM_ABOVE:
-        return await asyncio.to_thread(stored_value, db, row_id)
-    row = await db.fetchone(
-        "SELECT CAST(entries_json AS BLOB) FROM session_runs WHERE id = ?", (row_id,)
-    )
-    return None if row is None else row[0]
-
-
 async def stored_sizes(
     db: Database, row_ids: list[int], column: str = "entries_json"
 ) -> dict[int, int]:
