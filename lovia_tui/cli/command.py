@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
-from lovia_tui.cli.option_types import duration, duration_text
+from lovia_tui.cli.option_types import (
+    duration,
+    duration_text,
+    require_text,
+    require_text_arguments,
+)
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
 from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
 from lovia_tui.core.huge_text import expand
@@ -106,36 +111,6 @@ def add_stale_after(parser: argparse.ArgumentParser) -> None:
         help="a running run with no save for this long is stale (likely crashed): "
         f"30s, 5m, 2h, plain seconds; default {duration_text(DEFAULT_STALE_AFTER)}",
     )
-
-
-FILE_ARGUMENTS = frozenset({"paths", "dir", "output", "users"})
-"""Arguments that name files: any bytes a file name may hold. Every other
-string argument (ids, reasons, search text) goes to SQLite or lovia, which
-take UTF-8 text only; the ids among ``paths`` are checked as they are split off."""
-
-
-def require_text(value: str, what: str) -> str:
-    """``value``, or a LoviaTuiError if the command line gave bytes that are
-    not UTF-8 (Python keeps them as lone surrogates, which SQLite refuses)."""
-    if any("\ud800" <= char <= "\udfff" for char in value):
-        shown = "".join(
-            "\ufffd" if "\ud800" <= char <= "\udfff" else char for char in value
-        )
-        raise LoviaTuiError(
-            f"{what} {printable(shown)!r} is not valid UTF-8: lovia's ids and "
-            "records are text, so nothing stored can be named by it"
-        )
-    return value
-
-
-def require_text_arguments(args: argparse.Namespace) -> None:
-    """:func:`require_text` of every argument that is not a file's name."""
-    for name, value in vars(args).items():
-        values = value if isinstance(value, list) else [value]
-        if name not in FILE_ARGUMENTS:
-            for item in values:
-                if isinstance(item, str):
-                    require_text(item, name.replace("_", "-"))
 
 
 def split_paths_and_id(paths: list[str], what: str) -> tuple[list[str], str]:

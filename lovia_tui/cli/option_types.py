@@ -1,4 +1,4 @@
-"""What the CLI's option values may be: counts, durations, dates.
+"""What the CLI's option values may be: counts, durations, dates, text.
 
 argparse names the option in its message (``argument --keep: ...``), so each
 check says only what is wrong with the value: a script learns which option
@@ -11,6 +11,9 @@ import argparse
 import time
 from collections.abc import Callable
 from datetime import datetime
+
+from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import printable
 
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
 """The one duration syntax of every option taking one: ``30s``, ``5m``, ``2h``, ``7d``."""
@@ -92,3 +95,33 @@ def since_time(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{text!r} is neither an age (30m, 12h, 7d) nor an ISO date/time"
         ) from None
+
+
+FILE_ARGUMENTS = frozenset({"paths", "dir", "output", "users"})
+"""Arguments that name files: any bytes a file name may hold. Every other
+string argument (ids, reasons, search text) goes to SQLite or lovia, which
+take UTF-8 text only; the ids among ``paths`` are checked as they are split off."""
+
+
+def require_text(value: str, what: str) -> str:
+    """``value``, or a LoviaTuiError if the command line gave bytes that are
+    not UTF-8 (Python keeps them as lone surrogates, which SQLite refuses)."""
+    if any("\ud800" <= char <= "\udfff" for char in value):
+        shown = "".join(
+            "\ufffd" if "\ud800" <= char <= "\udfff" else char for char in value
+        )
+        raise LoviaTuiError(
+            f"{what} {printable(shown)!r} is not valid UTF-8: lovia's ids and "
+            "records are text, so nothing stored can be named by it"
+        )
+    return value
+
+
+def require_text_arguments(args: argparse.Namespace) -> None:
+    """:func:`require_text` of every argument that is not a file's name."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        if name not in FILE_ARGUMENTS:
+            for item in values:
+                if isinstance(item, str):
+                    require_text(item, name.replace("_", "-"))

@@ -197,14 +197,11 @@ async def _segment_rows(
     match ``where`` (counted from lovia's index, once a statement: the
     subquery is not correlated); a large run not counted yet is left so
     (``defer``: see :func:`count_stored`)."""
-    matches = (
-        f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where})"
-        if matching
-        else "NULL"
-    )
+    count = f"(SELECT COUNT(*) FROM session_runs WHERE session_id = ?1 AND {where})"
     base = (
-        f"SELECT id, session_id, run_id, created_at, NULL, meta_json, NULL, {matches} "
-        f"FROM session_runs WHERE session_id = ?1 AND {where} ORDER BY {order} LIMIT ?3"
+        "SELECT id, session_id, run_id, created_at, NULL, meta_json, NULL, "
+        f"{count if matching else 'NULL'} FROM session_runs WHERE session_id = ?1 "
+        f"AND {where} ORDER BY {order} LIMIT ?3"
     )
     return await _with_counts(db, base, params, 6, 4, defer=defer, cut=cut)
 
