@@ -10,6 +10,7 @@ from pathlib import Path
 from lovia_tui.cli.command import EXIT_OK, Command, add_readonly, fail
 from lovia_tui.cli.launch import check_opens
 from lovia_tui.cli.option_types import count
+from lovia_tui.core.formatting import printable
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -56,8 +57,9 @@ def _serve(args: argparse.Namespace) -> int:
         if args.users is None:
             return fail("--add-user needs --users FILE")
         password = getpass.getpass(f"{args.add_user}'s password: ")
-        add_user(args.users, args.add_user, password)
-        print(f"{args.add_user} added to {args.users}")
+        changed = add_user(args.users, args.add_user, password)
+        done = "password changed in" if changed else "added to"
+        print(printable(f"{args.add_user} {done} {args.users}"))
         return EXIT_OK
     if not args.paths:
         return fail("serve needs at least one PATH")

@@ -2,11 +2,15 @@
 
 ``textual-serve`` has no authentication; everything here is ours. Secrets are
 compared in constant time, cookies are HttpOnly and SameSite=Strict, and the
-users file must be private (it holds password hashes).
+users file must be private (it holds password hashes). A password is checked
+off the server's event loop, one at a time, at the same cost whether or not
+its name is known: a flood of logins neither stalls the open tabs nor tells
+which names exist.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import os
@@ -39,8 +43,22 @@ def password_matches(password: str, stored: str) -> bool:
     return hmac.compare_digest(digest.hex(), digest_hex)
 
 
+def _check_name(name: str) -> None:
+    if not name or ":" in name or name != name.strip() or not name.isprintable():
+        raise LoviaTuiError(
+            f"bad user name {name!r}: printable, no ':' or spaces around"
+        )
+    if name == TOKEN_USER:
+        raise LoviaTuiError(
+            f"the user name {TOKEN_USER!r} is the journal's name for whoever used "
+            "the start token: choose another"
+        )
+
+
 def read_users(path: Path) -> dict[str, str]:
-    """Name → hash from a ``name:hash`` file; refused if others may read it."""
+    """Name → hash from a ``name:hash`` file; refused if others may read it,
+    or if a line is not a login this command wrote (never guessed at: it may
+    be another file)."""
     try:
         mode = path.lstat().st_mode
     except OSError as exc:
@@ -53,28 +71,55 @@ def read_users(path: Path) -> dict[str, str]:
             "chmod 600 it"
         )
     users: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        name, sep, hashed = line.strip().partition(":")
-        if sep and name:
-            users[name] = hashed
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, _, hashed = line.partition(":")
+        try:
+            _check_name(name)
+        except LoviaTuiError as exc:
+            raise LoviaTuiError(f"users file {path} line {number}: {exc}") from None
+        if not _a_hash(hashed) or name in users:
+            raise LoviaTuiError(
+                f"users file {path} line {number} is not a `name:scrypt$…` login "
+                "of its own (written by `lovia-tui serve --add-user`)"
+            )
+        users[name] = hashed
     if not users:
         raise LoviaTuiError(f"users file {path} has no `name:hash` line")
     return users
 
 
-def add_user(path: Path, name: str, password: str) -> None:
-    """Append (or replace) one user; the file is created 0600, never via a symlink."""
-    if not name or ":" in name or name != name.strip() or not name.isprintable():
-        raise LoviaTuiError(
-            f"bad user name {name!r}: printable, no ':' or spaces around"
-        )
-    users = read_users(path) if path.exists() else {}
+def _a_hash(stored: str) -> bool:
+    kind, salt, digest = (stored.split("$") + ["", ""])[:3]
+    return kind == "scrypt" and all(
+        len(part) >= 32 and all(c in "0123456789abcdef" for c in part)
+        for part in (salt, digest)
+    )
+
+
+def add_user(path: Path, name: str, password: str) -> bool:
+    """Add one user, or change their password (True: they were there); the
+    file is replaced whole (a new file renamed over it), 0600, never through
+    a symlink; refused if it is not a users file already."""
+    _check_name(name)
+    if not password:
+        raise LoviaTuiError("an empty password is refused")
+    users = read_users(path) if os.path.lexists(path) else {}
+    known = name in users
     users[name] = hash_password(password)
-    text = "".join(f"{n}:{h}\n" for n, h in users.items())
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    fd = os.open(path, flags, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    fresh = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{n}:{h}\n" for n, h in users.items()))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(fresh, path)
+    except BaseException:
+        fresh.unlink(missing_ok=True)
+        raise
+    return known
 
 
 class Gate:
@@ -84,6 +129,9 @@ class Gate:
         self.token = secrets.token_urlsafe(16)  # 128 bits, new at every start
         self.users = users
         self._sessions: dict[str, str] = {}
+        self._unknown = hash_password(secrets.token_hex(16))
+        """What an unknown name's password is checked against: the same one scrypt."""
+        self._checking = asyncio.Lock()
 
     def open_session(self, who: str) -> str:
         cookie = secrets.token_urlsafe(32)
@@ -95,12 +143,15 @@ class Gate:
             offered.encode(), self.token.encode()
         )
 
-    def login(self, name: str, password: str) -> bool:
+    async def login(self, name: str, password: str) -> bool:
+        """Whether ``password`` is ``name``'s: one scrypt in a thread, one login
+        at a time (a flood takes one core, and only its own time)."""
         stored = (self.users or {}).get(name)
-        if stored is None:
-            password_matches(password, hash_password("timing"))  # same cost either way
-            return False
-        return password_matches(password, stored)
+        async with self._checking:
+            matches = await asyncio.to_thread(
+                password_matches, password, stored or self._unknown
+            )
+        return stored is not None and matches
 
     def who(self, cookie: str | None) -> str | None:
         """The person behind a cookie, compared in constant time; None if unknown."""

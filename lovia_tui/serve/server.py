@@ -209,9 +209,13 @@ class LockedServer(Server):
         )
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
+        # A browser names the page a form was posted from: another site's page
+        # would sign its visitor in as the attacker (whose actions they'd take).
+        if request.headers.get("Origin", self._own_origin()) != self._own_origin():
+            raise web.HTTPForbidden(text="lovia-tui serve: foreign origin\n")
         form = await request.post()
         name, password = str(form.get("name", "")), str(form.get("password", ""))
-        if not self.gate.login(name, password):
+        if not await self.gate.login(name, password):
             response = await self._login_page(request, "wrong name or password")
             response.set_status(401)
             return response

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from support.lovia_factory import SCRIPTS, write_session
 from support.ports import free_port
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.serve.gate import COOKIE, add_user, read_users
+from lovia_tui.serve import gate
+from lovia_tui.serve.gate import COOKIE, Gate, add_user, read_users
 from lovia_tui.serve.server import LockedServer, app_argv
 
 ROUTES = ["/", "/ws", "/static/css/xterm.css", "/download/anything", "/nope"]
@@ -219,6 +221,93 @@ def test_users_file_must_be_private(tmp_path: Path) -> None:
     link.symlink_to(users)
     with pytest.raises(LoviaTuiError, match="not a regular file"):
         read_users(link)
+    with pytest.raises(LoviaTuiError, match="not a regular file"):
+        add_user(link, "bob", "pw")
+    assert link.is_symlink()
+
+
+def test_add_user_changes_only_a_users_file(tmp_path: Path) -> None:
+    """Another private file of ``a:b`` lines is never rewritten as one; a
+    known name's password is changed, and said so."""
+    users = tmp_path / "users"
+    assert add_user(users, "alice", "one") is False
+    first = read_users(users)["alice"]
+    assert add_user(users, "alice", "two") is True
+    assert read_users(users)["alice"] != first
+    pgpass = tmp_path / ".pgpass"
+    pgpass.write_text("db1:5432:app:admin:SECRET1\n")
+    pgpass.chmod(0o600)
+    with pytest.raises(LoviaTuiError, match="line 1 is not a `name:scrypt"):
+        add_user(pgpass, "bob", "pw")
+    assert pgpass.read_text() == "db1:5432:app:admin:SECRET1\n"
+    for name, password, said in [
+        ("token", "pw", "the journal's name"),
+        ("a:b", "pw", "bad user name"),
+        ("bob", "", "empty password"),
+    ]:
+        with pytest.raises(LoviaTuiError, match=said):
+            add_user(users, name, password)
+    assert set(read_users(users)) == {"alice"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".pgpass", "users"]
+
+
+async def test_a_password_is_checked_off_the_loop_at_one_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A known name and an unknown one cost one scrypt each (the timing tells
+    no names), run in a thread while the server's loop goes on."""
+    users = tmp_path / "users"
+    add_user(users, "alice", "correct horse")
+    door = Gate(read_users(users))
+    checked: list[str] = []
+    matches = gate.password_matches
+
+    def slow(password: str, stored: str) -> bool:
+        checked.append(stored)
+        time.sleep(0.2)
+        return matches(password, stored)
+
+    monkeypatch.setattr(gate, "password_matches", slow)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        assert await door.login("alice", "correct horse")
+        assert not await door.login("nobody", "correct horse")
+        assert not await door.login("alice", "wrong")
+    finally:
+        ticker.cancel()
+    assert len(checked) == 3 and ticks >= 30  # the loop ran through 0.6 s of checks
+
+
+async def test_a_login_posted_from_another_site_is_403(
+    db: Path, tmp_path: Path
+) -> None:
+    users = tmp_path / "users"
+    add_user(users, "mallory", "pw")
+    server = _server([db], users=read_users(users))
+    client = await _client(server)
+    try:
+        form = {"name": "mallory", "password": "pw"}
+        foreign = await client.post(
+            "/login", data=form, headers={"Origin": "http://evil.example"},
+            allow_redirects=False,
+        )  # fmt: skip
+        assert foreign.status == 403
+        assert not [c for c in client.session.cookie_jar if c.key == COOKIE]
+        own = await client.post(
+            "/login", data=form, headers={"Origin": server.public_url},
+            allow_redirects=False,
+        )  # fmt: skip
+        assert own.status == 303
+    finally:
+        await client.close()
 
 
 async def test_login_names_the_person(db: Path, tmp_path: Path) -> None:
