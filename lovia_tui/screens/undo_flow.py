@@ -11,7 +11,7 @@ from pathlib import Path
 
 from textual.screen import Screen
 
-from lovia_tui.core.actions.actor import served_person
+from lovia_tui.core.actions.actor import acted_by, served_person
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.workspace import Workspace
@@ -42,6 +42,15 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
     if entry is None:
         yours = "" if person is None else f" of {person}'s"
         host.notify(f"nothing{yours} to undo in the journal for these files")
+        return False
+    if person is not None and not acted_by(entry.user, person):
+        # The doctor offers any unfinished entry's undo: through serve, each
+        # person's actions are theirs to undo.
+        host.notify(
+            f"journal #{entry.id} is {entry.user}'s action: through serve you "
+            "undo only your own",
+            severity="error",
+        )
         return False
     what = f"{entry.action} of {entry.subject}" if entry.subject else entry.action
     running = journal.running(entry.id) if entry.unfinished else None

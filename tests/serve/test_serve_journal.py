@@ -70,3 +70,42 @@ def test_the_person_behind_a_served_action_is_told_from_their_address(
     user = who_acts(explained=True)
     assert acted_by(user, "ana from lima")
     assert not acted_by(user, "ana") and not acted_by("ana from lima", "ana from lima")
+
+
+def test_through_serve_no_one_undoes_another_persons_entry(
+    capsys: pytest.CaptureFixture[str],
+    two_files: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not by ``u`` (it looks for your own), nor by naming the entry as the
+    doctor's fix for an unfinished one does."""
+    import asyncio
+
+    from lovia_tui.app import make_app
+    from lovia_tui.pilot import settle
+    from lovia_tui.screens.undo_flow import undo_flow
+
+    sessions, runs = two_files
+    monkeypatch.setenv(SERVE_USER_ENV, "alice from 10.1.2.3")
+    argv = ["clear", sessions, runs, "s", "--yes", "--reason", "ticket 7"]
+    assert _run(capsys, *argv)[0] == 0
+    cleared = rows(sessions)
+    monkeypatch.setenv(SERVE_USER_ENV, "bob from 10.1.2.4")
+    said: list[str] = []
+
+    async def bob_undoes() -> bool:
+        app = make_app([sessions, runs])
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            monkeypatch.setattr(
+                app.screen, "notify", lambda text, **_: said.append(text)
+            )
+            assert app.workspace is not None
+            return await undo_flow(app.screen, app.workspace, 1)
+
+    assert asyncio.run(bob_undoes()) is False
+    assert said == [
+        "journal #1 is alice from 10.1.2.3 (serve)'s action: through serve you "
+        "undo only your own"
+    ]
+    assert rows(sessions) == cleared
