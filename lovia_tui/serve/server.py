@@ -28,6 +28,9 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.serve.gate import COOKIE, TOKEN_USER, Gate
 
 DEFAULT_MAX_SESSIONS = 4
+MOST_COLUMNS, MOST_ROWS = 1_000, 500
+"""The largest terminal a tab may ask for: the app draws every cell (a
+5000×5000 one took 522 MB and sent the browser 120 MB a frame)."""
 _STOP_GRACE = 5.0
 """Seconds an app gets to quit when asked before it is killed."""
 
@@ -61,12 +64,32 @@ def check_host(host: str, *, authenticated: bool) -> None:
         )
 
 
+def cells(value: object, default: int, most: int) -> int:
+    """A terminal dimension a browser asked for, as a whole number of 1 to ``most``."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return max(1, min(number, most))
+
+
 class ArgvAppService(AppService):
-    """One app process, started from an argument list with who/where in its env."""
+    """One app process, started from an argument list with who/where in its
+    env, at a terminal size kept within ``MOST_COLUMNS`` × ``MOST_ROWS``."""
 
     def __init__(self, argv: list[str], who: str, **kwargs: Any) -> None:
         super().__init__(" ".join(argv), **kwargs)
         self.argv, self.who = argv, who
+
+    async def start(self, width: int, height: int) -> None:
+        await super().start(
+            cells(width, 80, MOST_COLUMNS), cells(height, 24, MOST_ROWS)
+        )
+
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        await super().set_terminal_size(
+            cells(width, 80, MOST_COLUMNS), cells(height, 24, MOST_ROWS)
+        )
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         environment = super()._build_environment(width, height)

@@ -331,3 +331,32 @@ async def test_login_names_the_person(db: Path, tmp_path: Path) -> None:
         assert server.gate.who(cookie) == "alice"
     finally:
         await client.close()
+
+
+async def test_a_tab_gets_at_most_the_largest_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever size a page asks for at its start or in a resize."""
+    from textual_serve.app_service import AppService
+
+    from lovia_tui.serve.server import MOST_COLUMNS, MOST_ROWS, ArgvAppService
+
+    asked: list[tuple[int, int]] = []
+
+    async def record(self, width: int, height: int) -> None:
+        asked.append((width, height))
+
+    monkeypatch.setattr(AppService, "set_terminal_size", record)
+    monkeypatch.setattr(AppService, "start", record)
+    service = ArgvAppService(["app"], "alice", write_bytes=None, write_str=None,
+                             close=None, download_manager=None)  # fmt: skip
+    await service.start(5_000, 5_000)
+    for width, height in [(120, 40), (10**30, -5), ("wide", 1.5), (0, 10**6)]:
+        await service.set_terminal_size(width, height)  # type: ignore[arg-type]
+    assert asked == [
+        (MOST_COLUMNS, MOST_ROWS),
+        (120, 40),
+        (MOST_COLUMNS, 1),
+        (80, 1),
+        (1, MOST_ROWS),
+    ]
