@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import html
 import ipaddress
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -54,11 +55,8 @@ def check_host(host: str, *, authenticated: bool) -> None:
     """Refuse to listen beyond loopback without per-person logins."""
     if authenticated or host == "localhost":
         return
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    address = _address(host)
+    if address is None or not address.is_loopback:
         raise LoviaTuiError(
             f"refusing to listen on {host}: only loopback without --users FILE"
         )
@@ -71,6 +69,19 @@ def cells(value: object, default: int, most: int) -> int:
     except (TypeError, ValueError, OverflowError):
         return default
     return max(1, min(number, most))
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None  # a name, such as localhost
+
+
+def own_url(host: str, port: int) -> str:
+    """The URL of a server listening on ``host``:``port`` (an IPv6 address in brackets)."""
+    address = _address(host)
+    return f"http://{f'[{host}]' if address and address.version == 6 else host}:{port}"
 
 
 class ArgvAppService(AppService):
@@ -135,14 +146,21 @@ class LockedServer(Server):
         users: dict[str, str] | None = None,
     ) -> None:
         check_host(host, authenticated=users is not None)
+        address = _address(host)
+        if public_url is None and address is not None and address.is_unspecified:
+            raise LoviaTuiError(
+                f"listening on every address ({host}): give --public-url, the URL "
+                "browsers open (the page only talks to the address it was opened at)"
+            )
         super().__init__(
             " ".join(argv),
             host=host,
             port=port,
             title="lovia-tui",
-            public_url=public_url,
+            public_url=public_url or own_url(host, port),
         )
         self.public_url = self.public_url.rstrip("/")
+        self._own_url = public_url is None
         self.argv = argv
         self.max_sessions = max_sessions
         self.gate = Gate(users)
@@ -167,11 +185,16 @@ class LockedServer(Server):
         return app
 
     def serve(self, debug: bool = False) -> None:
+        """Listen, then serve until Ctrl+C. Bound first, so that port 0 (any
+        free one) is known before the URL to open is printed."""
         self.debug = debug
         self.initialize_logging()
-        web.run_app(
-            self.web_app(), host=self.host, port=self.port, print=lambda *_: None
-        )
+        family = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0][0]
+        listening = socket.create_server((self.host, self.port), family=family)
+        self.port = listening.getsockname()[1]
+        if self._own_url:
+            self.public_url = own_url(self.host, self.port)
+        web.run_app(self.web_app(), sock=listening, print=lambda *_: None)
 
     async def on_startup(self, app: web.Application) -> None:
         self.console.print(f"lovia-tui serve: open {self.start_url}", highlight=False)

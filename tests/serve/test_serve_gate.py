@@ -360,3 +360,48 @@ async def test_a_tab_gets_at_most_the_largest_terminal(
         (80, 1),
         (1, MOST_ROWS),
     ]
+
+
+def test_port_0_serves_on_the_port_it_got(db: Path, tmp_path: Path) -> None:
+    """The printed URL, its redirect and the page name the port bound."""
+    import re
+    import signal
+    import urllib.request
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lovia_tui", "serve", str(db), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        found = re.search(r"open (http://127\.0\.0\.1:(\d+))/\?token=\S+", line)
+        assert found and found[2] != "0", line
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with opener.open(line.split("open ", 1)[1].strip(), timeout=30) as page:
+            assert page.status == 200 and page.url == f"{found[1]}/"
+            assert f"ws://127.0.0.1:{found[2]}/ws" in page.read().decode()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
+
+
+def test_every_address_needs_the_url_browsers_open(db: Path, tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    add_user(users, "alice", "pw")
+    for host in ("0.0.0.0", "::"):
+        with pytest.raises(LoviaTuiError, match="give --public-url"):
+            LockedServer(
+                app_argv([str(db)], readonly=True), host=host, users=read_users(users)
+            )
+    served = LockedServer(
+        app_argv([str(db)], readonly=True), host="::", users=read_users(users),
+        public_url="https://lovia.example/",
+    )  # fmt: skip
+    assert served.start_url == "https://lovia.example/login"
+    assert LockedServer(
+        app_argv([str(db)], readonly=True), host="::1"
+    ).start_url.startswith("http://[::1]:8000/?token=")
