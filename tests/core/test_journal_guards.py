@@ -11,6 +11,7 @@ pruned only of settled entries past the cut; a large journal says so.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -258,3 +259,56 @@ def test_undo_in_any_order_the_rows_allow_and_a_refusal_names_what_is_in_the_way
     assert main(["undo", str(db), "2", "--yes"]) == 0
     assert main(["undo", str(db), "1", "--yes"]) == 0
     assert rows(db) == before and integrity(db) == "ok"
+
+
+def _remade(
+    db: Path, *, column: str = "session_id TEXT NOT NULL", tail: str = ""
+) -> None:
+    """session_runs made again as lovia never makes it, holding the same rows."""
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.executescript(
+            "ALTER TABLE session_runs RENAME TO old_runs;"
+            f"CREATE TABLE session_runs (id INTEGER PRIMARY KEY, {column}, "
+            "run_id TEXT NOT NULL, entries_json TEXT NOT NULL, meta_json TEXT, "
+            f"created_at REAL NOT NULL, UNIQUE(session_id, run_id)){tail};"
+            "INSERT INTO session_runs SELECT * FROM old_runs; DROP TABLE old_runs;"
+        )
+
+
+@pytest.mark.parametrize(
+    ("remake", "said"),
+    [
+        ({"column": "session_id TEXT NOT NULL COLLATE NOCASE"}, "declares a collation"),
+        ({"tail": ""}, "has a column named 'rowid'"),
+    ],
+)
+def test_a_table_lovia_never_makes_is_refused_by_name(
+    remake: dict[str, str], said: str, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A collation makes lovia's ``session_id = 's'`` match 'S' too; a column
+    named rowid hides the rowid every row is journaled by: the action is
+    refused saying so, never "changed since the preview" for ever."""
+    db = scratch / "odd.db"
+    asyncio.run(_build(db))
+    _remade(db, **remake)
+    if "rowid" in said:
+        _write(db, "ALTER TABLE session_runs ADD COLUMN rowid TEXT")
+    before = rows(db)
+    for yes in ([], ["--yes"]):
+        code = main(["clear", str(db), "other", *yes])
+        err = capsys.readouterr().err
+        assert (
+            code == 2 and f"session_runs {said}" in err and "lovia never makes" in err
+        )
+    assert rows(db) == before and integrity(db) == "ok"
+
+
+def test_a_without_rowid_table_is_named_not_read_as_empty(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = scratch / "norowid.db"
+    asyncio.run(_build(db))
+    _remade(db, tail=" WITHOUT ROWID")
+    assert main(["sessions", str(db), "--readonly"]) == 2
+    err = capsys.readouterr().err
+    assert "table session_runs is a WITHOUT ROWID table, which lovia never makes" in err

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lovia_tui.core.actions.gc_pause import collection_paused
 from lovia_tui.core.actions.locked_stores import HeldConnection, open_held
-from lovia_tui.core.actions.triggers import refuse_triggers
+from lovia_tui.core.actions.triggers import refuse_own_schema
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.rows import TABLES
 
@@ -69,7 +69,7 @@ def held_write(
                 for path, conn in held.items():
                     conn.execute("BEGIN IMMEDIATE")
                     conn.locked_at = time.perf_counter()
-                    refuse_triggers(conn, path)
+                    refuse_own_schema(conn, path)
                 if check is not None:
                     check(held)
             yield held
@@ -108,12 +108,12 @@ def _read_becomes_lock(
     someone committed since the read began (``SQLITE_BUSY_SNAPSHOT``), or
     holds the lock (``SQLITE_BUSY``, at once: no wait while we hold a read).
     What ``check`` raises ends the block with no lock taken."""
-    for conn in held.values():
+    for path, conn in held.items():
         conn.execute("BEGIN")
+        refuse_own_schema(conn, path)  # first: an odd table fails ``check`` unexplained
     check(held)
     try:
         for path, conn in held.items():
-            refuse_triggers(conn, path)
             table = _a_lovia_table(conn, path)
             conn.execute(f'DELETE FROM "{table}" WHERE 0')  # takes the write lock
             conn.locked_at = time.perf_counter()

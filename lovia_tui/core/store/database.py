@@ -341,11 +341,13 @@ async def open_database(
     try:
         if check_integrity:
             await quick_check_at_open(conn, path)
-        found = await rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
-        tables = {row[0] for row in found}
+        found = await rows(
+            conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+        )
+        tables = dict(found)
         columns = {
             table: {row[1] for row in await rows(conn, f"PRAGMA table_info({table})")}
-            for table in set().union(*STORE_TABLES.values()) & tables
+            for table in set().union(*STORE_TABLES.values()) & tables.keys()
         }
         versions: dict[object, object] = {}
         if "lovia_schema" in tables:
@@ -356,7 +358,7 @@ async def open_database(
             ):
                 versions.setdefault(store, version)
         refused = refusals(tables, columns, versions)
-        stores = Stores.of(tables, frozenset(refused))
+        stores = Stores.of(set(tables), frozenset(refused))
         if not stores.any:
             why = next(iter(refused.values()), None)
             raise OpenError(

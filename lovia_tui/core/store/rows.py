@@ -21,6 +21,7 @@ from typing import Any
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS, sqlite_uri
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.table_shape import TABLE_SQL, refuse_odd_table
 
 # The tables an action may touch: key column, the order rows are read in,
 # and the column naming a row within its group (what undo matches rows by).
@@ -177,6 +178,8 @@ async def capture(db: Database, group: RowGroup) -> Captured:
     )
     if not columns:
         return Captured(group, (), (), ())
+    (sql,) = await db.fetchone(TABLE_SQL, (group.table,)) or (None,)
+    refuse_odd_table(db.path, group.table, sql, columns)
     raw = await db.fetchall(_select(group, columns, large=LARGE_CELL), (group.key,))
     for number, row in enumerate(raw):
         for at, column in enumerate(columns):
@@ -249,6 +252,8 @@ def _read_all(
         members = [groups[at] for at in positions]
         conn = conn_for(file)
         columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+        (sql,) = conn.execute(TABLE_SQL, (table,)).fetchone() or (None,)
+        refuse_odd_table(file, table, sql, columns)
         rows: dict[str, list[Any]] = {}
         keys = sorted({g.key for g in members}) if columns else []
         cursor = conn.cursor()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lovia_tui.core.lovia_facts import STORE_TABLES, installed
+from lovia_tui.core.store.table_shape import rowid_problem
 
 CHAT_TABLES = frozenset({"chat_sessions", "chat_runs"})
 STORE_NAMES = {"session": "session", "checkpoint": "checkpoint", "chat": "web UI"}
@@ -32,16 +33,18 @@ def stored_version(value: object) -> int | None:
 
 
 def refusals(
-    tables: set[str],
+    tables: Mapping[str, str | None],
     columns: Mapping[str, set[str]],
     versions: Mapping[object, object],
 ) -> dict[str, str]:
-    """Each store of a file that cannot be read, with the line that says why.
+    """Each store of a file that cannot be read, with the line that says why
+    (``tables``: the file's tables and their CREATE statements).
 
     A store at a version newer than the installed lovia knows was written by a
     newer lovia (lovia itself refuses that store alone); one whose version is
     not a number was not written by lovia (lovia would fail to open it); a
-    table with lovia's name that lacks lovia's columns is not lovia's.
+    table with lovia's name that lacks lovia's columns, or the rowid every
+    read walks by, is not lovia's.
     """
     refused: dict[str, str] = {}
     for store, stored in versions.items():
@@ -62,11 +65,17 @@ def refusals(
             )
     required = installed().columns
     for store, store_tables in STORE_TABLES.items():
-        for table in sorted(store_tables & tables):
+        for table in sorted(store_tables & tables.keys()):
             missing = required.get(table, frozenset()) - columns.get(table, set())
+            rowless = rowid_problem(tables[table], columns.get(table, set()))
             if missing and store not in refused:
                 refused[store] = (
                     f"table {table} lacks lovia's columns "
                     f"({', '.join(sorted(missing))}); not a lovia table, not shown"
+                )
+            elif rowless and store not in refused:
+                refused[store] = (
+                    f"table {table} {rowless}, which lovia never makes "
+                    "(lovia-tui reads its rows by rowid); not shown"
                 )
     return refused
