@@ -152,17 +152,22 @@ async def _show(args: argparse.Namespace) -> int:
         for line in chat_lines(chat) if chat else []:
             out_console.print(printable(line), style="bold")
         reader = SegmentReader(db, segments)
-        starters = await web_records.started_by_others(
+        notes = await web_records.run_notes(
             db, session_id, [segment.run_id for segment in segments]
         )
         async for placed in web_records.interleave(
-            segments, lambda segment: segment.created_at, web_records.unsaved(records)
+            segments,
+            lambda segment: segment.created_at,
+            web_records.unsaved(db, records),
         ):
             if isinstance(placed, RunRecord):
-                out_console.print(printable(f"  ✖ {record_line(placed)}"), style="red")
+                line = record_line(placed)
+                out_console.print(
+                    printable(f"  {line}"), style="red" if line[0] == "✖" else "dim"
+                )
                 continue
             item = await _segment_item(reader, placed)
-            by = f" · by {starters[placed.run_id]}" if placed.run_id in starters else ""
+            by = f" · {notes[placed.run_id]}" if placed.run_id in notes else ""
             out_console.rule(
                 f"run {item['run_id']} · {timestamp(item['created_at'], UNREADABLE_SHOWN)}{by}"
             )
@@ -248,7 +253,10 @@ def _entry_line(entry: Entry) -> Any:
 
 def _label(data: dict[str, Any]) -> str:
     """An entry's label in ``show``: an input's role, any other entry's type
-    (a role another writer stored as a list, or none, is shown as stored)."""
+    (a role another writer stored as a list, or none, is shown as stored); a
+    tool result lovia marked an error (a denied approval, a failed tool) says so."""
+    if data.get("type") == "tool_result" and data.get("is_error") is True:
+        return "tool_result (error)"
     return str(data.get("role") if data.get("type") == "input" else data.get("type"))
 
 

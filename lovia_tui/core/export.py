@@ -250,6 +250,11 @@ async def export_session(
 
     segments = await segment_reads.segments(db, session_id)
     reader = SegmentReader(db, segments)
+    notes = (
+        await web_records.run_notes(db, session_id, [s.run_id for s in segments])
+        if fmt == "md"
+        else {}
+    )
     chat = await web_chats.chat_info(db, session_id)
     if fmt == "md":
         await write(
@@ -271,14 +276,14 @@ async def export_session(
     placed = web_records.interleave(
         segments,
         lambda segment: segment.created_at,
-        web_records.unsaved(web_records.session_records(db, session_id))
+        web_records.unsaved(db, web_records.session_records(db, session_id))
         if fmt == "md"
         else _no_records(),
     )
     number = 0
     async for segment in placed:
         if isinstance(segment, RunRecord):
-            await write(f"\n> ✖ {plain(record_line(segment))}\n", flush=False)
+            await write(f"\n> {plain(record_line(segment))}\n", flush=False)
             continue
         try:
             meta = await reader.meta(segment)
@@ -292,6 +297,7 @@ async def export_session(
                     segment.run_id,
                     timestamp(segment.created_at, UNREADABLE_SHOWN),
                     problem,
+                    notes.get(segment.run_id, ""),
                 ),
                 flush=False,
             )

@@ -16,8 +16,11 @@ from lovia_tui.core.entries import entry_text
 from lovia_tui.core.markdown_text import code_span, fenced, message, plain
 
 
-def run_header(run_id: str, when: str, problem: str | None) -> str:
-    return f"\n## Run {code_span(run_id)} · {when}\n\n" + (
+def run_header(run_id: str, when: str, problem: str | None, note: str = "") -> str:
+    """A run's heading; ``note``: what lovia web's record adds (who started
+    it, how it ended: :meth:`~lovia_tui.core.web_models.RunRecord.segment_note`)."""
+    told = f" · {plain(note)}" if note else ""
+    return f"\n## Run {code_span(run_id)} · {when}{told}\n\n" + (
         f"> unreadable: {plain(problem)}\n\n" if problem else ""
     )
 

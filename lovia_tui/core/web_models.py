@@ -38,6 +38,12 @@ def stored_time(value: Any) -> float | None:
     return None if number is None else float(number)
 
 
+ENDED_UNFINISHED = frozenset({"failed", "cancelled", "interrupted"})
+"""lovia web's statuses of a run that ended without completing."""
+NOTE_ERROR_WIDTH = 160
+"""Characters of a run's error on its segment's header line."""
+
+
 def started_by(source: str) -> str:
     """What started a run, in words, from lovia web's ``chat_runs.source``."""
     for prefix, words in (
@@ -74,6 +80,19 @@ class RunRecord:
     @property
     def started_by(self) -> str:
         return started_by(self.source)
+
+    def segment_note(self, error_width: int = NOTE_ERROR_WIDTH) -> str:
+        """What the record adds to its run's segment: what started it when not
+        the user, and how it ended when it did not complete (lovia web keeps
+        a failed or stopped run's finished turns, its user message at least:
+        the segment alone reads as a run that got no answer)."""
+        parts = [f"by {self.started_by}"] if self.source not in ("", "user") else []
+        if self.status in ENDED_UNFINISHED:
+            error = self.error if self.error and self.error != self.status else None
+            parts.append(
+                self.status + (f": {shorten(error, error_width)}" if error else "")
+            )
+        return " · ".join(parts)
 
     @property
     def schedule_id(self) -> str | None:
@@ -215,8 +234,14 @@ def record_line(record: RunRecord, error_width: int | None = None) -> str:
     if usage := usage_text(record.usage):
         parts.append(usage)
     if record.saved is False:
-        parts.append(UNSAVED)
-    return " · ".join(parts)
+        parts.append(REWOUND if record.status == "completed" else UNSAVED)
+    return f"{record_mark(record)} {' · '.join(parts)}"
+
+
+def record_mark(record: RunRecord) -> str:
+    """✖ for a run that did not complete; ↺ for one that did, its entries
+    since gone from the chat (lovia web appends a completed run's segment)."""
+    return "↺" if record.status == "completed" else "✖"
 
 
 def record_details(record: RunRecord) -> list[str]:
@@ -242,6 +267,7 @@ def record_details(record: RunRecord) -> list[str]:
     return [*lines, f"error:       {error[0]}", *error[1:]]
 
 
+REWOUND = "its entries since cut from this chat (a rewind or an edit)"
 UNSAVED = "no entries in this chat"
 """A record whose run left no segment here (failed or stopped before any
 save, or cut away by a rewind)."""

@@ -41,7 +41,8 @@ async def with_records(
     next_id: int | None,
 ) -> list[Row]:
     """``rows`` (a batch of segments, its headers in ``batch`` order, each
-    noting what started its run when not the user) with the records that go
+    noting what its run's record adds: :meth:`RunRecord.segment_note`) with
+    the records that go
     after its segments, up to the next segment, at or
     after row id ``next_id`` (None: the batch is the newest), and before its
     first segment when it is the session's start (``at_start``), with the
@@ -54,16 +55,12 @@ async def with_records(
     )
     records, more = await web_records.unsaved_records(db, session_id, after, until)
     head = await chat_rows(db, session_id) if at_start else []
-    starters = await web_records.started_by_others(
+    notes = await web_records.run_notes(
         db, session_id, [segment.run_id for segment in batch]
     )
     for row in rows:
         if row.kind == RowKind.SEGMENT and row.segment is not None:
-            row.note = (
-                f"by {starters[row.segment.run_id]}"
-                if row.segment.run_id in starters
-                else ""
-            )
+            row.note = notes.get(row.segment.run_id, "")
     if not records:
         return head + rows
     slots = web_records.place_records([s.created_at for s in batch], records)

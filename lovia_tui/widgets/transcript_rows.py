@@ -76,7 +76,7 @@ def summary_line(row: Row, rows: list[Row], expanded: bool) -> Text:
         if row.record is None:
             return Text(printable(row.note))
         marker = "▾" if expanded else "▸"
-        return Text(printable(f"     {marker} ✖ {record_line(row.record, 200)}"))
+        return Text(printable(f"     {marker} {record_line(row.record, 200)}"))
     if row.kind == RowKind.SEGMENT and row.segment:
         by = f" · {row.note}" if row.note else ""
         return Text(printable(segment_title(row.segment, expanded) + by))

@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -367,3 +368,78 @@ async def test_any_cell_type_is_shown_and_escaped(
         web_records.record_of(("x", None, None, None, None, None, None, None, b"{")),
         RunRecord,
     )
+
+
+async def test_a_run_that_ended_unfinished_says_so_on_what_it_saved(
+    history: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lovia web's supervisor keeps a failed or stopped run's finished turns
+    (``_persist_partial``: the user's message at least) and closes its record:
+    the segment alone reads as a message that got no answer, so its header
+    says how the run ended, in show, the Markdown export and the app."""
+    from lovia.transcript import InputEntry
+
+    from lovia_tui.demo.webui import open_record
+
+    path, _ = history
+    store = ChatStore.sqlite(path)
+    for run_id, status, error in [
+        ("run-partial-failed", "failed", REJECTED),
+        ("run-partial-stopped", "cancelled", "cancelled"),
+    ]:
+        await open_record(store, CHAT, run_id)
+        assert store.session is not None
+        await store.session.append(
+            CHAT, [InputEntry("user", "Try again?")], run_id=run_id
+        )
+        await store.finish_run(run_id, status=status, error=error)
+    out = await cli(capsys, "show", path, CHAT)
+    rule = {
+        run_id: next(line for line in out.splitlines() if f"run {run_id} · " in line)
+        for run_id in ("run-partial-failed", "run-partial-stopped", SMOKE_RUN)
+    }
+    assert f"· failed: {REJECTED} ─" in rule["run-partial-failed"]
+    assert "· cancelled ─" in rule["run-partial-stopped"]
+    assert "failed" not in rule[SMOKE_RUN] and "cancelled" not in rule[SMOKE_RUN]
+    markdown = await cli(capsys, "export", path, CHAT)
+    assert f"· {plain(f'failed: {REJECTED}')}\n" in markdown
+    async with contextlib.AsyncExitStack() as stack:
+        ws = await Workspace.open([path], readonly=True)
+        stack.push_async_callback(ws.close)
+        notes = await web_records.run_notes(
+            ws.databases[0],
+            CHAT,
+            ["run-partial-failed", "run-partial-stopped", SMOKE_RUN],
+        )
+    assert notes == {
+        "run-partial-failed": f"failed: {REJECTED}",
+        "run-partial-stopped": "cancelled",
+    }
+
+
+async def test_tool_errors_and_rewound_runs_read_as_what_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A denied approval is lovia's error result: ``show`` marks it. A
+    completed run with no entries left was cut away, not failed."""
+    from lovia import SQLiteSession
+    from lovia.transcript import InputEntry, ToolCallEntry, ToolResultEntry
+
+    from lovia_tui.core.web_models import record_line
+
+    path = tmp_path / "s.db"
+    await SQLiteSession(path).append("s", [
+        InputEntry("user", "Refund order C"),
+        ToolCallEntry("c1", "refund", "{}"),
+        ToolResultEntry("c1", "Tool refund was not approved.", is_error=True),
+    ], run_id="r1")  # fmt: skip
+    out = await cli(capsys, "show", path, "s")
+    assert "tool_result (error) Tool refund was not approved." in out
+    record = RunRecord(
+        "r9", "s", None, "user", "completed", None, 1e9, 1e9 + 1, None, saved=False
+    )
+    assert record_line(record).startswith("↺ run r9 completed")
+    assert record_line(record).endswith(
+        "its entries since cut from this chat (a rewind or an edit)"
+    )
+    assert record_line(replace(record, status="failed")).startswith("✖ run r9 failed")

@@ -18,7 +18,6 @@ from lovia_tui.core.entries import UnreadableError, parse_object
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.web_models import (
     RunRecord,
-    started_by,
     stored_text,
     stored_time,
 )
@@ -102,27 +101,26 @@ async def unsaved_records(
     ], more
 
 
-async def started_by_others(
+async def run_notes(
     db: Database, session_id: str, run_ids: Sequence[str]
 ) -> dict[str, str]:
-    """What started each of these runs of the chat, where it was not the
-    user: a schedule, a subagent task, a task's report (by primary key, 500 a
-    statement; a fork's runs keep their ids but their records stay with the
-    source chat, so they are not claimed)."""
-    found: dict[str, str] = {}
+    """What the records of these runs of the chat add to their segments
+    (:meth:`RunRecord.segment_note`), where they add anything: by primary
+    key, 500 a statement (a fork's runs keep their ids but their records stay
+    with the source chat, so they are not claimed)."""
+    columns = ", ".join(RECORD_COLUMNS)
+    notes: dict[str, str] = {}
     for start in range(0, len(run_ids) if db.stores.chat else 0, 500):
         chunk = tuple(run_ids[start : start + 500])
         rows = await db.fetchall(
-            f"SELECT id, source FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))}) "
-            "AND session_id = ? AND source != 'user'",
+            f"SELECT {columns} FROM chat_runs WHERE id IN ({','.join('?' * len(chunk))}) "
+            "AND session_id = ?",
             (*chunk, session_id),
         )
-        found.update(
-            (run_id, started_by(text))
-            for run_id, source in rows
-            if isinstance(run_id, str) and (text := stored_text(source))
-        )
-    return found
+        for row in rows:
+            if isinstance(row[0], str) and (note := record_of(row).segment_note()):
+                notes[row[0]] = note
+    return notes
 
 
 async def created_from(db: Database, session_id: str, row_id: int) -> float | None:
@@ -192,10 +190,18 @@ async def interleave(
         pending = await anext(records, None)
 
 
-async def unsaved(records: AsyncIterator[RunRecord]) -> AsyncIterator[RunRecord]:
-    """The records whose run left no segment in the chat."""
+async def unsaved(
+    db: Database, records: AsyncIterator[RunRecord]
+) -> AsyncIterator[RunRecord]:
+    """The records whose run left nothing in the chat: no segment, and no
+    checkpoint (a run behind the seam is shown there, with what it saved)."""
     async for record in records:
-        if not record.saved:
+        if not record.saved and not (
+            db.stores.checkpoint
+            and await db.fetchone(
+                "SELECT 1 FROM snapshot_heads WHERE run_id = ?", (record.run_id,)
+            )
+        ):
             yield record
 
 
