@@ -180,7 +180,11 @@ class _Checkup:
                 Fix("replay", replay, sid) if link else _choose(rid),
             )  # fmt: skip
         if run.status == RunStatus.RUNNING:
-            resume = f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR', '--delete-on-success')}); or finalize or delete it"
+            resume = (
+                f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR', '--delete-on-success')}; "
+                "add --approve TOOL or --deny-all if its tools ask for approval); "
+                "or finalize or delete it"
+            )
             return self._found(
                 "stale-running", "warning",
                 f"running in its head, but not live ({self.dead}); {where}",
