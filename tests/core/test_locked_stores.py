@@ -392,7 +392,9 @@ def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) 
     the same rowids. A value of another storage class or another value (a
     float in its 16th digit, a byte after a NUL), a row moved to a new rowid
     with its content, a row added or gone, a column added, another group's
-    key that only a collation calls the same: each is a change but the last.
+    key spelled in another case: each is a change but the last (a table with
+    a collation of its own, which would call them the same, is refused
+    before any check: tests/core/test_journal_guards.py).
     Whatever the connection's row factory (lovia's is ``sqlite3.Row``, and the
     held connection keeps it), and the file is never written."""
     from lovia_tui.core.store.row_check import stage, unchanged
@@ -402,7 +404,7 @@ def test_rows_are_unchanged_only_as_captured_and_where_they_were(scratch: Path) 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(
         "CREATE TABLE session_runs (id INTEGER PRIMARY KEY, "
-        "session_id TEXT COLLATE NOCASE, run_id TEXT, entries_json TEXT, created_at REAL)"
+        "session_id TEXT, run_id TEXT, entries_json TEXT, created_at REAL)"
     )
     conn.executemany(
         "INSERT INTO session_runs VALUES (?, 's', ?, ?, 0.1)",
