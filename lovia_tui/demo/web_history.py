@@ -3,9 +3,9 @@ transcript, a subagent task under its chat, a schedule and its runs, a fork.
 
 Written as lovia web's server writes them (``lovia.web.supervisor``,
 ``subagents``, ``scheduler``): ``ChatStore`` methods around real ``Runner``
-runs on scripted models; a failed or cancelled run's record is settled as the
-supervisor settles it (checkpoint dropped, nothing saved before its first
-turn ended, record closed with its status and error).
+runs on scripted models; a failed or cancelled run's record is closed with
+its status and error as the supervisor closes it, its checkpoint dropped and
+nothing saved (the supervisor itself keeps the run's user message).
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ async def unsaved_run(
     store: ChatStore, sid: str, prompt: str, *, cancel: bool, run_id: str
 ) -> None:
     """A run that ends before its first turn: refused by the provider
-    (``failed``), or stopped by the user (``cancelled``). lovia web then drops
-    its checkpoint, saves nothing (no turn ended) and closes its record."""
+    (``failed``), or stopped by the user (``cancelled``); its checkpoint
+    dropped, its record closed, nothing saved: a run whose record is all
+    there is of it. (lovia web's own server keeps such a run's user message
+    as its segment, ``_persist_partial``; that case is built by the tests.)"""
     assert store.checkpointer is not None
     await open_record(store, sid, run_id)
     handle = Runner.stream(
