@@ -71,7 +71,13 @@ def read_users(path: Path) -> dict[str, str]:
             "chmod 600 it"
         )
     users: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise LoviaTuiError(
+            f"users file {path} is not text: not a users file"
+        ) from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         name, _, hashed = line.partition(":")

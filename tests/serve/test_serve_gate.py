@@ -240,6 +240,12 @@ def test_add_user_changes_only_a_users_file(tmp_path: Path) -> None:
     with pytest.raises(LoviaTuiError, match="line 1 is not a `name:scrypt"):
         add_user(pgpass, "bob", "pw")
     assert pgpass.read_text() == "db1:5432:app:admin:SECRET1\n"
+    binary = tmp_path / "sessions.db"
+    binary.write_bytes(b"SQLite format 3\x00\xff\xfe")
+    binary.chmod(0o600)
+    with pytest.raises(LoviaTuiError, match="not text: not a users file"):
+        add_user(binary, "bob", "pw")
+    assert binary.read_bytes() == b"SQLite format 3\x00\xff\xfe"
     for name, password, said in [
         ("token", "pw", "the journal's name"),
         ("a:b", "pw", "bad user name"),
@@ -248,7 +254,11 @@ def test_add_user_changes_only_a_users_file(tmp_path: Path) -> None:
         with pytest.raises(LoviaTuiError, match=said):
             add_user(users, name, password)
     assert set(read_users(users)) == {"alice"}
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".pgpass", "users"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".pgpass",
+        "sessions.db",
+        "users",
+    ]
 
 
 async def test_a_password_is_checked_off_the_loop_at_one_cost(
