@@ -19,12 +19,14 @@ import stat
 from pathlib import Path
 
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.private_files import COMPANIONS
 
 COOKIE = "lovia_tui_session"
 TOKEN_USER = "token"
 """The journal's name for whoever opened the start URL in single-token mode."""
 
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+DATABASE_NAMES = (".db", ".sqlite", ".sqlite3", *COMPANIONS)
 
 
 def hash_password(password: str) -> str:
@@ -55,10 +57,19 @@ def _check_name(name: str) -> None:
         )
 
 
+def _not_a_database(path: Path) -> None:
+    """Refuse a users file named as a database or one of SQLite's companions:
+    never opened but by SQLite (closing a descriptor of it drops its locks),
+    and a ``-wal`` written beside one would be taken for its log."""
+    if path.name.endswith(DATABASE_NAMES):
+        raise LoviaTuiError(f"users file {path} is named as a database: not used")
+
+
 def read_users(path: Path) -> dict[str, str]:
     """Name → hash from a ``name:hash`` file; refused if others may read it,
     or if a line is not a login this command wrote (never guessed at: it may
     be another file)."""
+    _not_a_database(path)
     try:
         mode = path.lstat().st_mode
     except OSError as exc:
@@ -109,6 +120,7 @@ def add_user(path: Path, name: str, password: str) -> bool:
     file is replaced whole (a new file renamed over it), 0600, never through
     a symlink; refused if it is not a users file already."""
     _check_name(name)
+    _not_a_database(path)
     if not password:
         raise LoviaTuiError("an empty password is refused")
     users = read_users(path) if os.path.lexists(path) else {}

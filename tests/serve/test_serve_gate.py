@@ -240,12 +240,13 @@ def test_add_user_changes_only_a_users_file(tmp_path: Path) -> None:
     with pytest.raises(LoviaTuiError, match="line 1 is not a `name:scrypt"):
         add_user(pgpass, "bob", "pw")
     assert pgpass.read_text() == "db1:5432:app:admin:SECRET1\n"
-    binary = tmp_path / "sessions.db"
-    binary.write_bytes(b"SQLite format 3\x00\xff\xfe")
+    binary = tmp_path / "logins"
+    binary.write_bytes(b"\x00\xff\xfe")
     binary.chmod(0o600)
     with pytest.raises(LoviaTuiError, match="not text: not a users file"):
         add_user(binary, "bob", "pw")
-    assert binary.read_bytes() == b"SQLite format 3\x00\xff\xfe"
+    with pytest.raises(LoviaTuiError, match="named as a database: not used"):
+        add_user(tmp_path / "sessions.db-wal", "bob", "pw")
     for name, password, said in [
         ("token", "pw", "the journal's name"),
         ("a:b", "pw", "bad user name"),
@@ -256,7 +257,7 @@ def test_add_user_changes_only_a_users_file(tmp_path: Path) -> None:
     assert set(read_users(users)) == {"alice"}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".pgpass",
-        "sessions.db",
+        "logins",
         "users",
     ]
 
