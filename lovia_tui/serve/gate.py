@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.private_files import COMPANIONS
+from lovia_tui.core.private_files import COMPANIONS, create_new_file
 
 COOKIE = "lovia_tui_session"
 TOKEN_USER = "token"
@@ -127,7 +127,7 @@ def add_user(path: Path, name: str, password: str) -> bool:
     known = name in users
     users[name] = hash_password(password)
     fresh = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
-    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = create_new_file(fresh)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write("".join(f"{n}:{h}\n" for n, h in users.items()))
