@@ -268,9 +268,10 @@ def record_details(record: RunRecord) -> list[str]:
 
 
 REWOUND = "its entries since cut from this chat (a rewind or an edit)"
+"""A completed run's record with no segment here: lovia web appended one, a
+rewind (or an edit and resend) cut it away, and the record stayed."""
 UNSAVED = "no entries in this chat"
-"""A record whose run left no segment here (failed or stopped before any
-save, or cut away by a rewind)."""
+"""A record of a run that did not complete and left no segment here."""
 
 
 def trigger_text(schedule: Schedule) -> str:
