@@ -179,3 +179,45 @@ async def test_the_app_shows_one_banner_for_a_damaged_file(snap_dir, monkeypatch
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert not status.has_class("-damaged") and db.damage is None
+
+
+async def test_a_blob_read_of_a_damaged_page_calls_the_file_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite says "malformed" as a DatabaseError, no operational error: a
+    blob read (sizes, large values, chunks) of a page damaged since the open
+    fails as every read does, so the file gets its banner, not a raw error."""
+    from lovia import SQLiteSession
+    from lovia.transcript import InputEntry
+
+    path = tmp_path / "s.db"
+    await SQLiteSession(path).append("s", [InputEntry("user", "hi")], run_id="r1")
+    db = await open_database(path, readonly=True)
+    try:
+        [(row_id,)] = await db.fetchall("SELECT id FROM session_runs")
+        real = db.thread_connection
+
+        def damaged() -> _Wrapped:
+            conn = real()
+
+            def blobopen(*args: object, **kwargs: object) -> sqlite3.Blob:
+                raise sqlite3.DatabaseError("database disk image is malformed")
+
+            return _Wrapped(conn, blobopen)
+
+        monkeypatch.setattr(db, "thread_connection", damaged)
+        with pytest.raises(DamagedError):
+            db.blob_sizes("session_runs", "entries_json", [row_id])
+        assert db.damage == "database disk image is malformed"
+    finally:
+        await db.close()
+
+
+class _Wrapped:
+    """A connection whose ``blobopen`` is replaced."""
+
+    def __init__(self, conn: sqlite3.Connection, blobopen) -> None:
+        self._conn, self.blobopen = conn, blobopen
+
+    def __getattr__(self, name: str):
+        return getattr(self._conn, name)

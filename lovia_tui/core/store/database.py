@@ -274,17 +274,18 @@ class Database:
     def _blob(
         self, conn: sqlite3.Connection, table: str, column: str, rowid: int
     ) -> Iterator[sqlite3.Blob | None]:
-        """A value opened for blob reads; None if the row is gone or the value NULL."""
-        try:
-            blob = conn.blobopen(table, column, rowid, readonly=True)
-        except sqlite3.OperationalError as exc:
-            if "no such rowid" in str(exc) or "of type null" in str(exc):
-                yield None
-                return
-            with self._read_errors():
+        """A value opened for blob reads; None if the row is gone or the value
+        NULL; opening or reading it fails as every read does (damage included)."""
+        with self._read_errors():
+            try:
+                blob = conn.blobopen(table, column, rowid, readonly=True)
+            except sqlite3.OperationalError as exc:
+                if "no such rowid" in str(exc) or "of type null" in str(exc):
+                    yield None
+                    return
                 raise
-        with blob:
-            yield blob
+            with blob:
+                yield blob
 
     def thread_connection(self) -> sqlite3.Connection:
         """A connection of its own for work in a thread (blob reads, scans that
