@@ -122,7 +122,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("delete_run", "d", "Delete", "Delete the selected run's checkpoint", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
     CommandDef("delete_runs_by_filter", "D", "Delete…", "Delete checkpoints by status and age", group="Actions", panes=(RUNS,), needs=(WRITABLE,)),
     CommandDef("finalize", "F", "Finalize", "Settle an abandoned run: a web chat's as lovia web's Stop does (whole turns only), any other's appended to its session", group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
-    CommandDef("keep_partial", "k", "Keep partial", "Append everything an abandoned run saved to its session, its unfinished turn included, and drop its checkpoint", show=False, group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
+    CommandDef("keep_partial", "p", "Keep partial", "Append everything an abandoned run saved to its session, its unfinished turn included, and drop its checkpoint", show=False, group="Actions", panes=(RUNS,), needs=(WRITABLE, RUN, TEXT_RUN)),
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
     CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),

@@ -30,6 +30,22 @@ def test_every_key_is_bound_once_to_an_action_of_the_inspector():
         assert callable(getattr(InspectorScreen, f"action_{command.name}")), command
 
 
+def test_no_command_takes_a_key_the_lists_move_with():
+    """``k`` was Keep partial in the Runs pane: the list never moved up by it,
+    and the transcript said "acts in the Runs pane" instead of moving."""
+    from lovia_tui.widgets.row_list import RowList
+    from lovia_tui.widgets.transcript import Transcript
+
+    moving = {
+        key
+        for widget in (RowList, Transcript)
+        for binding in widget.BINDINGS
+        for key in getattr(binding, "key", "").split(",")
+    }
+    assert {"j", "k", "g", "G"} <= moving
+    assert not moving & {command.key for command in INSPECTOR_COMMANDS}
+
+
 def test_a_command_of_another_pane_says_where_it_acts_and_is_not_shown():
     resume = COMMANDS["resume"]
     assert resume.state(selection()) is False
