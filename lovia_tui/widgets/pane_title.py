@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.widgets import Label
 
 from lovia_tui.core.formatting import printable
+from lovia_tui.widgets.columns import cell
+
+PART_CELLS = 48
+"""Cells a title's part (an id, a count) keeps, cut in the middle: a stored
+id of 100 KB pushed the entry count and position out of the one-line title."""
+SEPARATOR = " · "
+
+
+def fitted(text: str) -> str:
+    """``text`` printable, each of its parts cut to at most :data:`PART_CELLS`."""
+    return SEPARATOR.join(
+        cell(part, min(PART_CELLS, cell_len(part)), middle=True)
+        for part in printable(text).split(SEPARATOR)
+    )
 
 
 class PaneTitle(Label):
@@ -14,9 +29,9 @@ class PaneTitle(Label):
     and a frame just drawn delays the next key press's by up to one."""
 
     def __init__(self, text: str, **kwargs) -> None:
-        super().__init__(printable(text), markup=False, classes="pane-title", **kwargs)
+        super().__init__(fitted(text), markup=False, classes="pane-title", **kwargs)
 
     def show(self, text: str) -> None:
-        text = printable(text)
+        text = fitted(text)
         if text != self.content:
             self.update(text, layout=False)

@@ -75,3 +75,19 @@ def test_help_lists_each_key_once():
 
 def test_copy_id_is_on_the_runs_key_bar():
     assert COMMANDS["copy_id"].on_key_bar(Pane.RUNS)
+
+
+def test_a_pane_title_keeps_its_counts_whatever_the_id():
+    """A stored id of 100 KB pushed the entry count and position out of the
+    one-line title: each part is cut in the middle to at most 48 cells."""
+    from lovia_tui.widgets.pane_title import PART_CELLS, fitted
+
+    title = fitted(f"Transcript · {'I' * 100_000}\x1b[31m · 9 entries shown · 3/9")
+    assert title.startswith("Transcript · III") and title.endswith(
+        " · 9 entries shown · 3/9"
+    )
+    assert (
+        len(title.split(" · ")[1]) == PART_CELLS
+        and "…" in title
+        and "\x1b" not in title
+    )
