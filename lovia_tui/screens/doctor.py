@@ -78,6 +78,7 @@ class DoctorScreen(WorkerErrors, Screen):
         Binding("x", "fix", "Apply fix", tooltip="Apply the suggested fix (Enter does too)", id="doctor-fix"),
         Binding("d", "fix_instead('delete-run')", "Delete checkpoint", tooltip="Delete the run's checkpoint instead", id="doctor-delete"),
         Binding("f", "fix_instead('finalize')", "Finalize", tooltip="Finalize the run into its session instead", id="doctor-finalize"),
+        Binding("u", "undo", "Undo", tooltip="Undo the last action (a fix's toast says so)", id="doctor-undo"),
         Binding("ctrl+r", "rerun", "Run again", tooltip="Run the doctor again", id="doctor-rerun"),
         Binding("escape,q", "close", "Back", tooltip="Back to the inspector", id="doctor-close"),
     ]  # fmt: skip
@@ -303,6 +304,14 @@ class DoctorScreen(WorkerErrors, Screen):
             return []
         return [session_choice(self.sessions())]
 
+    @work(exclusive=True, group=Group.DOCTOR_FIX)
+    async def action_undo(self) -> None:
+        """``u`` as in the inspector (a fix's toast offers it), then audit again."""
+        if self.busy:
+            return
+        await _finished(self.actions.undo())
+        self.action_rerun()
+
     def action_rerun(self) -> None:
         self.query_one(ProgressBar).remove_class("hidden")
         self.run_doctor()
@@ -311,6 +320,6 @@ class DoctorScreen(WorkerErrors, Screen):
         self.dismiss()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in FIXES and self.workspace.readonly:
+        if action in (*FIXES, "undo") and self.workspace.readonly:
             return None  # hidden: the files are open read-only
         return True

@@ -88,6 +88,20 @@ async def test_doctor_view_lists_findings_and_applies_a_fix(snap_dir, monkeypatc
         assert [(f.kind, f.severity, f.fix) for f in screen.findings] == [
             ("web-unsaved-run", "info", None)
         ]
+        # The fix's toast says "u undoes it": so it does, from the doctor too.
+        audits = screen.audits
+        await pilot.press("u")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionScreen), app.screen
+        await confirm(pilot)
+        await until(
+            pilot,
+            lambda: (
+                screen.audits > audits
+                and ("stale-running", "run-crashed") in subjects(screen)
+            ),
+            FIX_SECONDS,
+        )
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, DoctorScreen)
