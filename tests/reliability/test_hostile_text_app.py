@@ -48,6 +48,7 @@ from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.pager import pager_text
 from lovia_tui.screens.preflight import PreflightScreen
+from lovia_tui.widgets.pane_title import fitted
 from lovia_tui.widgets.run_console import RunConsole
 
 VISIBLE = ("␛]52;c;SElKQUNLRUQ=␇", "␛]0;PWNED-TITLE␇", "␛[6n␛[2J", "\\x9b6n")
@@ -130,7 +131,8 @@ async def test_sessions_transcripts_and_the_pager_show_hostile_text_literally(
         for session_id in (SESSION_PLAIN_TITLE, SESSION):
             await _open(pilot, session_id)
             seen.shots.take(f"session {session_id!r}")
-            assert printable(session_id) in str(
+            # Shown literally, cut in the middle to a title's part (fitted).
+            assert fitted(session_id) in str(
                 screen.query_one("#transcript-title").content
             )
             await visit_transcript(pilot)
@@ -208,7 +210,7 @@ async def test_the_live_console_shows_a_replay_literally(hostile_text: Path) -> 
             assert_inert(line)
         Shots(app).take("console")
         title = str(console.query_one("#console-title").content)
-        assert printable(hostile("r-done")) in title and "completed" in title
+        assert f"{fitted('replay ' + hostile('r-done'))} · completed" in title
     watch.assert_healthy(app)
 
 
