@@ -42,7 +42,7 @@ with collector_paused():
 
     from lovia_tui.commands import BY_ACTION, INSPECTOR_COMMANDS
     from lovia_tui.core.errors import LoviaTuiError
-    from lovia_tui.core.formatting import printable
+    from lovia_tui.core.formatting import clipped, printable
     from lovia_tui.core.run_status import ALL_RUNS, DEFAULT_STALE_AFTER, STATUS_FILTERS
     from lovia_tui.core.store.workspace import Workspace
     from lovia_tui.screens.first_page import FirstPage
@@ -158,10 +158,11 @@ class LoviaTui(App):
         markup: bool = True,
     ) -> None:
         """Every notification (the screens' ``notify`` comes here too) quotes
-        ids, paths and errors: shown as printable text, never read as markup."""
+        ids, paths and errors: shown as printable text, never read as markup,
+        and at most :data:`~lovia_tui.core.formatting.MESSAGE_CHARS` long."""
         super().notify(
-            printable(message),
-            title=printable(title),
+            clipped(printable(message)),
+            title=clipped(printable(title)),
             severity=severity,
             timeout=timeout,
             markup=False,

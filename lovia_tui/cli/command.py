@@ -32,7 +32,12 @@ from lovia_tui.cli.option_types import (
     require_text_arguments,
 )
 from lovia_tui.core.errors import LoviaTuiError, os_error_text
-from lovia_tui.core.formatting import printable, printable_json, printable_json_bytes
+from lovia_tui.core.formatting import (
+    clipped,
+    printable,
+    printable_json,
+    printable_json_bytes,
+)
 from lovia_tui.core.huge_text import expand
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store.database import Database
@@ -355,16 +360,8 @@ def console(*, stderr: bool = False) -> DataConsole:
     )
 
 
-ERROR_CHARS = 2_000
-"""Characters of an error line kept: its start and its end (a stored id of
-100 KB made the refusal that named it 100 KB long)."""
-
-
 def fail(message: str) -> int:
-    text = printable(message)
-    if len(text) > ERROR_CHARS:
-        cut = len(text) - ERROR_CHARS
-        text = f"{text[: ERROR_CHARS // 2]}…({cut:,} characters)…{text[-ERROR_CHARS // 2 :]}"
+    text = clipped(printable(message))
     print(f"lovia-tui: {text}", file=sys.stderr)
     return EXIT_ERROR
 

@@ -55,6 +55,19 @@ def printable(text: object, *, multiline: bool = False) -> str:
     return pattern.sub(_visible, text) if pattern.search(text) else text
 
 
+MESSAGE_CHARS = 2_000
+"""Characters a message (an error line, a notification) keeps: its start and
+its end (a stored id of 100 KB made the refusal that named it 100 KB long)."""
+
+
+def clipped(text: str, most: int = MESSAGE_CHARS) -> str:
+    """``text`` if it is at most ``most`` characters, else its first and last
+    halves of them around the number cut out."""
+    if len(text) <= most:
+        return text
+    return f"{text[: most // 2]}…({len(text) - most:,} characters)…{text[-most // 2 :]}"
+
+
 def printable_json(dumped: str) -> str:
     """JSON text (``json.dumps`` output) with the characters a terminal acts on
     escaped as ``\\uXXXX``: the same JSON value, exact data, safe to print."""

@@ -352,10 +352,28 @@ def test_an_error_naming_a_huge_stored_id_stays_readable(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Its start and its end (where a refusal says what happened) are kept."""
-    from lovia_tui.cli.command import ERROR_CHARS, fail
+    from lovia_tui.cli.command import fail
+    from lovia_tui.core.formatting import MESSAGE_CHARS as ERROR_CHARS
 
     assert fail(f"run r belongs to session '{'I' * 100_000}'; nothing was done") == 2
     err = capsys.readouterr().err
     assert err.startswith("lovia-tui: run r belongs to session 'III")
     assert err.endswith("III'; nothing was done\n") and err.count("\n") == 1
     assert len(err) < ERROR_CHARS + 100 and "(98,0" in err
+
+
+async def test_a_notification_naming_a_huge_stored_id_stays_readable(
+    demo: Any,
+) -> None:
+    """The app's toasts keep the same start and end as the CLI's errors."""
+    from lovia_tui.app import make_app
+    from lovia_tui.core.formatting import MESSAGE_CHARS
+
+    app = make_app([demo.directory], readonly=True)
+    async with app.run_test() as pilot:
+        app.notify(f"no session '{'I' * 100_000}'; nothing was done")
+        await pilot.pause()
+        toast = next(n for n in app._notifications if "no session" in n.message)
+    assert toast.message.startswith("no session 'III")
+    assert toast.message.endswith("III'; nothing was done")
+    assert len(toast.message) < MESSAGE_CHARS + 100
