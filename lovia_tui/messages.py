@@ -159,8 +159,9 @@ class SearchHits(Message):
 
 
 @dataclass
-class FileDamaged(Message):
-    """A read found a file SQLite calls damaged: its banner replaces the
-    notification each failing read would otherwise raise."""
+class FileTrouble(Message):
+    """A read found a file SQLite calls damaged, or the live tail found it
+    replaced on disk: its banner replaces the notification each read would
+    otherwise raise."""
 
     path: Path

@@ -60,13 +60,14 @@ class InspectorBase(WorkerErrors, Screen):
     def describe_files(self) -> None:
         self.query_one(StatusLine).describe(self.workspace, self.live.watch_modes)
 
-    def on_file_damaged(self) -> None:
+    def on_file_trouble(self) -> None:
         self.describe_files()
 
     def action_refresh(self) -> None:
         """Re-read every pane: sessions (their counts and titles too), runs,
         the transcript; a file called damaged is read again on a new
         connection first (its banner stays if it still fails)."""
+        self.describe_files()  # a file replaced on disk meanwhile: its banner
         if any(db.damage for db in self.workspace.databases):
             self.run_worker(
                 self._recheck_then_reload(), group=Group.RECHECK, exclusive=True

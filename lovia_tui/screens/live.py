@@ -41,6 +41,12 @@ async def _until_readable(db: Database) -> None:
             continue
 
 
+async def _until_restored(db: Database) -> None:
+    """Return once ``db``'s path names the file it opened again (moved back)."""
+    while db.replaced():
+        await asyncio.sleep(LOCK_RETRY)
+
+
 async def _until_rechecked(db: Database) -> None:
     """Return once ``db`` is no longer called damaged (Ctrl+R read it again)."""
     while db.damage is not None:
@@ -74,7 +80,7 @@ class LiveTail:
     async def _live(self, db: Database) -> None:
         # Imported here, after the first frame: watchfiles brings anyio, ssl, sockets.
         from lovia_tui.core.live.tail import Tail, live_changes
-        from lovia_tui.core.live.watch import CommitWatch
+        from lovia_tui.core.live.watch import CommitWatch, FileReplaced
 
         watch = CommitWatch(db)
         feed = ChangeFeed()
@@ -89,11 +95,16 @@ class LiveTail:
                     if feed.put(changes):
                         self.host.post_message(messages.LiveChanged(db.path, feed))
                 return
+            except FileReplaced:
+                # Its banner says so; the old file's commits have ended.
+                self.host.post_message(messages.FileTrouble(db.path))
+                await _until_restored(db)
+                self.host.post_message(messages.FileTrouble(db.path))
             except DamagedError as exc:
                 # The file's banner says it; watching resumes once Ctrl+R
                 # finds it readable again (a toast per commit would not stop).
                 db.damage = db.damage or exc.reason
-                self.host.post_message(messages.FileDamaged(db.path))
+                self.host.post_message(messages.FileTrouble(db.path))
                 await _until_rechecked(db)
             except LoviaTuiError as exc:
                 # A writer held its lock past the busy timeout: keep watching

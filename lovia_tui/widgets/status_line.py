@@ -21,6 +21,7 @@ class StatusLine(Static):
     def describe(self, workspace: Workspace, watch_modes: dict[Path, str]) -> None:
         parts: list[str] = []
         damaged: list[str] = []
+        replaced: list[str] = []
         for db in workspace.databases:
             stores = "+".join(
                 name
@@ -37,16 +38,23 @@ class StatusLine(Static):
             live = watch_modes.get(db.path, "watching")
             if db.damage:
                 damaged.append(f"{db.name} is DAMAGED ({db.damage})")
+            if db.replaced():
+                replaced.append(
+                    f"{db.name} was REPLACED on disk: showing the file it replaced "
+                    "until you quit and open it again"
+                )
             parts.append(f"{db.name} [{stores}, {mode}, {live}]")
             if db.notice and not self._noticed:
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
         # A damaged file is the banner: said first, in the error colour, until
-        # Ctrl+R finds the file readable again.
-        self.set_class(bool(damaged), "-damaged")
+        # Ctrl+R finds the file readable again; a replaced one until the app quits.
         if damaged:
-            parts = [
-                *damaged,
-                "no action changes it; `lovia-tui doctor --integrity` says which store",
-            ]
+            damaged.append(
+                "no action changes it; `lovia-tui doctor --integrity` says which store"
+            )
+        banner = damaged + replaced
+        self.set_class(bool(banner), "-damaged")
+        if banner:
+            parts = banner
         self.update(printable(" · ".join(parts)))
         self._noticed = True

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import DamagedError, LoviaTuiError
-from lovia_tui.messages import FileDamaged
+from lovia_tui.messages import FileTrouble
 from lovia_tui.view.kinds import Group
 
 EXPECTED = (LoviaTuiError, sqlite3.Error)
@@ -49,7 +49,7 @@ class WorkerErrors(_Node):
             return
         if isinstance(error, DamagedError):
             # One banner for the file (the status line), not a toast a read.
-            self.post_message(FileDamaged(Path(str(error.path))))
+            self.post_message(FileTrouble(Path(str(error.path))))
             return
         if isinstance(error, EXPECTED):
             text = (

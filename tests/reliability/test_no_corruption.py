@@ -228,3 +228,47 @@ async def test_the_reported_sequence_on_a_fresh_demo(attempt, demo_dir, tmp_path
     finally:
         conn.close()
     assert status == (0,), "the resume finished the crashed run (lovia web deletes it)"
+
+
+async def test_a_file_moved_over_the_open_one_is_never_read_through_the_old_ones_wal(
+    snap_dir, tmp_path, monkeypatch
+):
+    """``mv other.db snap.db`` while the app reads snap.db: the ``-wal`` and
+    ``-shm`` at the name stay the old file's while its connections live, and
+    a connection to the new file would read (and checkpoint) them as its own.
+    The app says the file was replaced, keeps showing the old one, refuses
+    every action, and opens nothing on the new file; the new file is
+    byte-identical afterwards."""
+    from lovia_tui.core.actions.session_plans import preview_rewind
+    from lovia_tui.core.errors import ActionError, LoviaTuiError
+    from lovia_tui.widgets.status_line import StatusLine
+
+    path = snap_dir / "snap.db"
+    other = copy_db(path, tmp_path / "other.db")
+    with contextlib.closing(sqlite3.connect(other)) as conn:
+        conn.execute("DELETE FROM session_runs WHERE session_id = 'chat-kyoto'")
+        conn.commit()
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        db = app.workspace.databases[0]
+        _commit_elsewhere(path)  # frames in the -wal the app's reads keep there
+        moved_in = other.read_bytes()
+        os.replace(other, path)
+        status = app.screen.query_one(StatusLine)
+        await until(pilot, lambda: "REPLACED" in str(status.render()), timeout=30.0)
+        assert status.has_class("-damaged") and db.replaced()
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert "REPLACED" in str(status.render())
+        # The old file, as it was: its sessions are still there to read.
+        assert await db.fetchall(
+            "SELECT COUNT(*) FROM session_runs WHERE session_id = 'chat-kyoto'"
+        ) != [(0,)]
+        with pytest.raises(ActionError, match="replaced on disk"):
+            await preview_rewind(app.workspace, "chat-kyoto", 1)
+        with pytest.raises(LoviaTuiError, match="replaced on disk"):
+            db.thread_connection()
+        with pytest.raises(LoviaTuiError, match="replaced on disk"):
+            await db.reconnect()
+    assert path.read_bytes() == moved_in

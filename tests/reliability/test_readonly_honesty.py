@@ -97,6 +97,28 @@ def test_a_hot_journal_is_refused_not_read_past(change, tmp_path, capsys):
     ]
 
 
+async def test_a_hot_journal_left_after_the_open_is_said_as_at_open(tmp_path):
+    """A writer killed mid-transaction while the file is open read-only: the
+    next read says what the open would have said, not "attempt to write a
+    readonly database"."""
+    from lovia_tui.core.errors import LoviaTuiError
+    from lovia_tui.core.store.database import open_database
+
+    db_path = await asyncio.to_thread(_lovia_file, tmp_path / "sessions.db", wal=False)
+    db = await open_database(db_path, readonly=True)
+    try:
+        assert await db.fetchall("SELECT COUNT(*) FROM session_runs") == [
+            (COMMITTED_RUNS,)
+        ]
+        await asyncio.to_thread(_killed_mid_transaction, db_path, "delete")
+        before = digests(tmp_path)
+        with pytest.raises(LoviaTuiError, match="interrupted mid-transaction"):
+            await db.fetchall("SELECT COUNT(*) FROM session_runs")
+    finally:
+        await db.close()
+    assert digests(tmp_path) == before, "--readonly wrote"
+
+
 def _without_dac_override() -> list[str]:
     """Run a command as root without the capability that ignores file modes."""
     setpriv = shutil.which("setpriv")

@@ -60,12 +60,15 @@ def meta_of(raw: Any) -> dict[str, Any]:
 
 
 def refuse_readonly(ws: Workspace) -> None:
-    """No action on files open read-only, or beside a file SQLite called
-    damaged: lovia's change could spread the damage (a doctor's "delete"
-    included), and undo could not restore it exactly."""
+    """No action on files open read-only, beside a file SQLite called
+    damaged (lovia's change could spread the damage, a doctor's "delete"
+    included, and undo could not restore it exactly), or beside a file
+    replaced on disk since it was read (the preview was the old file's)."""
     if ws.readonly:
         raise ActionError("the files are open read-only: no action can change them")
     for db in ws.databases:
+        if db.replaced():
+            raise ActionError(db.replaced_text)
         if db.damage:
             raise ActionError(
                 f"{db.path} is damaged ({db.damage}): no action changes it; "

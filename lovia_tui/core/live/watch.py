@@ -36,6 +36,11 @@ NETWORK_FILESYSTEMS = frozenset(
 )  # fmt: skip
 
 
+class FileReplaced(Exception):
+    """The watched path now names another file (moved over it): our
+    connection still reads the old one, whose commits have ended."""
+
+
 class CommitWatch:
     """Tells a live view when another process committed to ``db``.
 
@@ -65,7 +70,8 @@ class CommitWatch:
         read and the start of watching is not missed. Then at most one per
         :data:`MIN_INTERVAL`: commits in between merge into one wake-up. Ends
         when ``stop`` is set; cancelling the consuming task also ends it and
-        stops the watcher thread.
+        stops the watcher thread. Raises :class:`FileReplaced` on a wake-up
+        that finds the path naming another file.
         """
         stop = stop or asyncio.Event()
         wake, halt = asyncio.Event(), asyncio.Event()
@@ -88,6 +94,8 @@ class CommitWatch:
                 wake.clear()
                 if ready_at > loop.time():
                     await asyncio.sleep(ready_at - loop.time())
+                if self.db.replaced():
+                    raise FileReplaced(self.db.path)
                 current = await self.db.data_version()
                 if current != version:
                     version = current

@@ -24,13 +24,17 @@ import aiosqlite
 
 from lovia_tui.core.errors import DamagedError, OpenError
 from lovia_tui.core.store.pace import StatementCut
-from lovia_tui.core.store.read_errors import is_damage, sqlite_reason
+from lovia_tui.core.store.read_errors import (
+    hot_journal_text,
+    is_damage,
+    is_hot_journal,
+    sqlite_reason,
+)
 
 BUSY_TIMEOUT_MS = 5_000
 CUT_CHECK_STEPS = 100
 """SQLite instructions between two looks at a cut statement's clock: a row
 takes a few, so it looks every few cold page reads (~0.5 ms each)."""
-SQLITE_READONLY_ROLLBACK = 776
 QUICK_CHECK_AT_OPEN_BYTES = 16 << 20
 """Files up to this size are checked by ``PRAGMA quick_check`` as they open
 (about 1 ms a MB here): a damaged small file is refused at once, not shown
@@ -88,13 +92,19 @@ def write_connection(
     return conn
 
 
-def check_file(path: Path) -> None:
+FileIdentity = tuple[int, int]
+"""(device, inode): which file a path named when it was opened."""
+
+
+def check_file(path: Path) -> FileIdentity:
     """What can be told of ``path`` without a descriptor on it: a database's
     bytes are read by SQLite alone. Closing any other descriptor of the file
     would drop the POSIX locks this process's SQLite connections hold on it
     (a resume opens a file the app already has open), and another process
     could then delete the ``-wal`` under them (SQLite's "How To Corrupt", 2.2).
-    A file that is not SQLite is told by SQLite's own header check."""
+    A file that is not SQLite is told by SQLite's own header check. Returns
+    the file's identity, taken before any connection: a file moved over the
+    path afterwards is then seen as another (:meth:`Database.replaced`)."""
     try:
         stat = path.stat()
     except FileNotFoundError as exc:
@@ -105,6 +115,7 @@ def check_file(path: Path) -> None:
         raise OpenError(f"{path}: not a regular file")
     if stat.st_size == 0 and not wal_path(path).exists():
         raise OpenError(f"{path}: empty file, not a lovia database")
+    return stat.st_dev, stat.st_ino
 
 
 def decode_text(raw: bytes) -> str:
@@ -185,13 +196,8 @@ async def connect(
         try:
             return await _attempt(sqlite_uri(path, "ro")), False
         except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorcode", None) == SQLITE_READONLY_ROLLBACK:
-                raise OpenError(
-                    f"{path}: a writer was interrupted mid-transaction (a hot "
-                    "-journal): its last commit can only be shown once SQLite "
-                    "rolls that back, which --readonly cannot do; open it "
-                    "without --readonly, or copy it with the sqlite3 shell"
-                ) from exc
+            if is_hot_journal(exc):
+                raise OpenError(hot_journal_text(path)) from exc
             if "locked" in str(exc) or is_damage(exc):
                 # Busy or damaged, not unreadable: immutable would read past
                 # a writer's lock or a damaged page.

@@ -22,6 +22,7 @@ from lovia_tui.core.errors import DamagedError, LoviaTuiError, OpenError
 from lovia_tui.core.store.connect import (
     BUSY_TIMEOUT_MS,
     IMMUTABLE_NOTICE,
+    FileIdentity,
     check_file,
     connect,
     decode_text,
@@ -96,6 +97,7 @@ class Database:
         journal_mode: str,
         notice: str | None,
         immutable: bool = False,
+        identity: FileIdentity | None = None,
     ) -> None:
         self.path = path
         self.conn = conn
@@ -105,6 +107,8 @@ class Database:
         self.notice = notice
         # Opened with immutable=1: SQLite will not see anyone else's commits.
         self.immutable = immutable
+        # The file the path named when it was opened (None: not known).
+        self.identity = identity
         # Why SQLite calls the file damaged, once a fresh connection said so
         # too: the app's banner, and every action's refusal.
         self.damage: str | None = None
@@ -167,10 +171,36 @@ class Database:
                     return await rows(self.conn, sql, params, cut)
 
     async def reconnect(self) -> None:
-        """A new connection in place of the current one (the same URI)."""
+        """A new connection in place of the current one (the same URI); never
+        to a file moved over the path (:meth:`replaced`)."""
+        if self.replaced():
+            raise LoviaTuiError(self.replaced_text)
         conn, _ = await connect(self.path, self.readonly, immutable=self.immutable)
         old, self.conn = self.conn, conn
         await old.close()
+
+    def replaced(self) -> bool:
+        """Whether the path now names another file than the one opened (a
+        backup restored with ``mv``, a copy put in place). Our connection
+        still reads the old one, and is never pointed at the new one: the
+        ``-wal`` and ``-shm`` at the name are the old file's while anyone
+        has it open, and SQLite would read (and checkpoint) them as the new
+        file's (SQLite's "How To Corrupt", 2.4)."""
+        if self.identity is None:
+            return False
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return False  # gone: nothing else to read
+        return (stat.st_dev, stat.st_ino) != self.identity
+
+    @property
+    def replaced_text(self) -> str:
+        return (
+            f"{self.path} was replaced on disk while open: what is shown is the "
+            "file it replaced; quit, and have every program that had the old "
+            "file open stop too, before opening the new one"
+        )
 
     async def recheck(self) -> None:
         """Read a file called damaged again, on a new connection (Ctrl+R): if
@@ -292,7 +322,10 @@ class Database:
         parse as they read), read-only (never writes, never creates: the
         file's URI in mode ro), used by one thread at a time: a stream of
         chunks abandoned in a worker thread is closed wherever it is collected
-        (SQLite's serialized mode allows it; Python's check does not)."""
+        (SQLite's serialized mode allows it; Python's check does not). Never
+        to a file moved over the path (:meth:`replaced`)."""
+        if self.replaced():
+            raise LoviaTuiError(self.replaced_text)
         uri = sqlite_uri(self.path, "ro", immutable=self.immutable)
         conn = sqlite3.connect(
             uri,
@@ -337,7 +370,7 @@ async def open_database(
     """Open ``path`` as a lovia database or raise :class:`OpenError`
     (:class:`DamagedError` for a file SQLite calls damaged; ``doctor
     --integrity`` opens it without that check, to say where)."""
-    check_file(path)
+    identity = check_file(path)
     conn, immutable = await connect(path, readonly)
     try:
         if check_integrity:
@@ -388,6 +421,7 @@ async def open_database(
         journal_mode=mode,
         notice="; ".join(line for line in (*refused.values(), notice) if line) or None,
         immutable=immutable,
+        identity=identity,
     )
 
 
