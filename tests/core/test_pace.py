@@ -16,7 +16,15 @@ from lovia_tui.core.store import head_reads, segment_reads, session_reads
 from lovia_tui.core.store import pace as pacing
 from lovia_tui.core.store.connect import rows
 from lovia_tui.core.store.database import open_database
-from lovia_tui.core.store.pace import FIRST, TARGET, Pace, StatementCut, paced
+from lovia_tui.core.store.pace import (
+    FIRST,
+    TARGET,
+    Cut,
+    Pace,
+    StatementCut,
+    cut_for,
+    paced,
+)
 
 COUNT_TO = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) FROM c"
 
@@ -60,9 +68,9 @@ def test_a_step_that_read_nothing_changes_nothing(monkeypatch) -> None:
 
 
 async def test_a_cut_step_is_read_again_at_half_its_size() -> None:
-    asked: list[tuple[int, float | None]] = []
+    asked: list[tuple[int, Cut | None]] = []
 
-    async def read(size: int, cut: float | None) -> int:
+    async def read(size: int, cut: Cut | None) -> int:
         asked.append((size, cut))
         if size > 3:
             raise StatementCut("SELECT")
@@ -71,10 +79,10 @@ async def test_a_cut_step_is_read_again_at_half_its_size() -> None:
     pace = Pace(100, first=16)
     assert await paced(pace, read) == 2
     assert asked == [
-        (16, pacing.CUT),
-        (8, pacing.CUT),
-        (4, pacing.CUT),
-        (2, pacing.CUT),
+        (16, Cut(pacing.CUT, 32)),
+        (8, Cut(pacing.CUT, 16)),
+        (4, Cut(pacing.CUT, 10)),
+        (2, Cut(pacing.CUT, 10)),
     ]
     assert pace.size == 2
     assert Pace(100, first=1).cut is None  # a walk always moves on
@@ -85,10 +93,10 @@ async def test_a_statement_past_its_cut_is_interrupted_and_the_connection_reads_
 ):
     async with aiosqlite.connect(":memory:") as conn:
         with pytest.raises(StatementCut):  # ~10 s uncut on this kind of machine
-            await rows(conn, COUNT_TO, (100_000_000,), cut=0.02)
+            await rows(conn, COUNT_TO, (100_000_000,), cut=Cut(0.02, 100))
         # The clock goes with the statement: the next ones run to their end.
         assert await rows(conn, COUNT_TO, (200_000,)) == [(200_000,)]
-        assert await rows(conn, COUNT_TO, (200_000,), cut=60) == [(200_000,)]
+        assert await rows(conn, COUNT_TO, (200_000,), cut=Cut(60, 100)) == [(200_000,)]
 
 
 @pytest.fixture
@@ -163,3 +171,19 @@ async def test_walks_read_the_same_when_every_step_is_cut(
     assert any("GROUP BY session_id" in sql for sql in cuts)
     assert any("session_id = ?1 AND id > ?2" in sql for sql in cuts)  # segments
     assert any("session_id = ? AND id > ?" in sql for sql in cuts)  # flat starts
+
+
+async def test_a_step_of_a_few_rows_is_looked_at_about_every_row() -> None:
+    """A few wide rows (segments whose meta lies past their entries) can each
+    be a cold read of many pages: the step's clock is looked at as it reads
+    them, not only after 100 instructions, more than the whole step's."""
+    async with aiosqlite.connect(":memory:") as conn:
+        await conn.execute("CREATE TABLE t (x)")
+        await conn.executemany("INSERT INTO t VALUES (?)", [(n,) for n in range(6)])
+        step = cut_for(6)
+        assert step is not None
+        spent = Cut(0.0, step.every)  # its time is up from the start
+        with pytest.raises(StatementCut):
+            await rows(conn, "SELECT x FROM t LIMIT 6", (), spent)
+        # Looked at every 100 instructions, it ran to its end unlooked at.
+        assert len(await rows(conn, "SELECT x FROM t LIMIT 6", (), Cut(0.0, 100))) == 6

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import aiosqlite
 
 from lovia_tui.core.errors import DamagedError, OpenError
-from lovia_tui.core.store.pace import StatementCut
+from lovia_tui.core.store.pace import Cut, StatementCut
 from lovia_tui.core.store.read_errors import (
     hot_journal_text,
     is_damage,
@@ -32,9 +32,6 @@ from lovia_tui.core.store.read_errors import (
 )
 
 BUSY_TIMEOUT_MS = 5_000
-CUT_CHECK_STEPS = 100
-"""SQLite instructions between two looks at a cut statement's clock: a row
-takes a few, so it looks every few cold page reads (~0.5 ms each)."""
 QUICK_CHECK_AT_OPEN_BYTES = 16 << 20
 """Files up to this size are checked by ``PRAGMA quick_check`` as they open
 (about 1 ms a MB here): a damaged small file is refused at once, not shown
@@ -136,23 +133,23 @@ async def rows(
     conn: aiosqlite.Connection,
     sql: str,
     params: tuple[Any, ...] = (),
-    cut: float | None = None,
+    cut: Cut | None = None,
 ) -> list[Any]:
     """All of a statement's rows in one call on the connection's thread: the
     statement runs to its end before any other read of the app starts, so no
     read shares an older snapshot with one still open (aiosqlite's
     ``execute`` + ``fetch`` + ``close`` are three calls that others interleave).
 
-    ``cut``: seconds after which SQLite interrupts it and
+    ``cut``: when SQLite interrupts it and
     :class:`~lovia_tui.core.store.pace.StatementCut` is raised; the caller
     sees that no other statement is queued on ``conn`` meanwhile (the clock
     would run on it)."""
     if cut is None:
         return list(await conn.execute_fetchall(sql, params))
     until = [math.inf]
-    await conn.set_progress_handler(lambda: perf_counter() > until[0], CUT_CHECK_STEPS)
+    await conn.set_progress_handler(lambda: perf_counter() > until[0], cut.every)
     try:
-        until[0] = perf_counter() + cut
+        until[0] = perf_counter() + cut.seconds
         return list(await conn.execute_fetchall(sql, params))
     except sqlite3.OperationalError as exc:
         if exc.sqlite_errorcode == sqlite3.SQLITE_INTERRUPT:

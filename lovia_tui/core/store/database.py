@@ -31,6 +31,7 @@ from lovia_tui.core.store.connect import (
     set_wal,
     sqlite_uri,
 )
+from lovia_tui.core.store.pace import Cut
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, refusals
 
@@ -146,7 +147,7 @@ class Database:
                 await asyncio.wait_for(self._no_foreground.wait(), most)
 
     async def fetchall(
-        self, sql: str, params: tuple[Any, ...] = (), *, cut: float | None = None
+        self, sql: str, params: tuple[Any, ...] = (), *, cut: Cut | None = None
     ) -> list[Any]:
         """Run one short statement to its end in a single step of the connection.
 
@@ -237,7 +238,7 @@ class Database:
             raise
 
     async def fetchone(
-        self, sql: str, params: tuple[Any, ...] = (), *, cut: float | None = None
+        self, sql: str, params: tuple[Any, ...] = (), *, cut: Cut | None = None
     ) -> Any | None:
         """The first row of a statement that yields at most a few (its own
         ``LIMIT``, a key, an aggregate): read like :meth:`fetchall`."""

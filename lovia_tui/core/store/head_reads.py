@@ -20,7 +20,7 @@ from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import WEB_SETTLED, RunStatus
 from lovia_tui.core.store.checkpoint_reads import RUN_COLUMNS, RUNS_CHUNK, run_info
 from lovia_tui.core.store.database import Database
-from lovia_tui.core.store.pace import Pace, paced
+from lovia_tui.core.store.pace import Cut, Pace, paced
 from lovia_tui.core.store.web_reads import with_web_records
 from lovia_tui.core.stored import stored_key
 
@@ -69,7 +69,7 @@ async def head_ranges(db: Database) -> AsyncIterator[tuple[int, int]]:
 
 
 async def _heads_back(
-    db: Database, high: int, heads: int, cut: float | None
+    db: Database, high: int, heads: int, cut: Cut | None
 ) -> Any | None:
     """The rowid ``heads`` heads below ``high``, if there are that many."""
     return await db.fetchone(

@@ -32,7 +32,7 @@ from lovia_tui.core.store.entry_stream import (
     stored_sizes,
     stored_value,
 )
-from lovia_tui.core.store.pace import Pace, paced
+from lovia_tui.core.store.pace import Cut, Pace, paced
 from lovia_tui.core.store.segment_parts import (
     NOT_COUNTED,
     SegmentPart,
@@ -190,7 +190,7 @@ async def _segment_rows(
     *,
     matching: bool = True,
     defer: bool = True,
-    cut: float | None = None,
+    cut: Cut | None = None,
 ) -> list[Any]:
     """Segment rows of session ?1 matching ``where`` (about id ?2), at most ?3;
     with ``matching`` each row ends with how many of the session's segments
@@ -207,7 +207,7 @@ async def _segment_rows(
 
 
 async def _rows_after(
-    db: Database, session_id: str, after: int, limit: int, cut: float | None
+    db: Database, session_id: str, after: int, limit: int, cut: Cut | None
 ) -> list[Any]:
     """A session's segment rows after id ``after``, counted now (for
     :func:`segments`, which walks to the end: counting what is left at each
@@ -224,7 +224,7 @@ async def _rows_after(
 
 
 async def _counts(
-    db: Database, session_id: str, after: int, limit: int, cut: float | None
+    db: Database, session_id: str, after: int, limit: int, cut: Cut | None
 ) -> list[Any]:
     base = "SELECT id, NULL FROM session_runs WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
     return await _with_counts(
@@ -241,7 +241,7 @@ async def _with_counts(
     *,
     keep_parts: bool = False,
     defer: bool = False,
-    cut: float | None = None,
+    cut: Cut | None = None,
 ) -> list[Any]:
     """Run ``base`` (the row id first) with each row's entry count in column
     ``count_at`` and, where given, its stored size in bytes in column
@@ -276,7 +276,7 @@ async def _with_counts(
 
 
 async def _counted(
-    db: Database, ids: list[int], cut: float | None = None
+    db: Database, ids: list[int], cut: Cut | None = None
 ) -> dict[int, int | None]:
     """The entry counts of these rows, in SQL (None for a malformed one)."""
     if not ids:

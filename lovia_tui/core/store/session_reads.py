@@ -23,7 +23,7 @@ from lovia_tui.core.models import (
 )
 from lovia_tui.core.store.connect import as_stored
 from lovia_tui.core.store.database import NO_ID_ABOVE, Database
-from lovia_tui.core.store.pace import Pace, paced
+from lovia_tui.core.store.pace import Cut, Pace, paced
 from lovia_tui.core.store.web_chats import parent_ids
 from lovia_tui.core.store.web_reads import (
     checkpoint_only_sessions,
@@ -129,7 +129,7 @@ async def session_index(
 
 
 async def _newest_rows(
-    db: Database, below: int, rows: int, cut: float | None
+    db: Database, below: int, rows: int, cut: Cut | None
 ) -> list[Any]:
     """(id, session_id) of the ``rows`` newest segments below id ``below``."""
     return await db.fetchall(
@@ -140,7 +140,7 @@ async def _newest_rows(
 
 
 async def _sessions_after(
-    db: Database, after: tuple[Any, int] | None, sessions: int, cut: float | None
+    db: Database, after: tuple[Any, int] | None, sessions: int, cut: Cut | None
 ) -> list[Any]:
     """(session_id, runs, last id) of ``sessions`` sessions after ``after`` (a
     session id and the id of one of its rows), in session id order, from
