@@ -34,6 +34,7 @@ from lovia_tui.core.store import (
     segment_reads,
     session_reads,
 )
+from lovia_tui.core.store.connect import wal_path
 from lovia_tui.core.store.database import Database, Stores, open_database, sqlite_uri
 from lovia_tui.core.store.head_reads import stream_runs
 from lovia_tui.core.store.workspace import Workspace, resolve_paths
@@ -783,6 +784,30 @@ def _zero_length(directory: Path, demo: Any) -> Path:
     return path
 
 
+def _empty_beside_its_wal(directory: Path, demo: Any) -> Path:
+    """A truncated copy: the main file empty, the -wal full of commits (SQLite
+    would discard that -wal on connecting, even read-only)."""
+    hold = sqlite3.connect(directory / "live.db")
+    hold.execute("PRAGMA journal_mode=WAL")
+    hold.execute("PRAGMA wal_autocheckpoint=0")
+    hold.execute("CREATE TABLE session_runs (id INTEGER PRIMARY KEY, session_id TEXT)")
+    hold.execute("INSERT INTO session_runs (session_id) VALUES ('precious')")
+    hold.commit()
+    path = directory / "truncated-copy.db"
+    path.write_bytes(b"")
+    wal_path(path).write_bytes(wal_path(directory / "live.db").read_bytes())
+    hold.close()
+    (directory / "live.db").unlink()
+    return path
+
+
+def _foreign_chat_tables(directory: Path, demo: Any) -> Path:
+    path = directory / "other-app.db"
+    write(path, "CREATE TABLE chat_sessions (id TEXT PRIMARY KEY, title TEXT)")
+    write(path, "CREATE TABLE chat_runs (id TEXT PRIMARY KEY, session_id TEXT)")
+    return path
+
+
 def _text_file(directory: Path, demo: Any) -> Path:
     path = directory / "x.db"
     path.write_text("just some notes, not a database\n")
@@ -816,6 +841,8 @@ def _truncated(directory: Path, demo: Any) -> Path:
 HOSTILE_FILES = {
     "missing": (_missing, "no such file"),
     "zero-length": (_zero_length, "empty file"),
+    "empty-beside-its-wal": (_empty_beside_its_wal, "beside a"),
+    "foreign-chat-tables": (_foreign_chat_tables, "lacks lovia's columns"),
     "text": (_text_file, "not a SQLite database"),
     "no-lovia-tables": (_no_lovia_tables, "not a lovia database"),
     "wrong-columns": (_wrong_columns, "lacks lovia's columns"),
@@ -854,6 +881,20 @@ async def test_hostile_file_is_one_line_and_the_rest_still_opens(
         )
     finally:
         await ws.close()
+
+
+async def test_another_programs_chat_tables_leave_the_sessions_shown(
+    demo: Any, tmp_path: Path
+) -> None:
+    """Tables named as lovia web's but not its own are refused as lovia's own
+    tables are, with a note; the file's session store still reads."""
+    path = copy_files(demo.sessions_db, tmp_path, "mixed.db")
+    write(path, "CREATE TABLE chat_sessions (id TEXT PRIMARY KEY, title TEXT)")
+    write(path, "CREATE TABLE chat_runs (id TEXT PRIMARY KEY, session_id TEXT)")
+    async with opened(path) as db:
+        assert db.stores.session and not db.stores.chat
+        assert "chat_runs lacks lovia's columns" in (db.notice or "")
+        assert await session_reads.list_sessions(db, 100)
 
 
 async def test_an_empty_directory_is_an_open_error(tmp_path: Path) -> None:

@@ -110,7 +110,16 @@ def check_file(path: Path) -> FileIdentity:
         raise OpenError(f"{path}: cannot read ({exc.strerror})") from exc
     if not S_ISREG(stat.st_mode):
         raise OpenError(f"{path}: not a regular file")
-    if stat.st_size == 0 and not wal_path(path).exists():
+    if stat.st_size == 0:
+        wal = wal_path(path)
+        if wal.is_file() and wal.stat().st_size > 0:
+            # SQLite writes page 1 before any WAL frame: this is a truncated
+            # copy. Connecting would discard the -wal, even read-only.
+            raise DamagedError(
+                path,
+                f"the file is empty beside a {wal.stat().st_size:,}-byte -wal; "
+                "not opened, which would discard that -wal: copy both first",
+            )
         raise OpenError(f"{path}: empty file, not a lovia database")
     return stat.st_dev, stat.st_ino
 

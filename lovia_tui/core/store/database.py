@@ -382,7 +382,8 @@ async def open_database(
         tables = dict(found)
         columns = {
             table: {row[1] for row in await rows(conn, f"PRAGMA table_info({table})")}
-            for table in set().union(*STORE_TABLES.values()) & tables.keys()
+            for table in set().union(CHAT_TABLES, *STORE_TABLES.values())
+            & tables.keys()
         }
         versions: dict[object, object] = {}
         if "lovia_schema" in tables:

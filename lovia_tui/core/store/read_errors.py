@@ -46,8 +46,8 @@ def hot_journal_text(path: Path) -> str:
     return (
         f"{path}: a writer was interrupted mid-transaction (a hot -journal): "
         "its last commit can only be shown once SQLite rolls that back, which "
-        "--readonly cannot do; open it without --readonly, or copy it with "
-        "the sqlite3 shell"
+        "a read-only open (--readonly, the doctor) cannot do; open it once "
+        "with lovia-tui without --readonly, or copy it with the sqlite3 shell"
     )
 
 

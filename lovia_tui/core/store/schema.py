@@ -14,6 +14,18 @@ from lovia_tui.core.lovia_facts import STORE_TABLES, installed
 from lovia_tui.core.store.table_shape import rowid_problem
 
 CHAT_TABLES = frozenset({"chat_sessions", "chat_runs"})
+CHAT_COLUMNS: Mapping[str, frozenset[str]] = {
+    "chat_sessions": frozenset(
+        {"id", "title", "agent", "created_at", "updated_at", "active_run_id"}
+    ),
+    "chat_runs": frozenset(
+        {"id", "session_id", "agent", "source", "status", "error", "started_at",
+         "finished_at", "usage_json"}
+    ),
+}  # fmt: skip
+"""The columns every lovia web file has (its first chat schema); those added
+later (``pinned``, ``parent_id``, ``origin_*``…) are read where present. A
+table of that name without them is another program's."""
 STORE_NAMES = {"session": "session", "checkpoint": "checkpoint", "chat": "web UI"}
 
 
@@ -63,8 +75,8 @@ def refusals(
                 f"version {version}, newer than the installed lovia knows ({known}): "
                 "not shown; upgrade lovia to read them"
             )
-    required = installed().columns
-    for store, store_tables in STORE_TABLES.items():
+    required = {**installed().columns, **CHAT_COLUMNS}
+    for store, store_tables in {**STORE_TABLES, "chat": CHAT_TABLES}.items():
         for table in sorted(store_tables & tables.keys()):
             missing = required.get(table, frozenset()) - columns.get(table, set())
             rowless = rowid_problem(tables[table], columns.get(table, set()))
