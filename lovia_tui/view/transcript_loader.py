@@ -104,9 +104,12 @@ def _entry_rows(
     ]
 
 
-def set_indices(rows: list[Row], starts: Starts) -> None:
+def set_indices(rows: list[Row], starts: Starts | None) -> None:
     """Fill in the flat indices of rows loaded while they were being counted
-    (an uncounted run's rows are read again: see :func:`uncounted`)."""
+    (an uncounted run's rows are read again: see :func:`uncounted`); with no
+    ``starts`` (not counted yet), nothing."""
+    if starts is None:
+        return
     offsets: dict[int, int] = {}  # a segment's entry rows come in order
     for row in rows:
         segment = row.segment
@@ -121,6 +124,19 @@ def set_indices(rows: list[Row], starts: Starts) -> None:
                 row.entry, index=None if first is None else first + offset
             )
         row.segment = replace(segment, first_index=first, counting=False)
+
+
+def held_ids(rows: list[Row]) -> tuple[int, int | None] | None:
+    """(first, last) segment ids the rows hold (last None: the newest, no
+    newer batch below), for the live tail to watch; None if no segment."""
+    ids = [
+        row.segment.row_id
+        for row in rows
+        if row.kind == RowKind.SEGMENT and row.segment
+    ]
+    if not ids:
+        return None
+    return ids[0], ids[-1] if rows[-1].kind == RowKind.NEWER else None
 
 
 def uncounted(rows: list[Row]) -> bool:

@@ -203,6 +203,7 @@ class RunsPane(WorkerErrors, Vertical):
                     self.post_message(self.Walked(source, done=False))
             await source.read(*self._window())
             self.post_message(self.Walked(source, done=True))
+            self.say_damaged(self.workspace.checkpoint_dbs)
         finally:
             self._walking = False
             again, self._again = self._again, False

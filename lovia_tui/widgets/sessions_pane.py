@@ -29,6 +29,7 @@ from textual.message import Message
 from textual.widgets import Input
 
 from lovia_tui import messages
+from lovia_tui.core.errors import DamagedError
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
@@ -46,6 +47,7 @@ from lovia_tui.widgets.worker_errors import WorkerErrors
 
 FIRST_PAGE = 200
 """Sessions listed before the full index is walked."""
+NO_SESSIONS = "no sessions"
 
 
 class SessionsPane(WorkerErrors, Vertical):
@@ -85,7 +87,7 @@ class SessionsPane(WorkerErrors, Vertical):
         yield PaneTitle("Sessions", id="sessions-title")
         yield RowList(
             self.list.render_row,
-            empty="no sessions",
+            empty=NO_SESSIONS,
             moved=self.show_title,
             id="sessions",
         )
@@ -163,10 +165,14 @@ class SessionsPane(WorkerErrors, Vertical):
         index: dict[SessionKey, int] = {}
         for db in self.workspace.session_dbs:
             file = str(db.path)  # one string for every key of the file (166,000 at 1M)
-            async for chunk, _ in session_reads.session_index(db):
-                for session_id, (_, last_id) in chunk.items():
-                    key = (file, session_id)
-                    index[key] = max(index.get(key, 0), last_id)
+            try:
+                async for chunk, _ in session_reads.session_index(db):
+                    for session_id, (_, last_id) in chunk.items():
+                        key = (file, session_id)
+                        index[key] = max(index.get(key, 0), last_id)
+            except DamagedError:
+                continue  # its banner says so; the other files still list
+        self.say_damaged(self.workspace.session_dbs)
         listed = set(keys)
         rest = sorted(
             (k for k in index if k not in listed), key=lambda k: index[k], reverse=True
@@ -181,6 +187,10 @@ class SessionsPane(WorkerErrors, Vertical):
         self._show_keys(message.keys)
 
     def _show_keys(self, keys: list[SessionKey]) -> None:
+        damaged = [db.name for db in self.workspace.session_dbs if db.damage]
+        self.row_list.empty_text = (
+            f"not read: {', '.join(damaged)} damaged" if damaged else NO_SESSIONS
+        )
         self.list.keys = keys
         self.apply_filter()
 
@@ -267,6 +277,7 @@ class SessionsPane(WorkerErrors, Vertical):
         found = await self.workspace.summaries(
             key for key in self.visible_keys(margin=1) if needs(key)
         )
+        self.say_damaged(self.workspace.session_dbs)
         if found:
             self.post_message(messages.SummariesLoaded(found))
 

@@ -8,12 +8,6 @@ message; a result for a session the user has already left is dropped. The
 live tail is told, before each read, which segments the view is about to
 hold, so a rewrite of them is never missed (``transcript_loader.Watcher``);
 the runs linked to the session come from the Runs pane (``Runs``).
-
-Its interface: :meth:`open_session`, :meth:`open_run`, :meth:`reload`,
-:meth:`runs_known`, :meth:`take_live`, :meth:`toggle_follow`,
-:meth:`show_title`, and its :attr:`hits` (``search_for``, ``step``);
-and what the screen reads, :attr:`session_key`, :attr:`run_view`,
-:attr:`followed`.
 """
 
 from __future__ import annotations
@@ -25,6 +19,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.worker import Worker, WorkerState
 
 from lovia_tui import messages
 from lovia_tui.core.live.changes import Changes
@@ -37,6 +32,7 @@ from lovia_tui.view.transcript_loader import (
     Seams,
     Starts,
     Watcher,
+    held_ids,
     inflight_rows,
     newer_rows,
     newest_batch,
@@ -49,7 +45,7 @@ from lovia_tui.view.transcript_loader import (
 from lovia_tui.widgets.pane_title import PaneTitle
 from lovia_tui.widgets.transcript import Transcript
 from lovia_tui.widgets.transcript_hits import Hits
-from lovia_tui.widgets.worker_errors import WorkerErrors
+from lovia_tui.widgets.worker_errors import EXPECTED, WorkerErrors
 
 
 class TranscriptPane(WorkerErrors, Vertical):
@@ -140,6 +136,19 @@ class TranscriptPane(WorkerErrors, Vertical):
     def _show_loading(self, key: SessionKey) -> None:
         self.query_one(PaneTitle).show(f"Transcript · {key[1]} · loading…")
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A session or run not read says so (WorkerErrors says why), never
+        "loading…" for good over the rows shown before, which go."""
+        worker, key = event.worker, self.session_key
+        if worker.group != Group.TRANSCRIPT or event.state != WorkerState.ERROR:
+            return
+        if not isinstance(worker.error, EXPECTED) or (key and key == self._shown_key):
+            return  # a session read again keeps its rows
+        self._shown_key = None
+        self.transcript.show([])
+        name = key[1] if key else self.run_view
+        self.query_one(PaneTitle).show(f"Transcript · {name} · not read")
+
     @work(exclusive=True, group=Group.TRANSCRIPT)
     async def _load_session(
         self, key: SessionKey, settle: float = 0.0, starts: Starts | None = None
@@ -229,8 +238,7 @@ class TranscriptPane(WorkerErrors, Vertical):
     def on_older_loaded(self, message: messages.OlderLoaded) -> None:
         message.stop()
         if message.key == self.session_key:
-            if self._flat_starts is not None:  # counted while this batch loaded
-                set_indices(message.rows, self._flat_starts)
+            set_indices(message.rows, self._flat_starts)  # counted meanwhile?
             self.transcript.prepend(message.rows)
             self._watch_window()
             self.hits.older_shown()
@@ -251,8 +259,7 @@ class TranscriptPane(WorkerErrors, Vertical):
     def on_start_loaded(self, message: messages.StartLoaded) -> None:
         message.stop()
         if message.key == self.session_key:
-            if self._flat_starts is not None:
-                set_indices(message.rows, self._flat_starts)
+            set_indices(message.rows, self._flat_starts)
             self.transcript.show(message.rows, at_start=True)
             if message.run_seqs:
                 self._follow_inflight(message.run_seqs)
@@ -276,8 +283,7 @@ class TranscriptPane(WorkerErrors, Vertical):
     def on_newer_loaded(self, message: messages.NewerLoaded) -> None:
         message.stop()
         if message.key == self.session_key:
-            if self._flat_starts is not None:
-                set_indices(message.rows, self._flat_starts)
+            set_indices(message.rows, self._flat_starts)
             self.transcript.append_newer(message.rows)
             if message.run_seqs:
                 self._follow_inflight(message.run_seqs)
@@ -285,17 +291,11 @@ class TranscriptPane(WorkerErrors, Vertical):
 
     def _watch_window(self) -> None:
         """The live tail watches the segments the transcript still holds."""
-        rows = self.transcript.rows
-        ids = [
-            row.segment.row_id
-            for row in rows
-            if row.kind == RowKind.SEGMENT and row.segment
-        ]
-        if self.session_key and ids:
-            to_id = ids[-1] if rows[-1].kind == RowKind.NEWER else None
+        held = held_ids(self.transcript.rows)
+        if self.session_key and held:
             file = Path(self.session_key[0])
             self.run_worker(
-                partial(self.live.watch_window, file, ids[0], to_id),
+                partial(self.live.watch_window, file, *held),
                 group=Group.WATCH,
                 exclusive=True,
             )

@@ -11,12 +11,14 @@ exception is a bug and still ends the app with its traceback, as before.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker, WorkerState
 
 from lovia_tui.core.errors import DamagedError, LoviaTuiError
+from lovia_tui.core.store.database import Database
 from lovia_tui.messages import FileTrouble
 from lovia_tui.view.kinds import Group
 
@@ -42,6 +44,12 @@ class WorkerErrors(_Node):
         # on_worker_state_changed below rather than straight out of the app.
         kwargs["exit_on_error"] = False
         return super().run_worker(*args, **kwargs)
+
+    def say_damaged(self, databases: Iterable[Database]) -> None:
+        """Files a read left out as damaged (it raised nothing) get their banner."""
+        for db in databases:
+            if db.damage:
+                self.post_message(FileTrouble(db.path))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         error = event.worker.error

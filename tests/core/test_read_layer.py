@@ -35,8 +35,9 @@ from lovia_tui.core.store import (
     session_reads,
 )
 from lovia_tui.core.store.connect import wal_path
-from lovia_tui.core.store.database import Database, Stores, open_database, sqlite_uri
+from lovia_tui.core.store.database import Database, open_database, sqlite_uri
 from lovia_tui.core.store.head_reads import stream_runs
+from lovia_tui.core.store.schema import Stores
 from lovia_tui.core.store.workspace import Workspace, resolve_paths
 
 # ---------------------------------------------------------------- helpers

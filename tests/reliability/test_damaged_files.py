@@ -221,3 +221,49 @@ class _Wrapped:
 
     def __getattr__(self, name: str):
         return getattr(self._conn, name)
+
+
+async def test_a_damaged_file_leaves_the_others_listed_and_says_what_it_could_not_read(
+    demo_dir, tmp_path, monkeypatch
+):
+    """Files called damaged as their sessions and checkpoints are read: the
+    other file's sessions and runs are still listed (and its sessions open),
+    the banner names both; a session whose rows cannot be read says so in its
+    title, never "loading…" for good over the rows of the one shown before."""
+    from support.lovia_factory import copy_db
+
+    from lovia_tui.app import make_app
+    from lovia_tui.widgets.pane_title import PaneTitle
+
+    web = copy_db(demo_dir.web_db, tmp_path / "assistant.db")
+    cli = copy_db(demo_dir.sessions_db, tmp_path / "sessions.db")
+    runs = copy_db(demo_dir.runs_db, tmp_path / "runs.db")
+    broken = {cli.name: "session_runs", runs.name: "snapshot_heads"}
+    real = Database.fetchall
+
+    async def damaging(self, sql, params=(), *, cut=None):
+        if (table := broken.get(self.path.name)) and table in sql:
+            self.damage = "database disk image is malformed"
+            raise DamagedError(self.path, self.damage)
+        return await real(self, sql, params, cut=cut)
+
+    monkeypatch.setattr(Database, "fetchall", damaging)
+    app = make_app([web, cli, runs])
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        keys = screen.sessions.keys
+        assert keys and {Path(file).name for file, _ in keys} == {web.name}
+        assert len(screen.runs.source) > 0  # the web file's runs
+        status = str(screen.query_one(StatusLine).render())
+        assert "sessions.db is DAMAGED" in status and "runs.db is DAMAGED" in status
+        first, second = keys[0], keys[1]
+        screen.go_to_session(first)
+        await settle(pilot)
+        assert screen.transcript.rows
+        broken[web.name] = "session_runs"
+        screen.go_to_session(second)
+        await settle(pilot)
+        title = str(screen.query_one("#transcript-title", PaneTitle).render())
+        assert f"{second[1]} · not read" in title and "loading" not in title
+        assert not screen.transcript.rows

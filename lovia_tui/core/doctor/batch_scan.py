@@ -24,8 +24,8 @@ import orjson
 
 from lovia_tui.core.entries import UnreadableError, parse_entries, parse_stored
 from lovia_tui.core.models import Unreadable
-from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS, sqlite_uri
-from lovia_tui.core.store.database import Database, fetchall_decoded, in_thread
+from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS, fetchall_decoded, sqlite_uri
+from lovia_tui.core.store.database import Database, in_thread
 from lovia_tui.core.stored import stored_key, stored_number
 
 if TYPE_CHECKING:

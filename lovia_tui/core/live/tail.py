@@ -19,7 +19,8 @@ from lovia_tui.core.live.changes import Changes, NewSegment, RunEntries
 from lovia_tui.core.live.heads import HeadsSeen, HeadWindow
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.store import checkpoint_reads, database
-from lovia_tui.core.store.database import Database, Stores
+from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.schema import Stores
 from lovia_tui.core.stored import stored_key
 
 if TYPE_CHECKING:

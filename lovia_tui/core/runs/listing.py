@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from lovia_tui.core.errors import DamagedError
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus
 from lovia_tui.core.runs.index import UNFINISHED, Mark, RunOrder
@@ -64,17 +65,26 @@ class RunList:
         return all(order.done for order in self.orders)
 
     async def walk(self) -> AsyncIterator[None]:
-        """Walk every file (yields after each range), then read the pinned runs."""
-        for order in self.orders:
-            async for _ in order.walk():
-                self._marks = sorted(
-                    ((mark, o) for o in self.orders for mark in o.unfinished),
-                    key=_list_order,
-                )
-                self.refilter()
-                yield
+        """Walk every file (yields after each range), then read the pinned
+        runs. A file called damaged on the way is left out (its
+        :attr:`Database.damage` says so): the others' runs are listed."""
+        for order in list(self.orders):
+            try:
+                async for _ in order.walk():
+                    self._remark()
+                    yield
+            except DamagedError:
+                self.orders.remove(order)
+                self._remark()
         await self._read_pinned()
         yield
+
+    def _remark(self) -> None:
+        """The unfinished runs of every file walked, in list order."""
+        self._marks = sorted(
+            ((mark, o) for o in self.orders for mark in o.unfinished), key=_list_order
+        )
+        self.refilter()
 
     async def first_rows(self, count: int) -> None:
         """Walk only the newest range and read its first ``count`` rows, their
@@ -92,15 +102,19 @@ class RunList:
         they held 90 MB)."""
         pinned: dict[tuple[Path, int], RunInfo] = {}
         links: dict[str, SessionLink] = {}
-        for order in self.orders:
+        for order in list(self.orders):
             rowid_of = {mark.run_id: mark.rowid for mark in order.unfinished}
             found = dict(await self._links_of(rowid_of))
             links.update(found)
             rowids = [rowid_of[run_id] for run_id in found]
-            rowids += await _web_linked(order.db)
-            for rowid, run in (
-                await runs_at(order.db, list(dict.fromkeys(rowids)))
-            ).items():
+            try:
+                rowids += await _web_linked(order.db)
+                read = await runs_at(order.db, list(dict.fromkeys(rowids)))
+            except DamagedError:
+                self.orders.remove(order)
+                self._remark()
+                continue
+            for rowid, run in read.items():
                 pinned[(run.file, rowid)] = run
         links.update(await self._links_of(
             run.run_id for run in pinned.values() if run.run_id not in links

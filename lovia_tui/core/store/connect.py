@@ -129,6 +129,24 @@ def decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def fetchall_decoded(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
+) -> list[Any]:
+    """A statement's rows on a plain ``sqlite3`` connection; text that is not
+    UTF-8 among them decoded as the read layer decodes it (C decoding, the
+    default, is kept for the usual case)."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+    conn.text_factory = decode_text
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.text_factory = str
+
+
 def as_stored(column: str, rowid: str, read: str) -> str:
     """SQL for ``session_runs.column`` exactly as stored in the row whose id is
     the parameter ``rowid``, or the parameter ``read`` (the value as read) if

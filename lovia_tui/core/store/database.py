@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +24,7 @@ from lovia_tui.core.store.connect import (
     FileIdentity,
     check_file,
     connect,
-    decode_text,
+    fetchall_decoded,
     quick_check_at_open,
     rows,
     set_wal,
@@ -33,52 +32,7 @@ from lovia_tui.core.store.connect import (
 )
 from lovia_tui.core.store.pace import Cut
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
-from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, refusals
-
-
-@dataclass(frozen=True)
-class Stores:
-    """Which lovia stores of a file can be read (tables appear on a store's
-    first use; a store a newer lovia wrote is ``refused``, the rest are read)."""
-
-    session: bool
-    checkpoint: bool
-    chat: bool
-    refused: frozenset[str] = frozenset()
-
-    @classmethod
-    def of(cls, tables: set[str], refused: frozenset[str] = frozenset()) -> Stores:
-        """The stores whose tables are all there, less those refused."""
-        return cls(
-            session="session" not in refused and STORE_TABLES["session"] <= tables,
-            checkpoint="checkpoint" not in refused
-            and STORE_TABLES["checkpoint"] <= tables,
-            chat="chat" not in refused and tables >= CHAT_TABLES,
-            refused=refused,
-        )
-
-    @property
-    def any(self) -> bool:
-        return self.session or self.checkpoint
-
-
-def fetchall_decoded(
-    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
-) -> list[Any]:
-    """A statement's rows on a plain ``sqlite3`` connection; text that is not
-    UTF-8 among them decoded as the read layer decodes it (C decoding, the
-    default, is kept for the usual case)."""
-    try:
-        return conn.execute(sql, params).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "decode" not in str(exc):
-            raise
-    conn.text_factory = decode_text
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.text_factory = str
-
+from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, Stores, refusals
 
 T = TypeVar("T")
 FOREGROUND_WAIT = 0.5

@@ -9,6 +9,7 @@ installed lovia (:mod:`lovia_tui.core.lovia_facts`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from lovia_tui.core.lovia_facts import STORE_TABLES, installed
 from lovia_tui.core.store.table_shape import rowid_problem
@@ -27,6 +28,32 @@ CHAT_COLUMNS: Mapping[str, frozenset[str]] = {
 later (``pinned``, ``parent_id``, ``origin_*``…) are read where present. A
 table of that name without them is another program's."""
 STORE_NAMES = {"session": "session", "checkpoint": "checkpoint", "chat": "web UI"}
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Which lovia stores of a file can be read (tables appear on a store's
+    first use; a store a newer lovia wrote is ``refused``, the rest are read)."""
+
+    session: bool
+    checkpoint: bool
+    chat: bool
+    refused: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, tables: set[str], refused: frozenset[str] = frozenset()) -> Stores:
+        """The stores whose tables are all there, less those refused."""
+        return cls(
+            session="session" not in refused and STORE_TABLES["session"] <= tables,
+            checkpoint="checkpoint" not in refused
+            and STORE_TABLES["checkpoint"] <= tables,
+            chat="chat" not in refused and tables >= CHAT_TABLES,
+            refused=refused,
+        )
+
+    @property
+    def any(self) -> bool:
+        return self.session or self.checkpoint
 
 
 def known_version(store: str) -> int | None:

@@ -7,11 +7,12 @@ run Y" and "which session does run Y belong to" across all of them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lovia_tui.core.errors import OpenError
+from lovia_tui.core.errors import DamagedError, OpenError
 from lovia_tui.core.models import RunInfo, SessionLink, SessionSummary
 from lovia_tui.core.store import session_reads, web_chats
 from lovia_tui.core.store.checkpoint_reads import runs
@@ -106,15 +107,19 @@ class Workspace:
 
     async def recent_sessions(self, limit: int) -> list[tuple[str, str]]:
         """(file, session_id) of the ``limit`` newest sessions of each file: pinned
-        web chats first, then newest first (lovia web's order)."""
+        web chats first, then newest first (lovia web's order). A file called
+        damaged is left out (:attr:`Database.damage` says so): the others list."""
         rank: dict[tuple[str, str], tuple[bool, float]] = {}
         parents: dict[tuple[str, str], tuple[str, str]] = {}
         for db in self.session_dbs:
             file = str(db.path)
-            ranked = await session_reads.ranked_sessions(db, limit)
+            try:
+                ranked = await session_reads.ranked_sessions(db, limit)
+                found = await web_chats.parent_ids(db, [sid for sid, _, _ in ranked])
+            except DamagedError:
+                continue
             for sid, when, pinned in ranked:
                 rank[(file, sid)] = (pinned, when or 0)
-            found = await web_chats.parent_ids(db, [sid for sid, _, _ in ranked])
             parents.update(
                 ((file, sid), (file, parent)) for sid, parent in found.items()
             )
@@ -126,7 +131,8 @@ class Workspace:
     async def summaries(
         self, keys: Iterable[tuple[str, str]]
     ) -> dict[tuple[str, str], SessionSummary]:
-        """Runs, title and activity of each (file, session_id): three statements a file."""
+        """Runs, title and activity of each (file, session_id): three statements
+        a file; none for a file called damaged (the others' are read)."""
         by_file: dict[str, list[str]] = {}
         for file, session_id in keys:
             by_file.setdefault(file, []).append(session_id)
@@ -134,9 +140,11 @@ class Workspace:
         for file, session_ids in by_file.items():
             db = self.database(Path(file))
             await db.after_foreground()  # titles can wait for an opening session
-            for session_id, summary in (
-                await session_reads.session_summaries(db, session_ids)
-            ).items():
+            try:
+                read = await session_reads.session_summaries(db, session_ids)
+            except DamagedError:
+                continue
+            for session_id, summary in read.items():
                 found[(file, session_id)] = summary
         return found
 
@@ -148,50 +156,56 @@ class Workspace:
         return None
 
     async def find_run(self, run_id: str) -> RunInfo | None:
-        for db in self.checkpoint_dbs:
-            found = await runs(db, [run_id])
-            if found:
-                return found[0]
-        return None
+        found = await self.runs_named([run_id])
+        return found[0] if found else None
 
     async def runs_named(self, run_ids: Iterable[str]) -> list[RunInfo]:
-        """These runs' checkpoints in every open file, most recently saved first."""
+        """These runs' checkpoints in every open file, most recently saved
+        first; none from a file called damaged (the others' are read)."""
         wanted = list(dict.fromkeys(run_ids))
         result: list[RunInfo] = []
         for db in self.checkpoint_dbs:
-            result.extend(await runs(db, wanted))
+            with contextlib.suppress(DamagedError):
+                result.extend(await runs(db, wanted))
         return sorted(result, key=lambda run: time_order(run.updated_at), reverse=True)
 
     async def session_run_ids(self, session_id: str) -> set[str]:
         """The runs that may belong to a session: those with a segment in it
         (lovia's ``(session_id, run_id)`` index, ``RUN_IDS_CHUNK`` a statement)
         and those lovia web records for it (its active run, its runs).
-        :meth:`links` says which of them it is."""
+        :meth:`links` says which of them it is. A file called damaged adds
+        none (the others' are read)."""
         found: set[str] = set()
         for db in self.session_dbs:
-            # Keyset from no bound at all: a run id of any storage class
-            # (numbers and NULL sort before text) is found too.
-            after: tuple[Any, ...] = (None, None)
-            later = f"AND run_id > {as_stored('run_id', '?3', '?2')} "
-            while db.stores.session and (
-                rows := await db.fetchall(
-                    "SELECT run_id, MAX(id) FROM session_runs WHERE session_id = ?1 "
-                    f"{'' if after[1] is None else later}"
-                    "GROUP BY run_id ORDER BY run_id LIMIT ?4",
-                    (session_id, *after, RUN_IDS_CHUNK),
-                )
-            ):
-                found.update(stored_key(row[0]) for row in rows)
-                after = tuple(rows[-1])
-        for db in self.databases:
-            if db.stores.chat:
-                rows = await db.fetchall(
-                    "SELECT active_run_id FROM chat_sessions WHERE id = ? "
-                    "AND active_run_id IS NOT NULL "
-                    "UNION SELECT id FROM chat_runs WHERE session_id = ?",
-                    (session_id, session_id),
-                )
-                found.update(stored_key(row[0]) for row in rows)
+            with contextlib.suppress(DamagedError):
+                found.update(await self._run_ids_in(db, session_id))
+        return found
+
+    @staticmethod
+    async def _run_ids_in(db: Database, session_id: str) -> set[str]:
+        found: set[str] = set()
+        # Keyset from no bound at all: a run id of any storage class
+        # (numbers and NULL sort before text) is found too.
+        after: tuple[Any, ...] = (None, None)
+        later = f"AND run_id > {as_stored('run_id', '?3', '?2')} "
+        while db.stores.session and (
+            rows := await db.fetchall(
+                "SELECT run_id, MAX(id) FROM session_runs WHERE session_id = ?1 "
+                f"{'' if after[1] is None else later}"
+                "GROUP BY run_id ORDER BY run_id LIMIT ?4",
+                (session_id, *after, RUN_IDS_CHUNK),
+            )
+        ):
+            found.update(stored_key(row[0]) for row in rows)
+            after = tuple(rows[-1])
+        if db.stores.chat:
+            rows = await db.fetchall(
+                "SELECT active_run_id FROM chat_sessions WHERE id = ? "
+                "AND active_run_id IS NOT NULL "
+                "UNION SELECT id FROM chat_runs WHERE session_id = ?",
+                (session_id, session_id),
+            )
+            found.update(stored_key(row[0]) for row in rows)
         return found
 
     async def links(self, run_ids: Iterable[str]) -> dict[str, SessionLink]:
@@ -200,33 +214,45 @@ class Workspace:
         1. a ``session_runs`` row with the same run_id (the run was appended);
         2. the web UI's ``chat_sessions.active_run_id`` / ``chat_runs.session_id``.
         Runs with neither are absent from the result: their session is unknown.
+        A file called damaged gives none (the others' are read; no action
+        runs beside it).
         """
         wanted = list(dict.fromkeys(run_ids))
         found: dict[str, SessionLink] = {}
         for db in self.session_dbs:
             if not db.stores.session:
                 continue
-            for run_id, session_id in await self._run_segments[db.path].sessions(
-                r for r in wanted if r not in found
-            ):
-                found.setdefault(run_id, SessionLink(db.path, session_id, "segment"))
+            with contextlib.suppress(DamagedError):
+                for run_id, session_id in await self._run_segments[db.path].sessions(
+                    r for r in wanted if r not in found
+                ):
+                    found.setdefault(
+                        run_id, SessionLink(db.path, session_id, "segment")
+                    )
         for db in self.databases:
             if not db.stores.chat:
                 continue
-            for chunk in _chunks([r for r in wanted if r not in found], 500):
-                marks = ",".join("?" * len(chunk))
-                rows = await db.fetchall(
-                    f"SELECT active_run_id, id FROM chat_sessions WHERE active_run_id IN ({marks}) "
-                    f"UNION ALL SELECT id, session_id FROM chat_runs "
-                    f"WHERE id IN ({marks}) AND session_id IS NOT NULL",
-                    tuple(chunk) * 2,
-                )
-                for run_id, session_id in rows:
-                    found.setdefault(
-                        stored_key(run_id),
-                        SessionLink(db.path, stored_key(session_id), "web"),
-                    )
+            with contextlib.suppress(DamagedError):
+                await self._web_links(db, [r for r in wanted if r not in found], found)
         return found
+
+    @staticmethod
+    async def _web_links(
+        db: Database, run_ids: list[str], found: dict[str, SessionLink]
+    ) -> None:
+        for chunk in _chunks(run_ids, 500):
+            marks = ",".join("?" * len(chunk))
+            rows = await db.fetchall(
+                f"SELECT active_run_id, id FROM chat_sessions WHERE active_run_id IN ({marks}) "
+                f"UNION ALL SELECT id, session_id FROM chat_runs "
+                f"WHERE id IN ({marks}) AND session_id IS NOT NULL",
+                tuple(chunk) * 2,
+            )
+            for run_id, session_id in rows:
+                found.setdefault(
+                    stored_key(run_id),
+                    SessionLink(db.path, stored_key(session_id), "web"),
+                )
 
     async def close(self) -> None:
         for db in self.databases:
