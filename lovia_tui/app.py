@@ -109,7 +109,9 @@ class LoviaTui(App):
         self.collecting = gc.isenabled()
         gc.disable()
         try:
-            self.workspace = await Workspace.open(self.paths, readonly=self.readonly)
+            self.workspace = await Workspace.open(
+                self.paths, readonly=self.readonly, skip_damaged=True
+            )
         except LoviaTuiError as exc:
             self.open_error = (
                 f"lovia-tui: {printable(exc)}"  # said on mount, once there is a screen

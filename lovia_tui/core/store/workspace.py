@@ -8,7 +8,7 @@ run Y" and "which session does run Y belong to" across all of them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +62,23 @@ def resolve_paths(paths: Iterable[str | Path]) -> list[Path]:
 class Workspace:
     """Open databases, addressed by file; the read side of the whole app."""
 
-    def __init__(self, databases: list[Database]) -> None:
+    def __init__(
+        self, databases: list[Database], *, skip_damaged: bool = False
+    ) -> None:
         self.databases = databases
+        self.skip_damaged = skip_damaged
+        """A read across the files leaves out one called damaged (the app: its
+        banner says so, the others show); else the damage ends the read (a
+        command exits 2)."""
         self._run_segments = {db.path: RunSegments(db) for db in databases}
 
     @classmethod
     async def open(
-        cls, paths: Iterable[str | Path], *, readonly: bool = False
+        cls,
+        paths: Iterable[str | Path],
+        *,
+        readonly: bool = False,
+        skip_damaged: bool = False,
     ) -> Workspace:
         opened: list[Database] = []
         try:
@@ -78,7 +88,7 @@ class Workspace:
             for db in opened:
                 await db.close()
             raise
-        return cls(opened)
+        return cls(opened, skip_damaged=skip_damaged)
 
     @property
     def paths(self) -> list[Path]:
@@ -107,17 +117,17 @@ class Workspace:
 
     async def recent_sessions(self, limit: int) -> list[tuple[str, str]]:
         """(file, session_id) of the ``limit`` newest sessions of each file: pinned
-        web chats first, then newest first (lovia web's order). A file called
-        damaged is left out (:attr:`Database.damage` says so): the others list."""
+        web chats first, then newest first (lovia web's order); a file called
+        damaged is left out where :attr:`skip_damaged`."""
         rank: dict[tuple[str, str], tuple[bool, float]] = {}
         parents: dict[tuple[str, str], tuple[str, str]] = {}
         for db in self.session_dbs:
             file = str(db.path)
-            try:
+            ranked: list[tuple[str, float, bool]] = []
+            found: dict[str, str] = {}
+            with self._unless_damaged():
                 ranked = await session_reads.ranked_sessions(db, limit)
                 found = await web_chats.parent_ids(db, [sid for sid, _, _ in ranked])
-            except DamagedError:
-                continue
             for sid, when, pinned in ranked:
                 rank[(file, sid)] = (pinned, when or 0)
             parents.update(
@@ -132,7 +142,7 @@ class Workspace:
         self, keys: Iterable[tuple[str, str]]
     ) -> dict[tuple[str, str], SessionSummary]:
         """Runs, title and activity of each (file, session_id): three statements
-        a file; none for a file called damaged (the others' are read)."""
+        a file (see :attr:`skip_damaged`)."""
         by_file: dict[str, list[str]] = {}
         for file, session_id in keys:
             by_file.setdefault(file, []).append(session_id)
@@ -140,10 +150,9 @@ class Workspace:
         for file, session_ids in by_file.items():
             db = self.database(Path(file))
             await db.after_foreground()  # titles can wait for an opening session
-            try:
+            read: dict[str, SessionSummary] = {}
+            with self._unless_damaged():
                 read = await session_reads.session_summaries(db, session_ids)
-            except DamagedError:
-                continue
             for session_id, summary in read.items():
                 found[(file, session_id)] = summary
         return found
@@ -161,11 +170,11 @@ class Workspace:
 
     async def runs_named(self, run_ids: Iterable[str]) -> list[RunInfo]:
         """These runs' checkpoints in every open file, most recently saved
-        first; none from a file called damaged (the others' are read)."""
+        first (see :attr:`skip_damaged`)."""
         wanted = list(dict.fromkeys(run_ids))
         result: list[RunInfo] = []
         for db in self.checkpoint_dbs:
-            with contextlib.suppress(DamagedError):
+            with self._unless_damaged():
                 result.extend(await runs(db, wanted))
         return sorted(result, key=lambda run: time_order(run.updated_at), reverse=True)
 
@@ -173,11 +182,10 @@ class Workspace:
         """The runs that may belong to a session: those with a segment in it
         (lovia's ``(session_id, run_id)`` index, ``RUN_IDS_CHUNK`` a statement)
         and those lovia web records for it (its active run, its runs).
-        :meth:`links` says which of them it is. A file called damaged adds
-        none (the others' are read)."""
+        :meth:`links` says which of them it is (see :attr:`skip_damaged`)."""
         found: set[str] = set()
         for db in self.session_dbs:
-            with contextlib.suppress(DamagedError):
+            with self._unless_damaged():
                 found.update(await self._run_ids_in(db, session_id))
         return found
 
@@ -214,15 +222,14 @@ class Workspace:
         1. a ``session_runs`` row with the same run_id (the run was appended);
         2. the web UI's ``chat_sessions.active_run_id`` / ``chat_runs.session_id``.
         Runs with neither are absent from the result: their session is unknown.
-        A file called damaged gives none (the others' are read; no action
-        runs beside it).
+        See :attr:`skip_damaged` (no action runs beside a damaged file).
         """
         wanted = list(dict.fromkeys(run_ids))
         found: dict[str, SessionLink] = {}
         for db in self.session_dbs:
             if not db.stores.session:
                 continue
-            with contextlib.suppress(DamagedError):
+            with self._unless_damaged():
                 for run_id, session_id in await self._run_segments[db.path].sessions(
                     r for r in wanted if r not in found
                 ):
@@ -232,7 +239,7 @@ class Workspace:
         for db in self.databases:
             if not db.stores.chat:
                 continue
-            with contextlib.suppress(DamagedError):
+            with self._unless_damaged():
                 await self._web_links(db, [r for r in wanted if r not in found], found)
         return found
 
@@ -253,6 +260,16 @@ class Workspace:
                     stored_key(run_id),
                     SessionLink(db.path, stored_key(session_id), "web"),
                 )
+
+    @contextlib.contextmanager
+    def _unless_damaged(self) -> Iterator[None]:
+        """A file's part of a read across files, left out if it is called
+        damaged where :attr:`skip_damaged` says to."""
+        try:
+            yield
+        except DamagedError:
+            if not self.skip_damaged:
+                raise
 
     async def close(self) -> None:
         for db in self.databases:
