@@ -227,20 +227,31 @@ def _dumper(*, indent: bool) -> Callable[[Any], bytes]:
 
 class _Bytes:
     """stdout as bytes (its buffer, after what was written as text), or as
-    text where it has no buffer (a StringIO)."""
+    text where it has no buffer (a StringIO). ``held``: nothing is written
+    before :meth:`release` (a read that fails first leaves no output)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, held: bool = False) -> None:
         sys.stdout.flush()
         self._buffer = getattr(sys.stdout, "buffer", None)
+        self._held: list[bytes] | None = [] if held else None
+
+    def release(self) -> None:
+        """Write what was held, and what comes next as it comes."""
+        held, self._held = self._held, None
+        for raw in held or ():
+            self.write(raw)
 
     def write(self, data: bytes | memoryview | str) -> None:
         raw = data.encode() if isinstance(data, str) else data
-        if self._buffer is None:
+        if self._held is not None:
+            self._held.append(bytes(raw))
+        elif self._buffer is None:
             sys.stdout.write(bytes(raw).decode())
         else:
             self._buffer.write(raw)
 
     def close(self) -> None:
+        self.release()
         if self._buffer is not None:
             self._buffer.flush()
 
@@ -255,8 +266,10 @@ async def print_json_lines(items: AsyncIterator[Any]) -> None:
 
 async def print_json_lazy(value: Any) -> None:
     """:func:`print_json`'s text, where any list may be a generator (sync or
-    async) written as it is consumed: the whole value never sits in memory."""
-    out = _Bytes()
+    async) written as it is consumed: the whole value never sits in memory.
+    Nothing is written before a list's first item is read (a file that
+    fails at once leaves no half a document)."""
+    out = _Bytes(held=True)
     await _write_lazy(value, 0, _dumper(indent=True), out)
     out.write(b"\n")
     out.close()
@@ -289,9 +302,11 @@ async def _write_lazy(value: Any, level: int, dump, out: _Bytes) -> None:
         return
     first = True
     async for item in _aiter(value):
+        out.release()
         out.write(("[" if first else ",") + f"\n{inner}")
         await _write_lazy(item, level + 1, dump, out)
         first = False
+    out.release()
     out.write("[]" if first else f"\n{pad}]")
 
 

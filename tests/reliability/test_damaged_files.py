@@ -68,7 +68,12 @@ def test_a_large_damaged_file_stops_at_the_read_that_meets_the_damage(
     """Too large for the check at open: the first read of the damaged page."""
     monkeypatch.setattr(connect, "QUICK_CHECK_AT_OPEN_BYTES", 0)
     db = clobbered_page(demo_dir.web_db, tmp_path / "assistant.db")
-    for command in (["show", str(db), "chat-kyoto"], ["sessions", str(db)]):
+    for command in (
+        ["show", str(db), "chat-kyoto"],
+        ["sessions", str(db)],
+        ["runs", str(db), "--json"],  # streamed: nothing before its first row
+        ["show", str(db), "chat-kyoto", "--json"],
+    ):
         code = main(command)
         out, err = capsys.readouterr()
         assert code == 2 and out == "", (out, err)
