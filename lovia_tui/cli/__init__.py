@@ -20,6 +20,8 @@ from lovia_tui.cli.command import (
     CommandParser,
     fail,
     run_command,
+)
+from lovia_tui.cli.json_output import (
     tolerate_narrow_output,
 )
 

@@ -22,9 +22,11 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     open_workspace,
-    print_json,
     split_paths_and_id,
     split_paths_and_ids,
+)
+from lovia_tui.cli.json_output import (
+    print_json,
 )
 from lovia_tui.cli.option_types import DAY, count, duration
 from lovia_tui.core.actions.describe import counts_text, describe

@@ -18,6 +18,8 @@ from lovia_tui.cli.command import (
     console,
     open_workspace,
     opened_session,
+)
+from lovia_tui.cli.json_output import (
     print_json,
     print_json_lazy,
 )

@@ -21,10 +21,12 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     open_workspace,
-    print_json,
     progress_bar,
 )
 from lovia_tui.cli.integrity import integrity
+from lovia_tui.cli.json_output import (
+    print_json,
+)
 from lovia_tui.cli.option_types import DAY, duration, duration_text
 from lovia_tui.core.doctor.audit import DEFAULT_OLDER_THAN_DAYS, Report, diagnose
 from lovia_tui.core.doctor.findings import SEVERITY_STYLES, summary

@@ -14,8 +14,10 @@ from lovia_tui.cli.command import (
     add_readonly,
     console,
     open_workspace,
-    print_json,
     split_paths_and_id,
+)
+from lovia_tui.cli.json_output import (
+    print_json,
 )
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.describe import describe

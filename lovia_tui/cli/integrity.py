@@ -16,8 +16,10 @@ from lovia_tui.cli.command import (
     EXIT_FINDINGS,
     EXIT_OK,
     console,
-    print_json,
     progress_bar,
+)
+from lovia_tui.cli.json_output import (
+    print_json,
 )
 from lovia_tui.core.doctor.integrity import TableCheck, check_integrity
 from lovia_tui.core.formatting import printable

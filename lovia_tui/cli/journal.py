@@ -23,8 +23,10 @@ from lovia_tui.cli.command import (
     add_readonly,
     console,
     open_workspace,
-    print_json,
     split_paths_and_ids,
+)
+from lovia_tui.cli.json_output import (
+    print_json,
 )
 from lovia_tui.cli.option_types import DAY, count, duration, duration_text
 from lovia_tui.core.actions.describe import counts_text

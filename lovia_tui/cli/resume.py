@@ -33,9 +33,11 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     fail,
-    json_text,
     open_workspace,
     split_paths_and_id,
+)
+from lovia_tui.cli.json_output import (
+    json_text,
 )
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.journal import Journal

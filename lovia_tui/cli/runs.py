@@ -17,6 +17,8 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     open_workspace,
+)
+from lovia_tui.cli.json_output import (
     print_json_lazy,
     print_json_lines,
 )

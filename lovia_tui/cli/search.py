@@ -16,8 +16,10 @@ from lovia_tui.cli.command import (
     add_paths_and_id,
     add_readonly,
     open_workspace,
-    print_json,
     split_paths_and_id,
+)
+from lovia_tui.cli.json_output import (
+    print_json,
 )
 from lovia_tui.cli.option_types import count, duration
 from lovia_tui.core.formatting import plural
