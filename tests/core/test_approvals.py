@@ -25,7 +25,12 @@ from support.resume import head_status, session_rows
 
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.runs.agents import load_agent
-from lovia_tui.core.runs.approvals import NEEDS_APPROVAL, UNATTENDED, Rule
+from lovia_tui.core.runs.approvals import (
+    NEEDS_APPROVAL,
+    UNATTENDED,
+    Rule,
+    agent_answers,
+)
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight
 from lovia_tui.core.runs.resume import RunControl, resume
@@ -100,6 +105,20 @@ async def test_the_preflight_names_the_call_that_will_ask(desk: Path) -> None:
     )
     assert not pf.approvals.agent_answers and pf.approvals.tools == ("refund",)
     assert (await _preflight(desk, "trusting_desk")).approvals.agent_answers
+
+
+def test_only_the_asking_agents_own_handler_answers() -> None:
+    """lovia asks the handler of the agent whose tool asks: an entry agent's
+    handler does not answer for the agent it hands off to (that call would
+    be denied unanswered), so the resume must answer it or refuse."""
+    from lovia import Agent
+    from support.approvals import refund_desk, trusting_desk
+
+    allow = lambda call, ctx: True  # noqa: E731
+    front = Agent(name="front", handoffs=[refund_desk()], approval_handler=allow)
+    assert not agent_answers(front)
+    assert agent_answers(front.clone(handoffs=[trusting_desk()]))
+    assert agent_answers(Agent(name="front", handoffs=[trusting_desk()]))
 
 
 async def test_approving_stores_what_lovias_own_resume_stores(

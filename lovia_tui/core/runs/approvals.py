@@ -116,8 +116,12 @@ def approval_reasons(entry: Agent) -> dict[str, str]:
 
 
 def agent_answers(entry: Agent) -> bool:
-    """Whether an agent reachable from ``entry`` has its own ``approval_handler``."""
-    return any(agent.approval_handler is not None for agent in _reachable(entry))
+    """Whether each agent reachable from ``entry`` whose tools may ask has its
+    own ``approval_handler``: lovia asks the handler of the agent whose tool
+    asks, never another's (an entry agent's handler does not answer for the
+    agent it hands off to), and denies the call where there is none."""
+    asking = [a for a in _reachable(entry) if any(_why(t) for t in _tools(a))]
+    return bool(asking) and all(a.approval_handler is not None for a in asking)
 
 
 def gated_calls(
@@ -138,7 +142,7 @@ class Approvals:
     gated: tuple[GatedCall, ...] = ()
     """The dangling calls that ask for approval when they run again."""
     agent_answers: bool = False
-    """An agent of the run has its own ``approval_handler``."""
+    """Each agent of the run whose tools may ask has its own ``approval_handler``."""
     tools: tuple[str, ...] = ()
     """Every tool of the run's agents that may ask (later calls included)."""
 
