@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.align import AlignMethod
+from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -23,6 +26,25 @@ class DataConsole(Console):
         kwargs["markup"] = kwargs["emoji"] = False
         return super().render_str(printable(text, multiline=True), **kwargs)
 
+    def rule(
+        self,
+        title: str | Text = "",
+        *,
+        characters: str = "─",
+        style: str | Style = "rule.line",
+        align: AlignMethod = "center",
+    ) -> None:
+        """At a terminal, as wide as it; piped, never narrower than its title,
+        which goes out whole (a run's long id, its error, who ran it)."""
+        fitted = self.width
+        if not self.is_terminal:
+            shown = title.plain if isinstance(title, Text) else printable(title)
+            self.width = max(fitted, cell_len(shown) + RULE_ENDS)
+        try:
+            super().rule(title, characters=characters, style=style, align=align)
+        finally:
+            self.width = fitted
+
     def print_table(self, table: Table) -> None:
         """At a terminal, the table fits it; piped, it is printed at its natural
         width, one line per row, so that ids reach ``grep``/``awk`` whole."""
@@ -38,5 +60,7 @@ class DataConsole(Console):
             self.width = fitted
 
 
+RULE_ENDS = 6
+"""Cells of a rule around its title: two of the line and a space each side."""
 UNBOUNDED = 1_000_000
 """A width no table reaches: measuring against it gives the natural width."""

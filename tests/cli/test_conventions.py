@@ -10,6 +10,7 @@ A real SIGINT to a resume stuck in a tool: 130, no traceback.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import os
@@ -312,6 +313,26 @@ def test_piped_tables_keep_ids_whole(
             assert f" {each} " in row
         assert max(map(len, rows)) > 80
     assert any(len(each) == 32 for each in ids)
+
+
+def test_piped_show_keeps_each_runs_line_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's line in ``show`` (its id, its time, who ran it, its error) is
+    cut to a terminal's width only at a terminal: piped, it goes out whole."""
+    from lovia import SQLiteSession
+    from lovia.transcript import InputEntry
+
+    monkeypatch.setenv("COLUMNS", "80")
+    run_id = "run-" + "0123456789" * 9 + "-END"
+    db = tmp_path / "long.db"
+    asyncio.run(
+        SQLiteSession(db).append("s", [InputEntry("user", "hi")], run_id=run_id)
+    )
+    code, out, _ = cli(capsys, "show", db, "s")
+    assert code == 0
+    [line] = [line for line in out.splitlines() if "── run " in line]
+    assert f" {run_id} · " in line and line.endswith("──")
 
 
 # ------------------------------------------------------------------ Ctrl+C
