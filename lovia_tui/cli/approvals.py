@@ -18,7 +18,7 @@ from typing import Any
 from lovia_tui.cli.command import console
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import printable
-from lovia_tui.core.runs.approvals import UNATTENDED, Rule
+from lovia_tui.core.runs.approvals import UNATTENDED, Rule, nested_note
 from lovia_tui.core.runs.preflight import Preflight
 from lovia_tui.core.runs.resume import Answering, RunControl
 
@@ -52,6 +52,12 @@ def answering(pf: Preflight, args: argparse.Namespace) -> Answering:
         return "agent"  # a replay runs no tool
     if args.deny_all:
         return Rule()
+    if pf.approvals.nested:
+        raise LoviaTuiError(
+            f"cannot resume run {pf.run.run_id!r} here: "
+            f"{nested_note(pf.approvals.nested)}; add --deny-all to resume with "
+            "every approval denied"
+        )
     if args.approve:
         tools = {t.strip() for given in args.approve for t in given.split(",")}
         return Rule(frozenset(t for t in tools if t))
@@ -79,7 +85,7 @@ def describe(
         return None
     if answer is None:
         return refusal
-    if not pf.approvals.tools:
+    if not pf.approvals.tools and not pf.approvals.nested:
         return "no tool of the agent asks for approval"
     if answer == "ask":
         return "asked here, y/n per call"

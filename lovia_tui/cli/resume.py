@@ -270,6 +270,7 @@ def _preflight_data(
         "agent_answers": pf.approvals.agent_answers,
         "approvals": describe(pf, answer, refusal),
         "may_ask_approval": list(pf.approvals.tools),
+        "denied_inside_agent_tools": list(pf.approvals.nested),
         "max_turns": pf.max_turns if pf.mode == "resume" else None,
         "delete_on_success": pf.delete_on_success,
         "stale_reason": pf.stale_reason,

@@ -54,6 +54,18 @@ def reachable_agents(entry: Any) -> Any:
     return reachable(entry)
 
 
+def agent_run_as_tool(tool: Any) -> Any | None:
+    """The agent a tool made by ``Agent.as_tool`` runs (the ``agent`` its
+    ``handoff.agent_as_tool`` invoke closes over), else None. lovia runs it
+    with ``Runner.run``: its approvals go to its own handler, no consumer."""
+    invoke: Any = getattr(tool, "invoke", None)
+    code = getattr(invoke, "__code__", None)
+    if code is None or invoke.__qualname__ != "agent_as_tool.<locals>.invoke":
+        return None
+    cells = dict(zip(code.co_freevars, invoke.__closure__ or (), strict=False))
+    return cells["agent"].cell_contents if "agent" in cells else None
+
+
 def usage_dict(usage: Usage, last_input_tokens: int | None = None) -> dict[str, Any]:
     """lovia web's ``usage_json`` of a run (``web.sse.usage_dict``)."""
     from lovia.web.sse import usage_dict as as_dict

@@ -30,6 +30,7 @@ from lovia_tui.core.runs.approvals import (
     UNATTENDED,
     Rule,
     agent_answers,
+    nested_denials,
 )
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight
@@ -119,6 +120,20 @@ def test_only_the_asking_agents_own_handler_answers() -> None:
     assert not agent_answers(front)
     assert agent_answers(front.clone(handoffs=[trusting_desk()]))
     assert agent_answers(Agent(name="front", handoffs=[trusting_desk()]))
+
+
+def test_a_tool_asking_inside_an_agent_run_as_a_tool_is_named() -> None:
+    """lovia runs an agent's ``as_tool()`` with ``Runner.run``: a tool of it
+    that asks is denied there unless that agent has its own handler, and no
+    answer of a resume reaches it. The preflight names it, not "no tool asks"."""
+    from lovia import Agent
+    from support.approvals import refund_desk, trusting_desk
+
+    front = Agent(name="front", tools=[refund_desk().as_tool(name="ask_desk")])
+    assert nested_denials(front) == ("refund (agent refund-desk, run by ask_desk)",)
+    outer = Agent(name="outer", tools=[front.as_tool(name="ask_front")])
+    assert nested_denials(outer) == ("refund (agent refund-desk, run by ask_desk)",)
+    assert nested_denials(Agent(name="front", tools=[trusting_desk().as_tool()])) == ()
 
 
 async def test_approving_stores_what_lovias_own_resume_stores(

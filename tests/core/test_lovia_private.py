@@ -74,6 +74,14 @@ def test_reachable_agents_walks_the_handoff_graph() -> None:
     assert set(lovia_private.reachable_agents(triage)) == {"triage", "billing"}
 
 
+def test_the_agent_a_tool_runs_is_the_one_as_tool_wrapped() -> None:
+    payer = Agent(name="payer", model=ScriptedProvider([]))
+    assert lovia_private.agent_run_as_tool(payer.as_tool()) is payer
+    assert lovia_private.agent_run_as_tool(payer.as_tool(name="pay")) is payer
+    plain = Agent(name="plain", model=ScriptedProvider([]), tools=[payer.as_tool()])
+    assert lovia_private.agent_run_as_tool(plain) is None
+
+
 def test_usage_dict_is_lovia_webs_usage_json() -> None:
     usage = Usage(
         input_tokens=10, output_tokens=5, cache_read_tokens=3, cache_write_tokens=2

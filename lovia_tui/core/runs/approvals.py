@@ -10,7 +10,7 @@ journaled with its reason, so a denial is never silent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +115,51 @@ def approval_reasons(entry: Agent) -> dict[str, str]:
     return reasons
 
 
+def _run_as_tools(entry: Agent) -> Iterator[tuple[str, Agent]]:
+    """(tool name, agent) of each agent that a tool of the run runs
+    (``Agent.as_tool``), and the agents those reach, nested ones too."""
+    from lovia_tui.core.lovia_private import agent_run_as_tool
+
+    seen: set[int] = set()
+    todo: list[tuple[str | None, Agent]] = [(None, a) for a in _reachable(entry)]
+    while todo:
+        via, agent = todo.pop()
+        if id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        if via is not None:
+            yield via, agent
+        for tool in _tools(agent):
+            if (inner := agent_run_as_tool(tool)) is not None:
+                todo.extend((tool.name, a) for a in _reachable(inner))
+
+
+def nested_denials(entry: Agent) -> tuple[str, ...]:
+    """Tools that may ask inside an agent run as a tool, where that agent has
+    no ``approval_handler``: lovia denies them there (a nested run has no
+    consumer), and no answer of lovia-tui's reaches them."""
+    return tuple(
+        sorted(
+            {
+                f"{tool.name} (agent {agent.name}, run by {via})"
+                for via, agent in _run_as_tools(entry)
+                if agent.approval_handler is None
+                for tool in _tools(agent)
+                if _why(tool)
+            }
+        )
+    )
+
+
+def nested_note(nested: Iterable[str]) -> str:
+    """What the preflight says of :func:`nested_denials`."""
+    return (
+        f"{', '.join(nested)}: may ask for approval inside an agent run as a tool, "
+        "where lovia denies it (that agent has no approval_handler); no answer "
+        "here reaches it (--approve included)"
+    )
+
+
 def agent_answers(entry: Agent) -> bool:
     """Whether each agent reachable from ``entry`` whose tools may ask has its
     own ``approval_handler``: lovia asks the handler of the agent whose tool
@@ -145,6 +190,8 @@ class Approvals:
     """Each agent of the run whose tools may ask has its own ``approval_handler``."""
     tools: tuple[str, ...] = ()
     """Every tool of the run's agents that may ask (later calls included)."""
+    nested: tuple[str, ...] = ()
+    """Tools lovia will deny unanswered inside an agent run as a tool."""
 
 
 def approvals_of(
@@ -154,6 +201,7 @@ def approvals_of(
         gated_calls(entry, run, dangling),
         agent_answers(entry),
         tuple(sorted(approval_reasons(entry))),
+        nested_denials(entry),
     )
 
 

@@ -21,7 +21,7 @@ from lovia_tui.core.formatting import ago
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
-from lovia_tui.core.runs.approvals import Approvals, approvals_of
+from lovia_tui.core.runs.approvals import Approvals, approvals_of, nested_note
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
@@ -321,6 +321,8 @@ async def preflight(
         if reachable and agent
         else Approvals()
     )
+    if approvals.nested:
+        found.warnings.append(nested_note(approvals.nested))
     return Preflight(
         mode="resume",
         run=run,
