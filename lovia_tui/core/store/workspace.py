@@ -165,8 +165,12 @@ class Workspace:
         return None
 
     async def find_run(self, run_id: str) -> RunInfo | None:
-        found = await self.runs_named([run_id])
-        return found[0] if found else None
+        """The run's checkpoint in the first file that has it (see :attr:`skip_damaged`)."""
+        for db in self.checkpoint_dbs:
+            with self._unless_damaged():
+                if found := await runs(db, [run_id]):
+                    return found[0]
+        return None
 
     async def runs_named(self, run_ids: Iterable[str]) -> list[RunInfo]:
         """These runs' checkpoints in every open file, most recently saved
