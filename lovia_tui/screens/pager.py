@@ -15,6 +15,8 @@ from textual.app import App, SuspendNotSupported
 from lovia_tui.view.rows import Row
 from lovia_tui.widgets.transcript_rows import detail_lines, raw_json
 
+DEFAULT_PAGER = "less -R"
+
 
 def pager_text(row: Row) -> str:
     """What the pager shows for an entry row: all of it, printable."""
@@ -27,9 +29,26 @@ def open_in_pager(app: App, row: Row) -> None:
     if row.entry is None:
         return
     body = pager_text(row)
-    command = shlex.split(os.environ.get("PAGER") or "less -R")
+    try:
+        command = shlex.split(os.environ.get("PAGER") or DEFAULT_PAGER)
+    except ValueError as exc:  # an unbalanced quote
+        app.notify(f"cannot open the pager: $PAGER: {exc}", severity="error")
+        return
     try:
         with app.suspend():
-            subprocess.run(command, input=body.encode("utf-8"), check=False)
-    except (OSError, SuspendNotSupported) as exc:
-        app.notify(f"cannot open the pager: {exc}", severity="error")
+            failure = _run_pager(command or shlex.split(DEFAULT_PAGER), body)
+    except SuspendNotSupported as exc:
+        failure = str(exc)
+    if failure:
+        app.notify(f"cannot open the pager: {failure}", severity="error")
+
+
+def _run_pager(command: list[str], body: str) -> str:
+    """Run the pager; what went wrong, if anything. Nothing may be raised out
+    of ``App.suspend``: an exception skips its resume, and the app stays
+    blank and deaf (a $PAGER naming no installed program did that)."""
+    try:
+        subprocess.run(command, input=body.encode("utf-8"), check=False)
+    except OSError as exc:
+        return str(exc)
+    return ""

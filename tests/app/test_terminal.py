@@ -8,14 +8,20 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from support.app import snapshot_app
 from support.reliability import AppWatch, visit_runs, visit_transcript
 
+from lovia_tui.core.models import Entry
 from lovia_tui.pilot import settle
 from lovia_tui.screens.help import HelpScreen
 from lovia_tui.screens.inspector import PANES
+from lovia_tui.screens.pager import open_in_pager
+from lovia_tui.view.rows import Row
 
 # The SVG window's own chrome (traffic lights, title): not the app's colours.
 SVG_CHROME = {"#ff5f57", "#febc2e", "#28c840", "#c5c8c6"}
@@ -170,3 +176,36 @@ def test_cjk_and_emoji_under_a_non_utf8_locale(snap_dir: Path) -> None:
     [utf8], _ = run_cli({"PYTHONIOENCODING": "utf-8"}, commands[-1])
     assert "🗾" in utf8.decode("utf-8")
     assert json.loads(outputs[-1].decode("ascii")) == json.loads(utf8.decode("utf-8"))
+
+
+class SuspendingApp:
+    """An app as ``open_in_pager`` sees it, whose ``suspend`` is Textual's
+    shape: resumed only when its block ends without an exception."""
+
+    def __init__(self) -> None:
+        self.suspended = False
+        self.notices: list[str] = []
+
+    @contextmanager
+    def suspend(self) -> Iterator[None]:
+        self.suspended = True
+        yield
+        self.suspended = False
+
+    def notify(self, message: str, **_: object) -> None:
+        self.notices.append(message)
+
+
+@pytest.mark.parametrize(
+    ("pager", "said"),
+    [("no-such-pager-here", "No such file"), ("less 'unbalanced", "$PAGER")],
+)
+def test_a_pager_that_cannot_run_leaves_the_app_resumed(
+    monkeypatch, pager: str, said: str
+) -> None:
+    monkeypatch.setenv("PAGER", pager)
+    app = SuspendingApp()
+    row = Row("entry", "s:0", entry=Entry(0, {"role": "user", "content": "hi"}))
+    open_in_pager(app, row)  # type: ignore[arg-type]
+    assert not app.suspended
+    assert len(app.notices) == 1 and said in app.notices[0]
