@@ -41,6 +41,9 @@ if its rows have not arrived (they normally arrive first, with the focus)."""
 HIGHLIGHT_SETTLE = 0.06
 """Seconds the cursor rests on a session before its transcript is read."""
 NARROW_WIDTH = 100
+"""Below this many columns one pane shows at a time, the focused one."""
+MEDIUM_WIDTH = 120
+"""Below this, the side panes give the transcript some of their columns."""
 PANES = tuple(pane.value for pane in Pane)
 
 
@@ -95,7 +98,9 @@ class InspectorScreen(InspectorBase):
         self.runs.load()
 
     def on_resize(self) -> None:
-        self.set_class(self.size.width < NARROW_WIDTH, "narrow")
+        width = self.size.width
+        self.set_class(width < NARROW_WIDTH, "narrow")
+        self.set_class(NARROW_WIDTH <= width < MEDIUM_WIDTH, "medium")
         self._show_focused_pane()
 
     # ----- actions -----

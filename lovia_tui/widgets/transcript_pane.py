@@ -361,21 +361,21 @@ class TranscriptPane(WorkerErrors, Vertical):
     # ----- the title and the cursor -----
 
     def show_title(self) -> None:
-        """What is shown and where the cursor is (and what is followed)."""
+        """What is shown and where the cursor is; first what the user's acts
+        change (hits, the follow, new rows): a narrow title ends in "…"."""
         transcript = self.transcript
         if self.session_key and self.session_key != self._shown_key:
             return  # another session's rows are on screen until it loads
+        following = f" · following {self.followed[1]}" if self.followed else ""
+        news = self.hits.title + following
+        if transcript.new_below:
+            news += f" · {transcript.new_below} new entries ↓"
         if self.session_key:
-            title = f"Transcript · {self.session_key[1]} · {transcript.window.entries:,} entries shown · {transcript.position}"
+            title = f"Transcript{news} · {self.session_key[1]} · {transcript.window.entries:,} entries shown · {transcript.position}"
         elif self.run_view:
-            title = f"Run {self.run_view} · session unknown · {transcript.window.entries:,} entries · {transcript.position}"
+            title = f"Run {self.run_view}{news} · session unknown · {transcript.window.entries:,} entries · {transcript.position}"
         else:
             return
-        title += self.hits.title
-        if self.followed:
-            title += f" · following {self.followed[1]}"
-        if transcript.new_below:
-            title += f" · {transcript.new_below} new entries ↓"
         self.query_one(PaneTitle).show(title)
 
     def _cursor_moved(self) -> None:

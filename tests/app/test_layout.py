@@ -11,6 +11,7 @@ from rich.text import Text
 
 from lovia_tui.app import make_app
 from lovia_tui.pilot import settle
+from lovia_tui.screens.inspector import PANES
 from lovia_tui.widgets.columns import Column, cell, fit, widest
 from lovia_tui.widgets.line_view import LineCache, as_drawn
 
@@ -148,3 +149,17 @@ def test_a_page_of_summaries_widens_the_columns_without_walking_every_session():
     assert Walked.walks == 0
     widths = {column.name: column.natural for column in sessions._columns}
     assert widths["title"] == cell_len(title) and widths["runs"] == len("12r")
+
+
+async def test_at_100_columns_the_transcript_stays_readable(demo_dir):
+    """Below 120 columns the side panes give up some of theirs: at 100 the
+    transcript had 22 (the sessions and runs panes' minimums took the rest)."""
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        widths = {
+            name: screen.query_one(f"#{name}-pane").region.width for name in PANES
+        }
+        assert widths["transcript"] >= 40, widths
+        assert min(widths.values()) >= 24, widths

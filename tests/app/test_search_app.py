@@ -17,6 +17,7 @@ from lovia_tui.core.search.file_search import FileSearch
 from lovia_tui.core.search.index import index_path
 from lovia_tui.core.search.query import parse_query
 from lovia_tui.pilot import settle
+from lovia_tui.widgets.pane_title import PaneTitle
 
 
 async def _write(path: Path) -> None:
@@ -72,6 +73,10 @@ async def test_search_lands_on_the_first_hit_and_steps_through_them(scratch: Pat
             pilot, lambda: screen.transcript.current_row.key == first, 10, "first hit"
         )
         assert screen.transcript_pane.hits.rows == [first, middle, last]
+        # First in the title, which a narrow pane ends in "…": at 120 columns
+        # "hit 1/3" was cut off after the id and the counts.
+        title = str(screen.query_one("#transcript-title", PaneTitle).content)
+        assert title.startswith("Transcript · hit 1/3 · long"), title
         await pilot.press("2", "n")
         assert screen.transcript.current_row.key == middle
         await pilot.press("n")
