@@ -59,6 +59,11 @@ class CommandDef:
     """The panes whose key bar shows it (None: wherever it acts)."""
     urgent: bool = False
     """On the key bar only while it applies, and then in every pane."""
+    typed_after: bool = False
+    """It opens a text box that the keys typed after it fill: its binding has
+    priority, so it runs as its key arrives, before the keys behind it go to
+    the view that had the focus (as commands); never while a text box has
+    the focus, where its key is text."""
 
     @property
     def name(self) -> str:
@@ -101,8 +106,8 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False),
     CommandDef("back", "escape", "Back", "Close the filter, cancel a search, or go back a pane", show=False),
     # What a pane's selection is acted on by: first, so the key bar shows them first.
-    CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type (from any pane)", footer=(SESSIONS,)),
-    CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels; from any pane)", footer=(SESSIONS,)),
+    CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type (from any pane)", footer=(SESSIONS,), typed_after=True),
+    CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels; from any pane)", footer=(SESSIONS,), typed_after=True),
     CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
     CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry, run head or run meta under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
@@ -130,7 +135,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),
     CommandDef("approval('approve')", "A", "Approve", "Approve the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
     CommandDef("approval('deny')", "V", "Deny", "Deny the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
-    CommandDef("approval('reason')", "E", "Reason", "Type a reason for your answer to the waiting call (Enter keeps it; then A or V)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
+    CommandDef("approval('reason')", "E", "Reason", "Type a reason for your answer to the waiting call (Enter keeps it; then A or V)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True, typed_after=True),
     CommandDef("cancel_run", "K", "Cancel run", "Cancel the run in the console at lovia's next safe point", group="Runs", needs=(RUN_GOING,), footer=(RUNS,)),
     CommandDef("undo", "u", "Undo", "Undo the last action from the journal (rows restored exactly)", group="Actions", needs=(WRITABLE,)),
     CommandDef("refresh", "ctrl+r", "Reload", "Re-read every pane from the databases", show=False),
@@ -150,6 +155,14 @@ PINNED = ("help", "quit")
 def bindings(commands: list[CommandDef]) -> list[BindingType]:
     """The screen's BINDINGS: one per command, its id the action."""
     return [
-        Binding(c.key, c.action, c.title, show=c.show, tooltip=c.help, id=c.action)
+        Binding(
+            c.key,
+            c.action,
+            c.title,
+            show=c.show,
+            tooltip=c.help,
+            id=c.action,
+            priority=c.typed_after,
+        )
         for c in commands
     ]

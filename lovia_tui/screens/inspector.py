@@ -272,11 +272,9 @@ class InspectorScreen(InspectorBase):
         self.action_focus_pane(Pane.RUNS)
 
     async def action_filter_sessions(self) -> None:
-        self.action_focus_pane("sessions")
-        await self.sessions.open_filter()
+        await self.sessions.open_filter()  # focused at once: it is in the Sessions pane
 
     async def action_search_content(self) -> None:
-        self.action_focus_pane("sessions")
         await self.sessions.open_search()
 
     def action_next_hit(self, step: int) -> None:

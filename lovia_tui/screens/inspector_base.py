@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from textual import events
 from textual.screen import Screen
+from textual.widgets import Input
 
 from lovia_tui.commands import BY_ACTION, COMMANDS, INSPECTOR_COMMANDS
 from lovia_tui.core.models import SessionKey
@@ -164,6 +165,8 @@ class InspectorBase(WorkerErrors, Screen):
         command = COMMANDS.get(action)
         if command is None or not self.is_mounted:
             return True
+        if command.typed_after and isinstance(self.focused, Input):
+            return False  # its key is typed into the box
         return command.state(self.selection)
 
     def on_key(self, event: events.Key) -> None:

@@ -174,7 +174,8 @@ class RunFlows:
         if self.run_console is None:
             return
         if what == "reason":
-            self.run_console.query_one("#approval-reason").focus()
+            # At once (focus() waits behind the keys queued): they are the reason.
+            self.host.set_focus(self.run_console.query_one("#approval-reason"))
         else:
             self.run_console.answer(what == "approve")
 

@@ -72,7 +72,9 @@ class SearchBox(WorkerErrors, Input):
         self.placeholder = "filter by id or title" if mode == "filter" else SEARCH_HINT
         self.value = value if mode == "filter" else self.query_text
         self.remove_class("hidden")
-        self.focus()
+        # At once (focus() waits behind the keys queued): the keys typed right
+        # after `s` or `/` go to the box, not to a pane as commands.
+        self.screen.set_focus(self)
 
     def close(self) -> None:
         """Hidden and emptied; the search forgotten."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from support.app import snapshot_app
 from support.reliability import AppWatch, until
+from textual.widgets import Input
 
 from lovia_tui.core.export import export_name
 from lovia_tui.pilot import settle
@@ -191,6 +193,27 @@ async def test_readonly_browsing_leaves_the_file_byte_identical(snap_dir, monkey
     assert leftovers <= {"snap.db-wal", "snap.db-shm"}
     wal = snap_dir / "snap.db-wal"
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+@pytest.mark.parametrize("opener", ["s", "slash"])
+async def test_the_keys_typed_in_the_burst_that_opens_the_box_are_its_text(
+    snap_dir, monkeypatch, opener: str
+):
+    """`s` then "tokyo" in one burst (a fast typist; tmux ``send-keys stokyo``):
+    every letter goes to the box. They reached the pane first, as commands:
+    `t` opened Trim and `o` the pager, twice."""
+    app = snapshot_app(snap_dir, monkeypatch)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        inspector = app.screen
+        for key in (opener, *"tokyo"):
+            app.simulate_key(key)
+        await settle(pilot)
+        box = inspector.query_one("#session-filter", Input)
+        assert app.screen is inspector and app.focused is box
+        assert box.value == "tokyo"
+        await pilot.press("s")  # in the box, `s` is text too
+        assert box.value == "tokyos"
 
 
 async def test_palette_paged_in_the_same_burst_that_opens_it(snap_dir, monkeypatch):
