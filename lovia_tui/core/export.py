@@ -76,7 +76,7 @@ def free_path(directory: Path, session_id: str, fmt: str) -> Path:
     name = export_name(session_id, fmt)
     stem = name[: -len(fmt) - 1]
     path, number = directory / name, 2
-    while target_state(path) != "free":
+    while target_state(path) not in ("free", "no folder"):
         path, number = directory / f"{stem}-{number}.{fmt}", number + 1
     return path
 
@@ -84,7 +84,8 @@ def free_path(directory: Path, session_id: str, fmt: str) -> Path:
 def target_state(path: Path, databases: Iterable[Path] = ()) -> str:
     """``"free"``, ``"file"`` (a regular file: replaceable once confirmed), or
     ``"database"`` (a file of one of ``databases``, existing or not), ``"link"``,
-    ``"other"`` (never written to). Never follows a link."""
+    ``"other"`` (never written to), ``"no folder"`` (nothing at the name, and
+    no directory to hold it). Never follows a link at the name."""
     try:
         status: os.stat_result | None = os.lstat(path)
     except FileNotFoundError:
@@ -92,7 +93,7 @@ def target_state(path: Path, databases: Iterable[Path] = ()) -> str:
     if _of_a_database(path, status, databases):
         return "database"
     if status is None:
-        return "free"
+        return "free" if os.path.isdir(path.parent) else "no folder"
     if stat.S_ISLNK(status.st_mode):
         return "link"
     return "file" if stat.S_ISREG(status.st_mode) else "other"
@@ -120,7 +121,8 @@ def _of_a_database(
     return False
 
 
-def _refusal(path: Path, state: str) -> ExportError:
+def refusal(path: Path, state: str) -> ExportError:
+    """Why nothing is written to ``path`` in ``state`` (:func:`target_state`)."""
     if state == "database":
         return ExportError(
             f"{path} is a file of a database being read: writing it would destroy "
@@ -130,7 +132,9 @@ def _refusal(path: Path, state: str) -> ExportError:
         return ExportError(f"{path} is a symbolic link: not followed, not replaced")
     if state == "file":
         return ExportError(f"{path} exists: not replaced without a confirmation")
-    return ExportError(f"{path} exists and is not a regular file")
+    if state == "no folder":
+        return ExportError(f"{path.parent} is not a directory: choose another name")
+    return ExportError(f"{path} exists and is not a regular file; choose another name")
 
 
 def _create(path: Path, mode: int) -> IO[str]:
@@ -138,7 +142,7 @@ def _create(path: Path, mode: int) -> IO[str]:
     try:
         fd = create_new_file(path, mode)
     except FileExistsError:
-        raise _refusal(path, target_state(path)) from None
+        raise refusal(path, target_state(path)) from None
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
@@ -160,7 +164,7 @@ async def export_to_file(
     databases = [d.path for d in ws.databases] if ws is not None else [db.path]
     state = await asyncio.to_thread(target_state, path, databases)
     if state not in ("free", "file") or (state == "file" and not replace):
-        raise _refusal(path, state)
+        raise refusal(path, state)
     if not replace:
         handle, written_to = await asyncio.to_thread(_create, path, FILE_MODE), path
     else:

@@ -31,6 +31,7 @@ from lovia_tui.core.export import (
     export_session,
     export_to_file,
     free_path,
+    refusal,
     target_state,
 )
 from lovia_tui.core.formatting import printable
@@ -115,13 +116,9 @@ class ExportScreen(ModalScreen[ExportAnswer | None]):
 
 
 def _problem(path: Path, state: str) -> str:
-    if state == "database":
-        return f"{path} is a file of an open database: choose another name"
     if state == "file":
         return f"{path} exists: Replace writes over it"
-    if state == "link":
-        return f"{path} is a symbolic link: it is never followed; choose another name"
-    return f"{path} exists and is not a regular file; choose another name"
+    return str(refusal(path, state))
 
 
 async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:

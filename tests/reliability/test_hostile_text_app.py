@@ -371,16 +371,23 @@ async def test_the_app_asks_where_and_never_overwrites_or_follows(
         await _submit(pilot, hostile_text)  # the open database: refused, no Replace
         dialog = app.screen
         assert isinstance(dialog, ExportScreen) and not dialog.taken
-        assert "open database" in str(dialog.query_one("#export-problem").content)
+        assert "a database being read" in str(
+            dialog.query_one("#export-problem").content
+        )
         assert _identity(hostile_text) == database
+        # No such directory: asked again, the typed name kept (it was lost to
+        # an error notification, the dialog closed).
+        missing = scratch / "missing" / "x.md"
+        await _submit(pilot, missing)
+        dialog = app.screen
+        assert isinstance(dialog, ExportScreen) and dialog.path == missing
+        assert "is not a directory" in str(dialog.query_one("#export-problem").content)
+        await pilot.press("escape")
         watch.notes.clear()
-        await _submit(pilot, scratch / "missing" / "x.md")  # fails: one notification
-        await until(pilot, lambda: watch.errors() != [])
-        assert len(watch.errors()) == 1 and "No such file" in watch.errors()[0]
         await _export_dialog(pilot)
-        await _submit(pilot, unwritable(scratch) / "x.md")
-        await until(pilot, lambda: len(watch.errors()) == 2)
-        assert "Permission denied" in watch.errors()[1]
+        await _submit(pilot, unwritable(scratch) / "x.md")  # fails: one notification
+        await until(pilot, lambda: watch.errors() != [])
+        assert len(watch.errors()) == 1 and "Permission denied" in watch.errors()[0]
         dialog = await _export_dialog(pilot, "X")
         await _submit(pilot)
         assert (scratch / export_name(SESSION, "json")).exists()
