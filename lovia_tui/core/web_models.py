@@ -211,12 +211,14 @@ class ChatInfo:
 # ----- in words: the same lines in the app, ``show`` and the Markdown export -----
 
 
-def usage_text(usage: dict[str, Any] | None) -> str:
-    """Token counts of a record's ``usage_json`` (lovia web's ``usage_dict``),
-    told as a run head's are."""
-    if not usage:
+def usage_text(usage: object, last_input_tokens: object = None) -> str:
+    """Token counts of a record's ``usage_json`` (lovia web's ``usage_dict``,
+    the last call's input inside it) or of a run's head (beside it): ""
+    where nothing is stored."""
+    if not usage or not isinstance(usage, dict):
         return ""
-    return "tokens " + usage_line(usage, usage.get("last_input_tokens"))
+    last = usage.get("last_input_tokens", last_input_tokens)
+    return "tokens " + usage_line(usage, last)
 
 
 def record_line(record: RunRecord, error_width: int | None = None) -> str:

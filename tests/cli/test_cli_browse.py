@@ -341,6 +341,12 @@ def test_show_a_chat_with_no_segment_yet(
         range(len(flight["entries"]))
     )
     assert flight["entries"][0]["role"] == "user"
+    # What it spent before it was cancelled, cache tokens included.
+    assert set(flight["usage"]) >= {"input_tokens", "cache_read_tokens"}
+    assert flight["last_input_tokens"] is not None
+    code, out, _ = cli(capsys, "show", demo.directory, demo.batch_session)
+    seam = next(line for line in out.splitlines() if "not yet in the session" in line)
+    assert "tokens " in seam and "cache read" in seam, seam
 
 
 def test_corrupt_rows_are_reported_not_fatal(

@@ -27,6 +27,7 @@ from lovia_tui.core.store import checkpoint_reads, segment_reads
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.core.stored import stored_key, time_order
+from lovia_tui.core.web_models import usage_text
 
 ELSEWHERE_LIMIT = 50
 """Run records looked up when a chat's checkpoints are in another file."""
@@ -67,6 +68,8 @@ class InFlight:
                 for c in self.dangling
             ],
             "unreadable": [str(p) for p in self.problems],
+            "usage": self.run.usage,
+            "last_input_tokens": self.run.last_input_tokens,
         }
 
 
@@ -225,8 +228,11 @@ async def stored_segments(
 
 
 def seam_title(flight: InFlight) -> str:
-    """The line between the stored history and an in-flight run, as the app draws it."""
+    """The line between the stored history and an in-flight run, as the app
+    draws it, with what the run has spent so far (its head's usage)."""
     why = f" ({flight.stale_reason})" if flight.stale_reason else ""
+    spent = usage_text(flight.run.usage, flight.run.last_input_tokens)
     return (
         f"not yet in the session — run {flight.run.run_id}, status {flight.status}{why}"
+        + (f" · {spent}" if spent else "")
     )
