@@ -316,6 +316,9 @@ async def test_replay_heals_a_lost_session_append_exactly_once(ws_dir: Path) -> 
     seen = await _drain(replay(pf))
     assert [e.kind for e in seen] == ["run_started", "usage", "run_completed"]
     assert seen[-1].data["output"] == "Weekly summary: all green."
+    # Every count lovia keeps, as the Runs pane tells them (cache tokens too).
+    assert seen[1].text.startswith("usage: ") and "cache read" in seen[1].text
+    assert seen[1].text.endswith(" tokens · 1 turn")
     healed = session_rows(ws_dir / "sessions.db")
     assert healed[:-1] == before and healed[-1][:2] == (SESSION, "run-window")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lovia_tui.core.entries import entry_text, shorten
+from lovia_tui.core.formatting import plural, usage_line
 from lovia_tui.core.runs.redact import redact
 
 EventKind = Literal[
@@ -95,10 +96,8 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 def usage_event(usage: Mapping[str, Any], turns: int) -> ConsoleEvent:
-    text = (
-        f"usage: {usage.get('input_tokens', 0)} in · {usage.get('output_tokens', 0)} out "
-        f"tokens · {turns} turns"
-    )
+    """What the run spent, every count lovia keeps (cache tokens too)."""
+    text = f"usage: {usage_line(dict(usage))} tokens · {plural(turns, 'turn')}"
     return ConsoleEvent("usage", text, "muted", {"usage": dict(usage), "turns": turns})
 
 
