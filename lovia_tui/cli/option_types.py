@@ -24,17 +24,17 @@ MOST = (1 << 63) - 1
 """The largest number SQLite holds: a count past it reached SQLite as an OverflowError."""
 
 
-def count(minimum: int = 0) -> Callable[[str], int]:
-    """A whole number from ``minimum`` to :data:`MOST`."""
+def count(minimum: int = 0, most: int = MOST) -> Callable[[str], int]:
+    """A whole number from ``minimum`` to ``most``."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or not minimum <= value <= MOST:
+        if value is None or not minimum <= value <= most:
             raise argparse.ArgumentTypeError(
-                f"expected a whole number from {minimum} to {MOST}, got {text!r}"
+                f"expected a whole number from {minimum} to {most}, got {text!r}"
             )
         return value
 

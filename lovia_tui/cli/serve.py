@@ -12,6 +12,8 @@ from lovia_tui.cli.launch import check_opens
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.formatting import printable
 
+LAST_PORT = 65535
+
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -24,7 +26,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--port",
-        type=count(0),
+        type=count(0, LAST_PORT),
         default=8000,
         help="the port to listen on (0: any free one); default %(default)s",
     )

@@ -80,6 +80,13 @@ def test_numbers_are_checked_by_our_types_and_refused_under_their_own_name(
             assert "Traceback" not in err
 
 
+def test_a_port_past_65535_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """It was a traceback (OverflowError from bind) and exit 1."""
+    assert cli_main(["serve", "--port", "65536"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lovia-tui: serve: argument --port: ") and "65535" in err
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_durations_take_one_syntax_and_plain_numbers_keep_their_unit(
     name: str,
