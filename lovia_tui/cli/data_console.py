@@ -22,6 +22,12 @@ class DataConsole(Console):
     Code that builds a :class:`~rich.text.Text` passes data through
     :func:`printable` itself."""
 
+    def on_broken_pipe(self) -> None:
+        """The reader went away (`| head`): Rich exits 1 here; the command's
+        runner stops quietly with 0 instead, as for every other output."""
+        self.quiet = True
+        raise BrokenPipeError
+
     def render_str(self, text: str, **kwargs: Any) -> Text:
         kwargs["markup"] = kwargs["emoji"] = False
         return super().render_str(printable(text, multiline=True), **kwargs)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.lovia_factory import copy_files, integrity, raw
+from support.lovia_factory import append_entries, copy_files, integrity, raw
 from support.resume import JOBS_ENV, RUN, SESSION, build_crashed
 
 from lovia_tui.cli import SUBCOMMANDS, _app_parser, command_parser, load_command
@@ -405,3 +405,18 @@ async def test_a_notification_naming_a_huge_stored_id_stays_readable(
     assert toast.message.startswith("no session 'III")
     assert toast.message.endswith("III'; nothing was done")
     assert len(toast.message) < MESSAGE_CHARS + 100
+
+
+def test_text_output_to_a_reader_that_went_away_exits_0(tmp_path: Path) -> None:
+    """`show ... | head -c1`: Rich called the broken pipe exit 1, which broke
+    `set -o pipefail` scripts; every output stops quietly with 0."""
+    path = tmp_path / "long.db"
+    asyncio.run(append_entries(path, "long", 1_500))  # ~100 KB: past a pipe's buffer
+    show = subprocess.Popen(
+        [sys.executable, "-m", "lovia_tui", "show", str(path), "long"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert show.stdout is not None and show.stdout.read(1)
+    show.stdout.close()
+    _, err = show.communicate(timeout=60)
+    assert (show.returncode, err) == (0, b"")
