@@ -18,9 +18,10 @@ from lovia_tui.cli.command import (
     Command,
     add_json,
     add_paths_and_id,
-    add_readonly,
     add_stale_after,
+    add_yes_or_readonly,
     console,
+    not_done,
     open_workspace,
     split_paths_and_id,
     split_paths_and_ids,
@@ -58,12 +59,9 @@ def _configure_action(
     meaning: str = "the session's id",
 ) -> None:
     add_paths_and_id(parser, ids, meaning)
-    parser.add_argument(
-        "--yes", action="store_true", help="do it (without: print what it would do)"
-    )
     parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
     add_json(parser)
-    add_readonly(parser)
+    add_yes_or_readonly(parser)
     parser.add_argument(
         "--force",
         action="store_true",
@@ -95,7 +93,7 @@ async def _act(
     _print_lines(describe(preview))
     if result is None:
         if not preview.noop:
-            console().print("nothing changed: add --yes to do it", style="dim")
+            console().print(not_done(args), style="dim")
     elif result.journal_id is not None:
         console().print(
             f"done: {counts_text(result.counts)}; undo with "

@@ -88,7 +88,23 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_readonly(parser: argparse.ArgumentParser) -> None:
+def add_yes_or_readonly(parser: argparse.ArgumentParser) -> None:
+    """An action's ``--yes``, or ``--readonly`` for its preview alone: not both."""
+    either = parser.add_mutually_exclusive_group()
+    either.add_argument(
+        "--yes", action="store_true", help="do it (without: print what it would do)"
+    )
+    add_readonly(either)
+
+
+def not_done(args: argparse.Namespace) -> str:
+    """What an action previewed without ``--yes`` says last."""
+    if args.readonly:
+        return "nothing changed: --readonly previews only"
+    return "nothing changed: add --yes to do it"
+
+
+def add_readonly(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--readonly",
         action="store_true",

@@ -11,8 +11,9 @@ from lovia_tui.cli.command import (
     Command,
     add_json,
     add_paths_and_id,
-    add_readonly,
+    add_yes_or_readonly,
     console,
+    not_done,
     open_workspace,
     split_paths_and_id,
 )
@@ -40,12 +41,9 @@ def _configure_fork(parser: argparse.ArgumentParser) -> None:
         metavar="NEW_ID",
         help="the new session's id (default: a fresh one; lovia web names its own)",
     )
-    parser.add_argument(
-        "--yes", action="store_true", help="do it (without: print what it would do)"
-    )
     parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
     add_json(parser)
-    add_readonly(parser)
+    add_yes_or_readonly(parser)
 
 
 async def _fork(args: argparse.Namespace) -> int:
@@ -68,7 +66,7 @@ async def _fork(args: argparse.Namespace) -> int:
         out.print(line, style="bold" if number == 0 else "")
     if result is None:
         if not preview.noop:
-            out.print("nothing changed: add --yes to do it", style="dim")
+            out.print(not_done(args), style="dim")
     elif result.journal_id is not None:
         out.print(
             f"done: new session {result.new_session_id}; undo with "

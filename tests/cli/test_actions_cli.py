@@ -84,16 +84,24 @@ def test_rewind_yes_json_matches_lovia(
     assert rows(sessions) == rows(copy)
 
 
-def test_readonly_refused(
+def test_readonly_previews_only(
     capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
 ) -> None:
+    """docs/cli.md: "Actions with --readonly preview only" (they refused)."""
     sessions, runs = two_files
     before = files_bytes(sessions, runs)
+    code, out, err = run(capsys, "rewind", sessions, runs, "s", "--keep", "4")
+    assert code == 0 and err == ""
+    assert run(capsys, "rewind", sessions, runs, "s", "--keep", "4", "--readonly") == (
+        0,
+        out.replace("add --yes to do it", "--readonly previews only"),
+        "",
+    )
     code, out, err = run(
         capsys, "rewind", sessions, runs, "s", "--keep", "4", "--yes", "--readonly"
     )
     assert (code, out) == (2, "")
-    assert err == "lovia-tui: the files are open read-only: no action can change them\n"
+    assert err.startswith("lovia-tui: rewind: argument ") and "not allowed" in err
     assert files_bytes(sessions, runs) == before
 
 

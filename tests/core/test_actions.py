@@ -348,7 +348,10 @@ async def test_clear_equals_lovia(two_files: tuple[Path, Path], scratch: Path) -
     assert rows(runs) == rows(copy_runs)
 
 
-async def test_readonly_refuses_everything(two_files: tuple[Path, Path]) -> None:
+async def test_readonly_previews_and_changes_nothing(
+    two_files: tuple[Path, Path],
+) -> None:
+    before = [rows(path) for path in two_files]
     ws = await Workspace.open(two_files, readonly=True)
     try:
         for attempt in (
@@ -358,10 +361,12 @@ async def test_readonly_refuses_everything(two_files: tuple[Path, Path]) -> None
             preview_delete_runs(ws, ["s-0"]),
             preview_finalize(ws, "s-0"),
         ):
+            preview = await attempt  # read: what it would do
             with pytest.raises(ActionError, match="read-only"):
-                await attempt
+                await perform(ws, preview)
     finally:
         await ws.close()
+    assert [rows(path) for path in two_files] == before
 
 
 async def test_change_after_preview_is_refused(two_files: tuple[Path, Path]) -> None:

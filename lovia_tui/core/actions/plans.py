@@ -60,12 +60,18 @@ def meta_of(raw: Any) -> dict[str, Any]:
 
 
 def refuse_readonly(ws: Workspace) -> None:
-    """No action on files open read-only, beside a file SQLite called
-    damaged (lovia's change could spread the damage, a doctor's "delete"
-    included, and undo could not restore it exactly), or beside a file
-    replaced on disk since it was read (the preview was the old file's)."""
+    """No change to files open read-only (a preview is read), and none of
+    :func:`refuse_unsound`'s files."""
     if ws.readonly:
         raise ActionError("the files are open read-only: no action can change them")
+    refuse_unsound(ws)
+
+
+def refuse_unsound(ws: Workspace) -> None:
+    """No action, not even its preview, beside a file SQLite called damaged
+    (lovia's change could spread the damage, a doctor's "delete" included,
+    and undo could not restore it exactly), or beside a file replaced on
+    disk since it was read (the preview would be the old file's)."""
     for db in ws.databases:
         if db.replaced():
             raise ActionError(db.replaced_text)
@@ -339,7 +345,7 @@ def checkpoint_groups(deletions: Iterable[CheckpointDeletion]) -> list[RowGroup]
 
 async def capture_groups(ws: Workspace, groups: Iterable[RowGroup]) -> list[Captured]:
     """The groups' rows now, through short read connections of our own (in a thread)."""
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     return await asyncio.to_thread(capture_now, list(groups))
 
 

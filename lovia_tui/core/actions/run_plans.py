@@ -11,7 +11,7 @@ from lovia_tui.core.actions.plans import (
     deletion,
     make_plan,
     refuse_live,
-    refuse_readonly,
+    refuse_unsound,
     require_current_chat,
 )
 from lovia_tui.core.actions.previews import (
@@ -103,7 +103,7 @@ async def preview_delete_runs(
     Raises ActionError for a live run unless forced: its writer would keep
     appending to a checkpoint that no longer has a head.
     """
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     if not run_ids and status is None and older_than_days is None:
         raise ActionError("name the runs to delete, or choose them by status or age")
     if status is not None and status not in STATUS_FILTERS:
@@ -185,7 +185,7 @@ async def preview_finalize(
     closes as cancelled. The session is the linked one, or ``session_id``
     when nothing links the run.
     """
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     refuse_non_text("run", run_id)
     run = await ws.find_run(run_id)
     if run is None:

@@ -21,7 +21,7 @@ from lovia_tui.core.actions.plans import (
     meta_of,
     parse_segments,
     refuse_live_session,
-    refuse_readonly,
+    refuse_unsound,
     session_database,
     stored_values,
     unreadable,
@@ -109,7 +109,7 @@ async def cut_session(
 ) -> tuple[Database, Captured, list[Segment]]:
     """The file, rows and parsed segments of a session about to be cut at
     ``keep_entries`` (a rewind, a fork); refused read-only or for a negative N."""
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     if keep_entries < 0:
         raise ActionError("keep_entries must be >= 0")
     db = await session_database(ws, session_id)
@@ -134,14 +134,14 @@ async def preview_rewind(
     chat's pointer and keeps every stored entry. Raises ActionError while a
     run linked to the session is live, unless forced.
     """
-    refuse_readonly(ws)  # before any read: a damaged file is refused, not read
+    refuse_unsound(ws)  # before any read: a damaged file is refused, not read
     active = await active_run(ws, session_id)
     found = await ws.find_session(session_id)
     if active is None or (found is not None and found.stores.session):
         db, rows, segments = await cut_session(ws, session_id, keep_entries, "rewind")
         known = [rows]
     else:  # a web chat whose only run is in flight: nothing stored yet
-        refuse_readonly(ws)
+        refuse_unsound(ws)
         if keep_entries < 0:
             raise ActionError("keep_entries must be >= 0")
         db, segments, known = ws.database(active.file), [], []
@@ -266,7 +266,7 @@ async def preview_trim(
     output left stored): a first pass finds the results cut, a second, if
     any are, names their tools and weighs the segments after the cut.
     """
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     if keep_chars < 0 or keep_runs < 0:
         raise ActionError("keep_chars and keep_runs must be >= 0")
     db = await session_database(ws, session_id)
@@ -376,7 +376,7 @@ async def preview_clear(
 
     Raises ActionError while a run linked to the session is live, unless forced.
     """
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     db = await session_database(ws, session_id)
     rows = await capture(db, RowGroup(db.path, "session_runs", session_id))
     run_ids = tuple(rows.column("run_id"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from lovia_tui.core.actions.plans import (
     checkpoint_groups,
     make_plan,
-    refuse_readonly,
+    refuse_unsound,
     require_current_chat,
 )
 from lovia_tui.core.actions.previews import (
@@ -96,7 +96,7 @@ async def preview_clear_pointer(ws: Workspace, finding: Finding) -> DeleteRunsPr
     delete is a no-op on it, and the chat's pointer is cleared as for any
     deleted checkpoint (journaled, so undo puts the pointer back).
     """
-    refuse_readonly(ws)
+    refuse_unsound(ws)
     assert finding.run_id is not None and finding.session_id is not None
     db = ws.database(finding.file)
     if await ws.find_run(finding.run_id) is not None:
