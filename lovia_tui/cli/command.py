@@ -82,7 +82,7 @@ def add_paths_and_id(
     )
 
 
-def add_json(parser: argparse.ArgumentParser) -> None:
+def add_json(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print JSON instead of tables"
     )

@@ -205,8 +205,12 @@ async def _undo(args: argparse.Namespace) -> int:
             entry = await journal.get(int(ids[0]))
         else:
             found = await journal.last_undoable([db.path for db in ws.databases])
-            if found is None:
-                raise ActionError("nothing to undo in the journal for these files")
+            if found is None:  # nothing to do: exit 0, as an action's no-op
+                if args.json:
+                    print_json({"preview": None, "result": None})
+                else:
+                    console().print("nothing to undo in the journal for these files")
+                return EXIT_OK
             entry = found
         if why := entry.undoable:
             raise ActionError(why)

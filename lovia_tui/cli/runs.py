@@ -39,8 +39,9 @@ over two minutes); ``--json`` streams every run."""
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
     add_paths(parser)
-    add_json(parser)
-    parser.add_argument(
+    formats = parser.add_mutually_exclusive_group()  # --json is always one object
+    add_json(formats)
+    formats.add_argument(
         "--jsonl", action="store_true", help="print one JSON object per line"
     )
     add_readonly(parser)

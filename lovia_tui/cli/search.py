@@ -22,6 +22,7 @@ from lovia_tui.cli.json_output import (
     print_json,
 )
 from lovia_tui.cli.option_types import count, duration
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.formatting import plural
 
 PROGRESS_EVERY = 0.5
@@ -219,6 +220,8 @@ async def _index(args: argparse.Namespace) -> int:
     from lovia_tui.core.search.file_search import FileSearch, drop_index
     from lovia_tui.core.search.index import index_path
 
+    if args.drop and args.readonly:
+        raise LoviaTuiError("index: --drop deletes files, which --readonly never does")
     ws = await open_workspace(args)
     records = []
     try:

@@ -159,7 +159,7 @@ def _json_runs(d: Any) -> dict[str, tuple[list[Any], int, set[str]]]:
         "clear": ([d.directory, d.cli_session, *age], 0, actions),
         "fork": ([d.directory, d.cli_session, "--keep", "2"], 0, actions),
         "journal": ([d.directory], 0, {"entries"}),
-        "undo": ([d.directory], 2, set()),  # nothing journaled: refused
+        "undo": ([d.directory], 0, actions),  # nothing journaled: nothing to do
         "doctor": ([d.directory], 1, {"findings"}),
         "search": ([d.directory, "Kinkaku"], 0, {"query", "results"}),
         "index": ([d.directory, "--status"], 0, {"files"}),
@@ -420,3 +420,16 @@ def test_text_output_to_a_reader_that_went_away_exits_0(tmp_path: Path) -> None:
     show.stdout.close()
     _, err = show.communicate(timeout=60)
     assert (show.returncode, err) == (0, b"")
+
+
+def test_output_options_that_contradict_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs --json --jsonl` printed lines (cli.md: --json is one object);
+    `index --drop --readonly` deleted the index files."""
+    path = tmp_path / "s.db"
+    asyncio.run(append_entries(path, "s", 1))
+    assert cli_main(["runs", str(path), "--json", "--jsonl"]) == 2
+    assert "not allowed with" in capsys.readouterr().err
+    assert cli_main(["index", str(path), "--drop", "--readonly"]) == 2
+    assert "--readonly" in capsys.readouterr().err

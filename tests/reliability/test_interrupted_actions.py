@@ -164,8 +164,8 @@ def test_killed_undo_is_settled_by_the_next_undo(
     assert asyncio.run(Journal().unfinished([db])) == []
     undone_by = asyncio.run(Journal().get(action.id)).undone_by
     assert undone_by == undo_entry.id if committed else undone_by is not None
-    assert main(["undo", str(db), "--yes"]) == 2  # nothing left claiming otherwise
-    assert "nothing to undo" in capsys.readouterr().err
+    assert main(["undo", str(db), "--yes"]) == 0  # nothing left claiming otherwise
+    assert "nothing to undo" in capsys.readouterr().out
 
     # Undoing that undo (a redo) makes exactly the rewind's result again.
     assert main(["undo", str(db), str(undone_by), "--yes"]) == 0
