@@ -23,10 +23,10 @@ from lovia_tui.cli.json_output import (
     print_json,
     print_json_lazy,
 )
-from lovia_tui.cli.option_types import count
+from lovia_tui.cli.option_types import MOST, count
 from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, notice_of
 from lovia_tui.core.entries import UnreadableError, entry_text, shorten
-from lovia_tui.core.formatting import PIN, printable, timestamp
+from lovia_tui.core.formatting import PIN, plural, printable, timestamp
 from lovia_tui.core.huge_text import shortened
 from lovia_tui.core.models import Entry, SegmentInfo
 from lovia_tui.core.run_status import (
@@ -53,9 +53,9 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--search",
         metavar="TEXT",
-        help="only sessions whose stored messages contain TEXT (a scan of the "
-        "sessions' segments: a run still in flight is not looked at; "
-        "`lovia-tui search` and the app's s cover those too)",
+        help="only sessions whose stored JSON contains TEXT, exactly as typed "
+        '(case counts, and keys such as "role" match too: a raw scan of the '
+        "segments, not of a run in flight); `lovia-tui search` finds words",
     )
     parser.add_argument(
         "--limit",
@@ -67,6 +67,7 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
+    want = min(args.limit + 1, MOST)  # one past the limit: whether more exist
     ws = await open_workspace(args)
     try:
         summaries = []
@@ -75,15 +76,16 @@ async def _sessions(args: argparse.Namespace) -> int:
                 ids: dict[str, None] = {}
                 async for matches, _ in substring.search_segments(db, args.search):
                     ids.update((sid, None) for sid, _ in matches)
-                    if len(ids) >= args.limit:
+                    if len(ids) >= want:
                         break
-                for sid in list(ids)[: args.limit]:
+                for sid in list(ids)[:want]:
                     summary = await session_reads.session_summary(db, sid)
                     if summary:
                         summaries.append(summary)
             else:
-                summaries.extend(await session_reads.list_sessions(db, args.limit))
+                summaries.extend(await session_reads.list_sessions(db, want))
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
+        more = len(summaries) > args.limit
         listed = {(s.file, s.session_id): s for s in summaries[: args.limit]}
         summaries = web_chats.under_parents(
             list(listed.values()), lambda s: listed.get((s.file, s.parent_id or ""))
@@ -104,10 +106,17 @@ async def _sessions(args: argparse.Namespace) -> int:
                         "file": str(s.file),
                     }
                     for s in summaries
-                ]
+                ],
+                "more": more,
             }
         )
         return EXIT_OK
+    if more:
+        console(stderr=True).print(
+            f"the newest {plural(args.limit, 'session')} only; more exist "
+            "(--limit N shows more)",
+            style="dim",
+        )
     from rich.table import Table
 
     table = Table("session", "title", "runs", "last activity", "file")

@@ -226,6 +226,20 @@ def test_the_runs_table_shows_the_newest_and_says_there_are_more(
 # -------------------------------------------------------------- sessions
 
 
+def test_sessions_says_when_the_limit_cut_the_list(
+    demo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """50 of 4,000 printed with no word that more exist (nor in --json)."""
+    shown = cli_json(capsys, "sessions", demo.directory, "--limit", "3", "--json")
+    assert (len(shown["sessions"]), shown["more"]) == (3, True)
+    code, out, err = cli(capsys, "sessions", demo.directory, "--limit", "3")
+    assert code == 0 and "more exist (--limit N shows more)" in err
+    everything = cli_json(capsys, "sessions", demo.directory, "--json")
+    assert everything["more"] is False
+    code, out, err = cli(capsys, "sessions", demo.directory)
+    assert (code, err) == (0, "")
+
+
 def test_sessions_json(demo: Any, capsys: pytest.CaptureFixture[str]) -> None:
     sessions = cli_json(capsys, "sessions", demo.directory, "--json")["sessions"]
     assert all(set(s) == SESSION_KEYS for s in sessions)
