@@ -197,6 +197,13 @@ def test_phrases_prefixes_fields_and_snippets(scratch: Path):
     assert _search(path, 'NEAR( "unclosed OR AND *').groups == []  # no FTS5 syntax
     with pytest.raises(QueryError):
         parse_query('"" !!! session:x')
+    # Operators of other search boxes: `-osaka` found entries WITH osaka.
+    for query in ("kyoto -osaka", "kyoto OR refund", "kyoto NOT osaka", "a AND b"):
+        with pytest.raises(QueryError, match="no operators"):
+            parse_query(query)
+    assert parse_query('kyoto "-osaka" A-1001 or').words == (
+        "kyoto", "osaka", "a", "1001", "or",
+    )  # fmt: skip
 
 
 def test_appends_rewinds_trims_and_clears_keep_it_current(scratch: Path):

@@ -19,6 +19,9 @@ from lovia_tui.core.errors import LoviaTuiError
 _PIECE = re.compile(r'(\w+):("[^"]*"?|\S*)|"([^"]*)"?|(\S+)')
 _TOKEN = re.compile(r"[^\W_]+")
 FIELDS = ("tool", "error", "run", "session")
+OPERATORS = ("OR", "AND", "NOT")
+"""Words other search boxes read as operators; here every word must match,
+so a bare one, or a bare ``-word``, is refused rather than searched for."""
 TAG = "lt"
 """Prefix of the index's ``tag`` and ``tool`` tokens (see :mod:`~lovia_tui.core.search.text`)."""
 
@@ -89,6 +92,11 @@ def parse_query(text: str) -> Query:
                 parts.append(phrase)
                 words += words_of(value)
             continue
+        if bare in OPERATORS or (bare.startswith("-") and _TOKEN.match(bare[1:])):
+            raise QueryError(
+                f"{bare!r}: the search has no operators (every word must match, "
+                "in one entry); put it in quotes to look for it as text"
+            )
         piece = f"{field}:{value}" if field else bare or quoted
         phrase = _phrase("body", piece)
         if phrase:
