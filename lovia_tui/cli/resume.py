@@ -42,6 +42,7 @@ from lovia_tui.cli.json_output import (
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.runs.agents import load_agent, load_deps
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
@@ -313,7 +314,7 @@ class _TextPrinter:
         )
         self._line(
             f"{data['mode']} run {data['run_id']} · {status} · agent {data['agent_name']} "
-            f"· {data['turns']} turns",
+            f"· {plural(data['turns'], 'turn')}",
             "bold",
         )
         self._line(f"  checkpoint  {data['checkpoint_file']}")

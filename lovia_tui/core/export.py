@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from lovia_tui.core.entries import UnreadableError
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.formatting import printable, printable_json, timestamp
+from lovia_tui.core.formatting import plural, printable, printable_json, timestamp
 from lovia_tui.core.huge_text import expand, holds_huge, json_piece
 from lovia_tui.core.markdown_text import code_span, plain
 from lovia_tui.core.markdown_transcript import context_block, entry_block, run_header
@@ -263,7 +263,7 @@ async def export_session(
     if fmt == "md":
         await write(
             f"# Session {code_span(session_id)}\n\n"
-            f"_{len(segments)} runs, from {code_span(db.path)}_\n"
+            f"_{plural(len(segments), 'run')}, from {code_span(db.path)}_\n"
             + "".join(
                 f"\n> {plain(line)}\n" for line in (chat_lines(chat) if chat else [])
             )

@@ -433,3 +433,15 @@ def test_output_options_that_contradict_are_usage_errors(
     assert "not allowed with" in capsys.readouterr().err
     assert cli_main(["index", str(path), "--drop", "--readonly"]) == 2
     assert "--readonly" in capsys.readouterr().err
+
+
+def test_counts_agree_in_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cli.md's wording: "1 run", never "1 runs" (trim, the Markdown export)."""
+    path = tmp_path / "one.db"
+    asyncio.run(append_entries(path, "s", 1))
+    assert cli_main(["trim", str(path), "s", "--keep-runs", "1"]) == 0
+    assert "(keeping the last 1 run)" in capsys.readouterr().out
+    assert cli_main(["export", str(path), "s", "-o", str(tmp_path / "s.md")]) == 0
+    assert "_1 run, from " in (tmp_path / "s.md").read_text()

@@ -116,7 +116,7 @@ def _rewind(p: RewindPreview) -> list[str]:
 def _trim(p: TrimPreview) -> list[str]:
     if p.noop:
         return [
-            f"trim {p.session_id}: nothing to trim (keeping the last {p.keep_runs} runs)"
+            f"trim {p.session_id}: nothing to trim (keeping the last {plural(p.keep_runs, 'run')})"
         ]
     lines = [
         f"trim {p.session_id}: cut {plural(p.results_trimmed, 'tool result')} to "

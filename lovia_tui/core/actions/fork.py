@@ -217,7 +217,7 @@ def describe_fork(p: ForkPreview) -> list[str]:
         )
     if t := p.truncated:
         lines.append(
-            f"copy run {t.run_id} cut to its first {t.kept_entries} entries"
+            f"copy run {t.run_id} cut to its first {plural(t.kept_entries, 'entry', 'entries')}"
             + (
                 "; its meta (context state, timing) is not copied"
                 if t.loses_meta
