@@ -23,6 +23,15 @@ from lovia_tui.core.export import (
 from lovia_tui.core.formatting import plural, printable
 
 
+def output_file(text: str) -> Path | None:
+    """``-o``'s file; ``-`` is stdout, as for most Unix tools."""
+    if text == "-":
+        return None
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, or - for stdout")
+    return Path(text)
+
+
 def _configure_export(parser: argparse.ArgumentParser) -> None:
     add_paths_and_id(parser, "SESSION_ID")
     parser.add_argument(
@@ -31,8 +40,8 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        type=Path,
-        help="write a new file (0600) here instead of stdout",
+        type=output_file,
+        help="write a new file (0600) here instead of stdout (-: stdout)",
     )
     parser.add_argument(
         "--force",

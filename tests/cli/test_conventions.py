@@ -445,3 +445,17 @@ def test_counts_agree_in_number(
     assert "(keeping the last 1 run)" in capsys.readouterr().out
     assert cli_main(["export", str(path), "s", "-o", str(tmp_path / "s.md")]) == 0
     assert "_1 run, from " in (tmp_path / "s.md").read_text()
+
+
+def test_export_to_dash_is_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    """`-o -` wrote a file named "-"; `-o ''` blamed the directory."""
+    path = tmp_path / "one.db"
+    asyncio.run(append_entries(path, "s", 1))
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["export", str(path), "s", "-o", "-"]) == 0
+    assert capsys.readouterr().out.startswith("# Session `s`")
+    assert not (tmp_path / "-").exists()
+    assert cli_main(["export", str(path), "s", "-o", ""]) == 2
+    assert "expected a file name, or - for stdout" in capsys.readouterr().err
