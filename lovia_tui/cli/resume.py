@@ -177,16 +177,18 @@ async def _carry_out(
         refusal = None
     except LoviaTuiError as exc:
         answer, refusal = None, str(exc)
-    data = _preflight_data(pf, answer, refusal)
-    show(ConsoleEvent("preflight", f"{pf.mode} run {pf.run.run_id}", "info", data))
+    # A refusal is one line on stderr and nothing on stdout (docs/cli.md).
     if pf.problems:
         return fail(f"cannot {pf.mode} run {pf.run.run_id!r}: {'; '.join(pf.problems)}")
+    if args.yes and answer is None:
+        return fail(refusal or "nobody can answer this run's approvals")
+    data = _preflight_data(pf, answer, refusal)
+    show(ConsoleEvent("preflight", f"{pf.mode} run {pf.run.run_id}", "info", data))
     if not args.yes:
         if not args.json:
             console().print(f"nothing done: add --yes to {pf.mode} it")
         return EXIT_OK
-    if answer is None:
-        return fail(refusal or "nobody can answer this run's approvals")
+    assert answer is not None
     control = RunControl(answering=answer, journal=Journal())
     asker = TerminalAnswers() if answer == "ask" else None
     last: ConsoleEvent | None = None
