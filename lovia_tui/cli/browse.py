@@ -117,9 +117,9 @@ async def _sessions(args: argparse.Namespace) -> int:
             "(--limit N shows more)",
             style="dim",
         )
-    from rich.table import Table
+    from lovia_tui.cli.data_console import DataTable
 
-    table = Table("session", "title", "runs", "last activity", "file")
+    table = DataTable("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
             f"↳ {s.session_id}" if s.parent_id else s.session_id,

@@ -66,6 +66,15 @@ class DataConsole(Console):
             self.width = fitted
 
 
+class DataTable(Table):
+    """A table of stored data: a string cell is one line, its newlines and
+    tabs shown as symbols (an id holding a newline split its row in two)."""
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        lines = (printable(cell) if isinstance(cell, str) else cell for cell in cells)
+        super().add_row(*lines, **kwargs)
+
+
 RULE_ENDS = 6
 """Cells of a rule around its title: two of the line and a space each side."""
 UNBOUNDED = 1_000_000

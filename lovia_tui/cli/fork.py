@@ -23,7 +23,7 @@ from lovia_tui.cli.json_output import (
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.describe import describe
 from lovia_tui.core.actions.fork import perform_fork, preview_fork
-from lovia_tui.core.formatting import command_line
+from lovia_tui.core.formatting import command_line, printable
 
 
 def _configure_fork(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +69,7 @@ async def _fork(args: argparse.Namespace) -> int:
             out.print(not_done(args), style="dim")
     elif result.journal_id is not None:
         out.print(
-            f"done: new session {result.new_session_id}; undo with "
+            f"done: new session {printable(result.new_session_id)}; undo with "
             f"`{command_line('undo', *ws.paths, result.journal_id)}`",
             style="green",
         )

@@ -13,8 +13,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
@@ -25,6 +23,7 @@ from lovia_tui.cli.command import (
     open_workspace,
     split_paths_and_ids,
 )
+from lovia_tui.cli.data_console import DataTable
 from lovia_tui.cli.json_output import (
     print_json,
 )
@@ -106,7 +105,7 @@ async def _journal(args: argparse.Namespace) -> int:
     if not entries:
         out.print(f"no actions journaled on these files ({journal.path})", markup=False)
         return EXIT_OK
-    table = Table(
+    table = DataTable(
         "id", "time", "user", "action", "subject", "reason", "counts", "state"
     )
     for e in entries:

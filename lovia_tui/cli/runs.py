@@ -155,9 +155,9 @@ async def _runs(args: argparse.Namespace) -> int:
         records = [record async for record in found]
     finally:
         await ws.close()
-    from rich.table import Table
+    from lovia_tui.cli.data_console import DataTable
 
-    table = Table(
+    table = DataTable(
         "run", "status", "agent", "turns", "age", "dangling", "session", "file"
     )
     for column in (table.columns[0], table.columns[6]):

@@ -459,3 +459,20 @@ def test_export_to_dash_is_stdout(
     assert not (tmp_path / "-").exists()
     assert cli_main(["export", str(path), "s", "-o", ""]) == 2
     assert "expected a file name, or - for stdout" in capsys.readouterr().err
+
+
+def test_an_id_with_a_newline_or_a_tab_stays_on_its_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sessions | cat` split a row whose id held a newline, and a tab came
+    out as spaces; `fork --as` printed its new id over two lines."""
+    path = tmp_path / "odd.db"
+    asyncio.run(append_entries(path, "nl\nline2", 1))
+    asyncio.run(append_entries(path, "tab\there", 1, prefix="t"))
+    assert cli_main(["sessions", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "nl␊line2" in out and "tab␉here" in out
+    assert not any(line.startswith("line2") for line in out.splitlines())
+    argv = ["fork", str(path), "tab\there", "--keep", "1", "--as", "a\nb", "--yes"]
+    assert cli_main(argv) == 0
+    assert "done: new session a␊b; undo with" in capsys.readouterr().out
