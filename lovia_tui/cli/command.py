@@ -123,10 +123,15 @@ def add_stale_after(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class UsageError(LoviaTuiError):
+    """Arguments the parser could not judge (which positional is the id):
+    said as the parser says its own, the command named and its help."""
+
+
 def split_paths_and_id(paths: list[str], what: str) -> tuple[list[str], str]:
     """``PATH... ID``: the last positional is the id."""
     if len(paths) < 2:
-        raise LoviaTuiError(f"expected PATH... {what}")
+        raise UsageError(f"expected PATH... {what}")
     return paths[:-1], require_text(paths[-1], what)
 
 
@@ -142,7 +147,7 @@ def split_paths_and_ids(
         first = (
             f": {positionals[0]!r} is not a file or directory" if positionals else ""
         )
-        raise LoviaTuiError(f"expected PATH... {what}{first}")
+        raise UsageError(f"expected PATH... {what}{first}")
     return positionals[:count], [require_text(i, what) for i in positionals[count:]]
 
 
@@ -231,6 +236,8 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         require_text_arguments(args)
         result = command.run(args)
         return result if isinstance(result, int) else asyncio.run(result)
+    except UsageError as exc:
+        return fail(f"{command.name}: {exc} (see lovia-tui {command.name} --help)")
     except LoviaTuiError as exc:
         return fail(str(exc))
     except sqlite3.Error as exc:

@@ -16,6 +16,7 @@ from typing import Any
 from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
+    UsageError,
     add_json,
     add_paths_and_id,
     add_readonly,
@@ -96,7 +97,7 @@ async def _journal(args: argparse.Namespace) -> int:
             raise LoviaTuiError("--readonly: --prune writes the journal")
         return await _prune(args, journal, files)
     if files is None:
-        raise LoviaTuiError("expected PATH...: the files whose entries to list")
+        raise UsageError("expected PATH...: the files whose entries to list")
     entries = await journal.entries(files, args.limit, readonly=args.readonly)
     if args.json:
         print_json({"entries": [_entry_dict(e) for e in entries]})
@@ -194,8 +195,8 @@ def _configure_undo(parser: argparse.ArgumentParser) -> None:
 async def _undo(args: argparse.Namespace) -> int:
     args.paths, ids = split_paths_and_ids(args.paths, "[ID]")
     if len(ids) > 1 or (ids and not (ids[0].isascii() and ids[0].isdigit())):
-        raise LoviaTuiError(
-            "expected PATH... [ID]: one journal entry id (see `lovia-tui journal`)"
+        raise UsageError(
+            "expected PATH... [ID]: one journal entry id, as `lovia-tui journal` lists them"
         )
     journal = Journal()
     ws = await open_workspace(args)

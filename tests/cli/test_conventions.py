@@ -476,3 +476,17 @@ def test_an_id_with_a_newline_or_a_tab_stays_on_its_row(
     argv = ["fork", str(path), "tab\there", "--keep", "1", "--as", "a\nb", "--yes"]
     assert cli_main(argv) == 0
     assert "done: new session a␊b; undo with" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv", [["show", "{d}"], ["undo", "{d}", "abc"], ["journal", "--json"]]
+)
+def test_positionals_the_parser_cannot_judge_are_usage_errors_too(
+    demo: Any, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Said as argparse's own: the command named, and where its help is."""
+    code = cli_main([a.format(d=demo.directory) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"lovia-tui: {argv[0]}: expected PATH...")
+    assert err.endswith(f"(see lovia-tui {argv[0]} --help)\n")
