@@ -9,6 +9,7 @@ from dataclasses import asdict
 from lovia_tui.cli.command import (
     EXIT_OK,
     Command,
+    UsageError,
     add_json,
     add_paths_and_id,
     add_yes_or_readonly,
@@ -48,6 +49,8 @@ def _configure_fork(parser: argparse.ArgumentParser) -> None:
 
 async def _fork(args: argparse.Namespace) -> int:
     args.paths, session_id = split_paths_and_id(args.paths, "SESSION_ID")
+    if args.new_id == "":  # not "a fresh one", which leaving --as out asks for
+        raise UsageError("argument --as: expected the new session's id")
     ws = await open_workspace(args)
     try:
         preview = await preview_fork(ws, session_id, args.keep, args.new_id)

@@ -479,7 +479,13 @@ def test_an_id_with_a_newline_or_a_tab_stays_on_its_row(
 
 
 @pytest.mark.parametrize(
-    "argv", [["show", "{d}"], ["undo", "{d}", "abc"], ["journal", "--json"]]
+    "argv",
+    [
+        ["show", "{d}"],
+        ["undo", "{d}", "abc"],
+        ["journal", "--json"],
+        ["fork", "{d}", "cli-daily", "--keep", "1", "--as", ""],  # was a fresh id
+    ],
 )
 def test_positionals_the_parser_cannot_judge_are_usage_errors_too(
     demo: Any, capsys: pytest.CaptureFixture[str], argv: list[str]
@@ -488,5 +494,5 @@ def test_positionals_the_parser_cannot_judge_are_usage_errors_too(
     code = cli_main([a.format(d=demo.directory) for a in argv])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"lovia-tui: {argv[0]}: expected PATH...")
+    assert err.startswith(f"lovia-tui: {argv[0]}: ") and "expected" in err
     assert err.endswith(f"(see lovia-tui {argv[0]} --help)\n")
