@@ -179,7 +179,7 @@ async def _carry_out(
         answer, refusal = None, str(exc)
     # A refusal is one line on stderr and nothing on stdout (docs/cli.md).
     if pf.problems:
-        return fail(f"cannot {pf.mode} run {pf.run.run_id!r}: {'; '.join(pf.problems)}")
+        return fail(f"cannot {pf.mode} run {pf.run.run_id}: {'; '.join(pf.problems)}")
     if args.yes and answer is None:
         return fail(refusal or "nobody can answer this run's approvals")
     data = _preflight_data(pf, answer, refusal)

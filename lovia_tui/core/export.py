@@ -133,7 +133,9 @@ def refusal(path: Path, state: str) -> ExportError:
     if state == "file":
         return ExportError(f"{path} exists: not replaced without a confirmation")
     if state == "no folder":
-        return ExportError(f"{path.parent} is not a directory: choose another name")
+        return ExportError(
+            f"cannot write {path}: no directory {path.parent}; choose another name"
+        )
     return ExportError(f"{path} exists and is not a regular file; choose another name")
 
 

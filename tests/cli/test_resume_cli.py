@@ -109,7 +109,7 @@ def test_refusal_exits_2_with_one_line(
     )
     err = capsys.readouterr().err
     assert err.startswith(
-        "lovia-tui: cannot resume run 'run-crashed': it is running and saved"
+        "lovia-tui: cannot resume run run-crashed: it is running and saved"
     )
     assert err.count("\n") == 1
     assert _state(ws_dir) == before

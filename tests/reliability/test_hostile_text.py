@@ -204,7 +204,7 @@ def test_export_failures_are_one_line(
     blocked = scratch / "a-file"
     blocked.write_text("")
     for target, why in (
-        (scratch / "missing" / "dir" / "x.md", "No such file or directory"),
+        (scratch / "missing" / "dir" / "x.md", "no directory"),
         (blocked / "x.md", "Not a directory"),
         (unwritable(scratch) / "x.md", "Permission denied"),
     ):

@@ -381,7 +381,7 @@ async def test_the_app_asks_where_and_never_overwrites_or_follows(
         await _submit(pilot, missing)
         dialog = app.screen
         assert isinstance(dialog, ExportScreen) and dialog.path == missing
-        assert "is not a directory" in str(dialog.query_one("#export-problem").content)
+        assert "no directory" in str(dialog.query_one("#export-problem").content)
         await pilot.press("escape")
         watch.notes.clear()
         await _export_dialog(pilot)
