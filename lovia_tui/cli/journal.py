@@ -57,7 +57,11 @@ def _subject(entry: JournalEntry) -> str:
 
 def _configure_journal(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="only entries on these files"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="the files whose entries to list (needed, except with --prune, "
+        "where none means every file's)",
     )
     parser.add_argument(
         "--limit",
