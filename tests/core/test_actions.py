@@ -40,6 +40,7 @@ from support.lovia_factory import (
     web_wind_down,
 )
 
+from lovia_tui.core.actions.fork import perform_fork, preview_fork
 from lovia_tui.core.actions.perform import perform
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
 from lovia_tui.core.actions.session_plans import (
@@ -364,6 +365,9 @@ async def test_readonly_previews_and_changes_nothing(
             preview = await attempt  # read: what it would do
             with pytest.raises(ActionError, match="read-only"):
                 await perform(ws, preview)
+        fork = await preview_fork(ws, "s", 1)
+        with pytest.raises(ActionError, match="read-only"):
+            await perform_fork(ws, fork)
     finally:
         await ws.close()
     assert [rows(path) for path in two_files] == before

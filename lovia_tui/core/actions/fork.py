@@ -29,7 +29,7 @@ from lovia_tui.core.actions.journal_file import JournalError, sqlite_cause
 from lovia_tui.core.actions.perform import load_lovia
 from lovia_tui.core.actions.plans import (
     capture_groups,
-    refuse_unsound,
+    refuse_readonly,
     require_current_chat,
     session_database,
 )
@@ -253,7 +253,7 @@ async def perform_fork(
     """Make the fork through lovia in one transaction, journaled, or raise
     RowsChangedError without changing anything (the source moved on since
     the preview: preview again)."""
-    refuse_unsound(ws)
+    refuse_readonly(ws)
     if preview.noop:
         return ForkResult(preview.action, None, {}, None)
     journal = journal or Journal()
