@@ -326,7 +326,8 @@ def chat_lines(info: ChatInfo) -> list[str]:
     if info.tasks:
         more = "+" if info.tasks >= COUNT_CAP else ""
         lines.append(
-            f"{info.tasks:,}{more} subagent task chat(s), listed under it in Sessions"
+            f"{info.tasks:,}{more} subagent task {'chat' if info.tasks == 1 else 'chats'}, "
+            "listed under it in Sessions"
         )
     lines.extend(f"⏱ {schedule_line(schedule)}" for schedule in info.schedules)
     return lines

@@ -24,6 +24,7 @@ from lovia_tui.core.context_meta import context_line
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import (
     age_since,
+    plural,
     printable,
     printable_json,
     timestamp,
@@ -145,9 +146,9 @@ def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> Renderab
         items.append(data_text(f"\n{call.name}  ({call.call_id})", "bold"))
         items.append(data_text(pretty_arguments(call.arguments)))
     title = (
-        f"{len(calls)} tool call(s) running"
+        f"{plural(len(calls), 'tool call')} running"
         if live
-        else f"{len(calls)} dangling tool call(s)"
+        else plural(len(calls), "dangling tool call")
     )
     return Panel(Group(*items), title=title, border_style="green" if live else "red")
 

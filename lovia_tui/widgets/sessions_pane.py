@@ -30,6 +30,7 @@ from textual.widgets import Input
 
 from lovia_tui import messages
 from lovia_tui.core.errors import DamagedError
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
@@ -365,7 +366,10 @@ class SessionsPane(WorkerErrors, Vertical):
             self.show_progress(f"searching · {len(keys):,} so far")
             return
         self.show_progress("")
-        self.notify(f"{len(keys)} session(s) match {message.needle!r} ({message.note})")
+        self.notify(
+            f"{plural(len(keys), 'session')} {'matches' if len(keys) == 1 else 'match'} "
+            f"{message.needle!r} ({message.note})"
+        )
         self.post_message(self.Searched(box.query_text, box.needle, keys))
 
     def back(self) -> bool:

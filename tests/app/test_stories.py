@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from support.agents.slow_writer import SlowWriter
 from support.lovia_factory import rows
-from support.reliability import until
+from support.reliability import runs_look_crashed, until
 
 from lovia_tui.app import make_app
+from lovia_tui.cli.demo import DEMO_STALE_AFTER
 from lovia_tui.demo import DemoWorkspace
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
@@ -79,8 +80,16 @@ def integrity(db: Path) -> str:
 
 @asynccontextmanager
 async def launched(demo: DemoWorkspace, size: tuple[int, int]) -> AsyncIterator:
-    """The app as ``lovia-tui demo`` opens it: (app, pilot, keys)."""
-    app = make_app([demo.directory], stale_after=2, agent_spec="lovia_tui.demo:agent")
+    """The app as ``lovia-tui demo`` opens it: (app, pilot, keys).
+
+    The demo is built once per test session, perhaps just before: its crashed
+    runs are waited for until they look crashed."""
+    await runs_look_crashed(demo.directory, DEMO_STALE_AFTER)
+    app = make_app(
+        [demo.directory],
+        stale_after=DEMO_STALE_AFTER,
+        agent_spec="lovia_tui.demo:agent",
+    )
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         yield app, pilot, Keys(pilot)
@@ -97,7 +106,7 @@ async def test_the_crashed_run_and_its_dangling_call(demo, size) -> None:
         await until(pilot, lambda: app.screen.runs.detail.run is not None)
         await settle(pilot)
         shown = on_screen(app)
-        assert "1 dangling tool call(s)" in shown
+        assert "1 dangling tool call" in shown
         assert "call_run-crashed_job" in shown
         # The demo's two crashed runs are first, newest first: which one saved
         # last depends on its build, so j is needed once or not at all.

@@ -74,10 +74,10 @@ async def test_pending_calls_are_running_only_while_the_run_is_live(
         await settle(pilot)
         text = detail_text(app)
         if restarted:
-            assert "2 dangling tool call(s)" in text
+            assert "2 dangling tool calls" in text
             assert "lovia web marked it interrupted at restart" in text
         else:
-            assert "2 tool call(s) running" in text and "dangling" not in text
+            assert "2 tool calls running" in text and "dangling" not in text
 
 
 async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(

@@ -47,7 +47,7 @@ async def test_records_show_where_they_happened_and_a_task_under_its_parent(
         assert "cancelled" in shown_rows[second][1]
         assert shown_rows[0] == (
             RowKind.CHAT,
-            "1 subagent task chat(s), listed under it in Sessions",
+            "1 subagent task chat, listed under it in Sessions",
         )
         # The last run brought the task's report back: lovia web's source says so.
         assert shown_rows[segments[-1]][1].endswith(" · by report of subagent task t1")

@@ -141,7 +141,7 @@ async def test_show_prints_runs_that_saved_nothing_between_the_runs_around_them(
     smoke = next(n for n, line in enumerate(lines) if f"run {SMOKE_RUN} ·" in line)
     assert rules[0] < rejected < stopped < smoke == rules[1]
     assert REJECTED in lines[rejected] and "no entries in this chat" in lines[rejected]
-    assert "1 subagent task chat(s)" in out
+    assert "1 subagent task chat," in out
     out = await cli(capsys, "show", path, TASK)
     assert f"↳ subagent task of chat {CHAT} “Launch checklist 🚀”" in out
     out = await cli(capsys, "show", path, fork)

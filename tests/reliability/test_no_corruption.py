@@ -11,20 +11,18 @@ that (``integrity_check``: "Rowid 18 out of order").
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from support import open_guard
 from support.app import confirm, snapshot_app, user_rows
 from support.lovia_factory import copy_db, integrity
-from support.reliability import until
+from support.reliability import runs_look_crashed, until
 from support.writer_process import wait_for, writer
 
 from lovia_tui.core.actions.journal import Journal
@@ -191,13 +189,7 @@ async def test_the_reported_sequence_on_a_fresh_demo(attempt, demo_dir, tmp_path
     for name in ("assistant.db", "sessions.db", "runs.db"):
         copy_db(demo_dir.directory / name, tmp_path / name)
     db = tmp_path / "assistant.db"
-    # The demo's crashed run looks live for 2 s after its last save: run
-    # alone, this test may start sooner (it saw a live run and no resume).
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-        [(saved,)] = conn.execute(
-            "SELECT updated_at FROM snapshot_heads WHERE run_id = 'run-crashed'"
-        ).fetchall()
-    await asyncio.sleep(max(0.0, saved + 2 - time.time()))
+    await runs_look_crashed(tmp_path, 2)  # else it may see a live run, no resume
     app = make_app([tmp_path], stale_after=2, agent_spec="lovia_tui.demo:agent")
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)

@@ -20,6 +20,7 @@ from lovia_tui.core.actions.gc_pause import collection_paused
 from lovia_tui.core.actions.locked_stores import HeldConnection, open_held
 from lovia_tui.core.actions.triggers import refuse_own_schema
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import TABLES
 
 UPGRADE_SECONDS = 0.5
@@ -146,7 +147,7 @@ def _commit(held: dict[Path, HeldConnection]) -> None:
         except sqlite3.Error as exc:
             if committed:
                 raise PartlyCommitted(
-                    f"{conn.path}: commit failed ({exc}) after {committed} "
-                    "other file(s) committed"
+                    f"{conn.path}: commit failed ({exc}) after "
+                    f"{plural(committed, 'other file')} committed"
                 ) from exc
             raise

@@ -17,7 +17,7 @@ from lovia_tui.core.actions.previews import SessionSource
 from lovia_tui.core.actions.web_settle import afterwards, settled_chat
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
-from lovia_tui.core.formatting import ago
+from lovia_tui.core.formatting import ago, plural
 from lovia_tui.core.models import DanglingCall, RunInfo
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reason
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
@@ -304,7 +304,7 @@ async def preflight(
     dangling = tuple(dangling_calls([entry.data for entry in entries]))
     if dangling:
         found.warnings.append(
-            f"{len(dangling)} tool call(s) with no result run again first: at least once, "
+            f"{plural(len(dangling), 'tool call')} with no result run again first: at least once, "
             "so a call that already had its effect before the crash has it twice"
         )
     reachable = None
