@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from support.agents.slow_writer import SlowWriter
+from support.app import runs_look_crashed
 from support.lovia_factory import rows
-from support.reliability import runs_look_crashed, until
+from support.reliability import until
 
 from lovia_tui.app import make_app
 from lovia_tui.cli.demo import DEMO_STALE_AFTER

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from support import open_guard
-from support.app import confirm, snapshot_app, user_rows
+from support.app import confirm, runs_look_crashed, snapshot_app, user_rows
 from support.lovia_factory import copy_db, integrity
-from support.reliability import runs_look_crashed, until
+from support.reliability import until
 from support.writer_process import wait_for, writer
 
+from lovia_tui.cli.demo import DEMO_STALE_AFTER
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.store.connect import wal_path
 from lovia_tui.core.store.database import open_database
@@ -189,8 +190,11 @@ async def test_the_reported_sequence_on_a_fresh_demo(attempt, demo_dir, tmp_path
     for name in ("assistant.db", "sessions.db", "runs.db"):
         copy_db(demo_dir.directory / name, tmp_path / name)
     db = tmp_path / "assistant.db"
-    await runs_look_crashed(tmp_path, 2)  # else it may see a live run, no resume
-    app = make_app([tmp_path], stale_after=2, agent_spec="lovia_tui.demo:agent")
+    # else it may see a live run, and no resume
+    await runs_look_crashed(tmp_path, DEMO_STALE_AFTER)
+    app = make_app(
+        [tmp_path], stale_after=DEMO_STALE_AFTER, agent_spec="lovia_tui.demo:agent"
+    )
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         app.screen.go_to_run("run-crashed")

@@ -6,7 +6,10 @@ screenshot script and the benchmarks.
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 from lovia_tui.app import LoviaTui, make_app
@@ -58,6 +61,24 @@ async def confirm(pilot) -> None:
     """Confirm the dialog on top deliberately (see :func:`ready_to_confirm`)."""
     await ready_to_confirm(pilot)
     await pilot.press("enter")
+
+
+async def runs_look_crashed(directory: Path, stale_after: float) -> None:
+    """Wait until the last save of every checkpoint in ``directory``'s files is
+    ``stale_after`` old: the demo's crashed runs look live that long after it
+    is built, and a test run alone may start sooner."""
+    saved = 0.0
+    for db in directory.glob("*.db"):
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            if conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'snapshot_heads'"
+            ).fetchone():
+                [(newest,)] = conn.execute(
+                    "SELECT MAX(updated_at) FROM snapshot_heads"
+                ).fetchall()
+                saved = max(saved, newest or 0.0)
+    # bounded: stale_after at most, whatever time a head holds
+    await asyncio.sleep(min(stale_after, max(0.0, saved + stale_after - time.time())))
 
 
 def user_rows(transcript) -> list[int]:

@@ -7,12 +7,9 @@ sleeps: every wait is bounded and marked ``# bounded``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import sqlite3
 import time
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,23 +80,6 @@ def assert_untouched(
     for name in appeared:
         if name.endswith("-wal"):
             assert (directory / name).stat().st_size == 0, f"{name} is not empty"
-
-
-async def runs_look_crashed(directory: Path, stale_after: float) -> None:
-    """Wait until the last save of every checkpoint in ``directory``'s files is
-    ``stale_after`` old: the demo's crashed runs look live that long after it
-    is built, and a test run alone may start sooner."""
-    saved = 0.0
-    for db in directory.glob("*.db"):
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            if conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'snapshot_heads'"
-            ).fetchone():
-                [(newest,)] = conn.execute(
-                    "SELECT MAX(updated_at) FROM snapshot_heads"
-                ).fetchall()
-                saved = max(saved, newest or 0.0)
-    await asyncio.sleep(max(0.0, saved + stale_after - time.time()))
 
 
 async def until(
