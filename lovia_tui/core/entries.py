@@ -19,6 +19,7 @@ import orjson
 from lovia_tui.core.attachments import encrypted_reasoning, part_label
 from lovia_tui.core.lovia_facts import installed
 from lovia_tui.core.models import DanglingCall
+from lovia_tui.core.stored import UndecodedText
 
 
 class UnreadableError(ValueError):
@@ -66,6 +67,8 @@ def parse_stored(parse: Callable[[Any], Parsed], raw: str | bytes | None) -> Par
 def parse_json(text: str | bytes | None) -> Any:
     if text is None:
         return None
+    if isinstance(text, UndecodedText):
+        text = str(text)  # orjson takes no str subclass
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:

@@ -2,7 +2,8 @@
 
 lovia writes session and run ids as TEXT and times as REAL numbers. A foreign
 writer, a table another program created without lovia's column types, or a
-damaged page can leave any SQLite storage class there. The read layer passes
+damaged page can leave any SQLite storage class there, or TEXT that is not
+UTF-8 (which no Python program can bind, lovia included). The read layer passes
 every key and time it reads through :func:`stored_key` and :func:`stored_time`,
 so the views, the filter, search, the doctor and the CLI get a ``str`` and a
 ``float | None`` whatever the file holds, and the actions can tell a key that
@@ -30,38 +31,77 @@ SAFE_ENTRY_COUNT = (
 """A row's entry count that a malformed row cannot fail (it counts as NULL)."""
 
 
-def _spelled(stored: int | float | bytes | None) -> str:
+class UndecodedText(str):
+    """Stored TEXT that is not UTF-8, as the read layer decodes it: U+FFFD for
+    each byte that does not decode, and the bytes as stored (``raw``), so a
+    key can be told from the text id spelled with U+FFFD (:func:`stored_key`)."""
+
+    raw: bytes
+
+    def __new__(cls, raw: bytes) -> UndecodedText:
+        text = super().__new__(cls, raw.decode("utf-8", errors="replace"))
+        text.raw = raw
+        return text
+
+
+def decode_text(raw: bytes) -> str:
+    """SQLite TEXT as the read layer reads it: a value that is not UTF-8 must
+    not fail the whole statement, and is read as :class:`UndecodedText`."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return UndecodedText(raw)
+
+
+def _hex(stored: bytes) -> str:
+    """Bytes as an SQL literal, the first :data:`BLOB_SHOWN` of them spelled out."""
+    more = len(stored) - BLOB_SHOWN
+    tail = f"…' ({len(stored):,} bytes)" if more > 0 else "'"
+    return f"x'{stored[:BLOB_SHOWN].hex()}{tail}"
+
+
+Stored = int | float | bytes | UndecodedText | None
+"""What a non-text key holds: what SQLite gave for it."""
+
+
+def _spelled(stored: Stored) -> str:
     """A non-text key as SQL would write it, after its storage class."""
     if stored is None:
         return f"{UNREADABLE_MARK} null"
+    if isinstance(stored, UndecodedText):
+        return f"{UNREADABLE_MARK} text not UTF-8 {_hex(stored.raw)}"
     if isinstance(stored, bytes):
-        more = len(stored) - BLOB_SHOWN
-        tail = f"…' ({len(stored):,} bytes)" if more > 0 else "'"
-        return f"{UNREADABLE_MARK} blob x'{stored[:BLOB_SHOWN].hex()}{tail}"
+        return f"{UNREADABLE_MARK} blob {_hex(stored)}"
     if isinstance(stored, int):
         return f"{UNREADABLE_MARK} integer {stored}"
     return f"{UNREADABLE_MARK} real {stored!r}"
 
 
 class NonTextKey(str):
-    """A session or run id stored as INTEGER, REAL, BLOB or NULL, which lovia never writes.
+    """A session or run id stored as INTEGER, REAL, BLOB or NULL, or as TEXT
+    that is not UTF-8, which lovia never writes.
 
     A ``str`` so that it sorts, filters and keys a dict beside the text ids;
     its text says what it is (``⚠ integer 42``, ``⚠ blob x'00ff'``), so it never
     looks like the text id ``42``, and it never equals a text id even one
     spelled like it. SQLite binds it as the value stored (``__conform__``):
-    a read by it finds that value's rows. lovia's methods take text ids, and
-    given ``'42'`` they would act on other rows: every action refuses it.
+    a read by it finds that value's rows. Text that is not UTF-8 cannot be
+    bound as text from Python: it is bound as its bytes, and a read by it
+    finds no row of lovia's (lovia cannot read them either; the doctor
+    reports them). lovia's methods take text ids, and given ``'42'`` they
+    would act on other rows: every action refuses it.
     """
 
-    stored: int | float | bytes | None
+    stored: Stored
 
-    def __new__(cls, stored: int | float | bytes | None) -> NonTextKey:
+    def __new__(cls, stored: Stored) -> NonTextKey:
         key = super().__new__(cls, _spelled(stored))
         key.stored = stored
         return key
 
     def _identity(self) -> tuple[str, Any]:
+        if isinstance(self.stored, UndecodedText):
+            return "text", self.stored.raw
         return type(self.stored).__name__, self.stored
 
     def __eq__(self, other: object) -> bool:
@@ -77,13 +117,17 @@ class NonTextKey(str):
         """What sqlite3 binds in its place: the value as stored. NULL is bound
         as NaN, which SQLite binds as NULL (sqlite3 takes a None from here
         for "no adaptation" and would bind this key's text instead)."""
+        if isinstance(self.stored, UndecodedText):
+            return self.stored.raw
         return math.nan if self.stored is None else self.stored
 
 
 def stored_key(value: Any) -> str:
-    """A session or run id as SQLite gave it: text as it is, an INTEGER, REAL,
-    BLOB or NULL a :class:`NonTextKey`."""
-    return value if isinstance(value, str) else NonTextKey(value)
+    """A session or run id as SQLite gave it: text as it is; an INTEGER, REAL,
+    BLOB, NULL or text that is not UTF-8 a :class:`NonTextKey`."""
+    if isinstance(value, str) and not isinstance(value, UndecodedText):
+        return value
+    return NonTextKey(value)
 
 
 def stored_number(value: Any) -> int | float | None:
@@ -110,6 +154,11 @@ def non_text(what: str, key: str | None) -> str | None:
     """Why no action can take ``key`` (a ``what`` id), in one line; None if it can."""
     if not isinstance(key, NonTextKey):
         return None
+    if isinstance(key.stored, UndecodedText):
+        return (
+            f"the {what} id {key} is text that is not UTF-8: no Python program "
+            "can bind it, lovia included, so lovia's methods cannot be given it"
+        )
     return (
         f"the {what} id {key} is not text as lovia writes ids: lovia's methods "
         "take text, and acting on it as text would touch other rows"

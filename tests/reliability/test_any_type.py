@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from support.any_type_db import (
     ODD_TIMES,
     TEXT_TWIN,
     build_any_type_db,
+    head,
 )
 from support.lovia_factory import copy_db, integrity, raw, rows, scratch_directory
 from support.reliability import (
@@ -40,7 +42,12 @@ from lovia_tui.cli import main
 from lovia_tui.core.run_status import OTHER, UNREADABLE, status_group, status_text
 from lovia_tui.core.store.checkpoint_reads import runs
 from lovia_tui.core.store.database import open_database
-from lovia_tui.core.stored import UNREADABLE_SHOWN, NonTextKey, stored_key
+from lovia_tui.core.stored import (
+    UNREADABLE_SHOWN,
+    NonTextKey,
+    decode_text,
+    stored_key,
+)
 from lovia_tui.pilot import settle
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.inspector import InspectorScreen
@@ -239,6 +246,62 @@ def test_a_fork_refuses_to_copy_a_run_whose_id_is_not_text(
         assert (code, out) == (2, "")
         assert "run id ⚠ blob x'00' is not text" in err and err.count("\n") == 1
     assert rows(any_type) == before and integrity(any_type) == "ok"
+
+
+NOT_UTF8 = b"\xffAbc"
+"""A hostile writer's id: ``CAST(x'ff416263' AS TEXT)``, TEXT that is not UTF-8."""
+REPLACED = NOT_UTF8.decode("utf-8", errors="replace")
+"""The text id spelled as that one reads with U+FFFD: never taken for it."""
+
+
+def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
+    lovia_tables_template: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Python program can bind such an id, lovia included: lovia-tui shows
+    the run as what it is, refuses every action on it, and the doctor reports
+    the session that no view can show, with SQL that finds its rows."""
+    path = copy_db(lovia_tables_template, scratch / "lovia.db")
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        for session_id in ("CAST(?1 AS TEXT)", "?2"):  # the bytes, then U+FFFD
+            conn.execute(
+                "INSERT INTO session_runs (session_id, run_id, entries_json, "
+                f"created_at) VALUES ({session_id}, 'r-' || {session_id}, ?3, 1e9)",
+                (NOT_UTF8, REPLACED, GOOD_ENTRIES),
+            )
+        conn.execute(  # a running run, not saved for an hour: stale
+            "INSERT INTO snapshot_heads VALUES (CAST(? AS TEXT), ?, ?)",
+            (NOT_UTF8, head("running"), time.time() - 3600),
+        )
+    key = stored_key(decode_text(NOT_UTF8))
+    assert isinstance(key, NonTextKey) and str(key) == "⚠ text not UTF-8 x'ff416263'"
+    assert key != REPLACED and stored_key(decode_text(REPLACED.encode())) == REPLACED
+    assert type(decode_text(REPLACED.encode())) is str
+    before = rows(path)
+
+    code, out, _ = cli(capsys, "runs", path, "--json")
+    assert code == 0 and str(key) in {r["run_id"] for r in json.loads(out)["runs"]}
+    # The text twin reads its own segment, not the other's.
+    code, out, _ = cli(capsys, "show", path, REPLACED, "--json")
+    assert code == 0
+    assert [s["run_id"] for s in json.loads(out)["segments"]] == ["r-" + REPLACED]
+
+    code, out, _ = cli(capsys, "doctor", path, "--json")
+    assert code == 1
+    [finding] = [
+        f for f in json.loads(out)["findings"] if f["kind"] == "non-text-session-id"
+        and f["session_id"] == str(key)
+    ]  # fmt: skip
+    assert finding["severity"] == "error" and finding["fix"] is None
+    sql = finding["message"].split("its rows: ")[1]
+    assert raw(path, sql.replace("SELECT *", "SELECT hex(run_id)")) == [
+        (b"r-".hex().upper() + NOT_UTF8.hex().upper(),)
+    ]
+
+    code, out, err = cli(
+        capsys, "delete-run", path, "--status", "stale", "--force", "--yes"
+    )
+    assert code == 2 and "is text that is not UTF-8" in err and err.count("\n") == 1
+    assert rows(path) == before and integrity(path) == "ok"
 
 
 # ------------------------------------------------------------------ the app

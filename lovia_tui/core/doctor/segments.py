@@ -25,24 +25,32 @@ from lovia_tui.core.store.entry_stream import (
     stored_sizes_on,
     stored_value,
 )
-from lovia_tui.core.stored import stored_key
+from lovia_tui.core.stored import NonTextKey, UndecodedText, stored_key
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
 FIRST_CHUNK = 64
 MAX_CHUNK = 5_000
+UNREADABLE_ROW = "unreadable-row"
+UNPAIRED_TOOL_CALL = "unpaired-tool-call"
+NON_TEXT_SESSION = "non-text-session-id"
+SQL_KEY_BYTES = 256
+"""Up to this many bytes, a session id lovia cannot bind is spelled out whole
+in the finding, as SQL that finds its rows."""
 
 
 @dataclass(frozen=True)
 class _Problem:
-    """What is wrong with one segment: unreadable, or tool entries without their pair."""
+    """What is wrong with one segment: unreadable, tool entries without their
+    pair, or a session id lovia cannot be given."""
 
+    kind: str
     row_id: int
     session_id: str
     run_id: str
-    reason: str
-    # Offset in the segment of the first unpaired tool entry; None when unreadable.
+    reason: str = ""
     offset: int | None = None
+    """Offset in the segment of the first unpaired tool entry."""
 
 
 def unpaired(entries: Iterable[dict[str, Any]]) -> tuple[int, str] | None:
@@ -109,14 +117,22 @@ def _check(db: Database, rows: list[Any]) -> list[_Problem]:
     problems = []
     for row_id, stored_session, stored_run, entries_json, meta_json in rows:
         session_id, run_id = stored_key(stored_session), stored_key(stored_run)
+        if isinstance(session_id, NonTextKey):
+            problems.append(_Problem(NON_TEXT_SESSION, row_id, session_id, run_id))
         try:
             found = _unpaired_in(db, row_id, entries_json)
             parse_object(meta_json)
         except UnreadableError as exc:
-            problems.append(_Problem(row_id, session_id, run_id, str(exc)))
+            problems.append(
+                _Problem(UNREADABLE_ROW, row_id, session_id, run_id, str(exc))
+            )
             continue
         if found is not None:
-            problems.append(_Problem(row_id, session_id, run_id, found[1], found[0]))
+            problems.append(
+                _Problem(
+                    UNPAIRED_TOOL_CALL, row_id, session_id, run_id, found[1], found[0]
+                )
+            )
     return problems
 
 
@@ -163,9 +179,11 @@ async def _finding(
     """The finding for one bad segment; ``counted_only`` skips the index lookup of a
     finding past the per-kind limit, which is counted but not kept."""
     sid, rid = problem.session_id, problem.run_id
-    if problem.offset is None:
+    if problem.kind == NON_TEXT_SESSION:
+        return _non_text_finding(db, problem)
+    if problem.kind == UNREADABLE_ROW:
         return Finding(
-            "unreadable-row", "error", db.path,
+            UNREADABLE_ROW, "error", db.path,
             f"{db.name} session_runs id {problem.row_id} (run {rid}): {problem.reason}; "
             f"lovia cannot load session {sid!r} at all",
             rid, sid,
@@ -188,9 +206,39 @@ async def _finding(
         else f"entry {problem.offset} of the segment"
     )
     return Finding(
-        "unpaired-tool-call", "error", db.path,
+        UNPAIRED_TOOL_CALL, "error", db.path,
         f"segment {rid} of session {sid!r}, {where}: {problem.reason}; providers reject such a transcript",
         rid, sid, fix,
+    )  # fmt: skip
+
+
+def _non_text_finding(db: Database, problem: _Problem) -> Finding:
+    """A session whose id lovia never writes: lovia's session methods take
+    text, so none of them reaches its segments. Text that is not UTF-8 cannot
+    be bound at all, and lovia-tui shows none of that session: the finding
+    spells out SQL that finds its rows."""
+    sid = problem.session_id
+    assert isinstance(sid, NonTextKey)
+    where = f"session {sid} ({db.name} session_runs id {problem.row_id}, and any later)"
+    if not isinstance(sid.stored, UndecodedText):
+        return Finding(
+            NON_TEXT_SESSION, "warning", db.path,
+            f"{where}: its id is not text as lovia writes ids, so lovia cannot "
+            "load or change it (lovia-tui shows it, and takes no action on it)",
+            problem.run_id, sid,
+        )  # fmt: skip
+    raw = sid.stored.raw
+    find = (
+        f"; its rows: SELECT * FROM session_runs WHERE session_id = CAST(x'{raw.hex()}' AS TEXT)"
+        if len(raw) <= SQL_KEY_BYTES
+        else ""
+    )
+    return Finding(
+        NON_TEXT_SESSION, "error", db.path,
+        f"{where}: its id is text that is not UTF-8, which no Python program "
+        f"can bind, lovia included: lovia cannot load or change it, and "
+        f"lovia-tui cannot show it{find}",
+        problem.run_id, sid,
     )  # fmt: skip
 
 
@@ -245,6 +293,7 @@ async def segment_findings(
     low, high = bounds
     chunk, start = FIRST_CHUNK, low
     indices = _FlatIndices(db)
+    reported: set[str] = set()  # sessions with a non-text id (one finding each)
     with contextlib.closing(db.thread_connection()) as conn:
         while start <= high:
             weights, problems = await in_thread(_chunk, db, conn, start, chunk)
@@ -262,16 +311,13 @@ async def segment_findings(
                 ),
             )
             for problem in problems:
-                kind = (
-                    "unpaired-tool-call"
-                    if problem.offset is not None
-                    else "unreadable-row"
-                )
-                found.add(
-                    await _finding(
-                        db, problem, indices, counted_only=found.full(db.path, kind)
-                    )
-                )
+                full = found.full(db.path, problem.kind)
+                if problem.kind == NON_TEXT_SESSION:
+                    if problem.session_id in reported:
+                        continue
+                    if not full:  # past the limit, segments are counted
+                        reported.add(problem.session_id)
+                found.add(await _finding(db, problem, indices, counted_only=full))
             progress(
                 f"segments in {db.name}",
                 min(1.0, (start - low) / max(1, high + 1 - low)),

@@ -30,6 +30,7 @@ from lovia_tui.core.store.read_errors import (
     is_hot_journal,
     sqlite_reason,
 )
+from lovia_tui.core.stored import decode_text
 
 BUSY_TIMEOUT_MS = 5_000
 QUICK_CHECK_AT_OPEN_BYTES = 16 << 20
@@ -124,11 +125,6 @@ def check_file(path: Path) -> FileIdentity:
     return stat.st_dev, stat.st_ino
 
 
-def decode_text(raw: bytes) -> str:
-    # A row with invalid UTF-8 must not make the whole query fail.
-    return raw.decode("utf-8", errors="replace")
-
-
 def fetchall_decoded(
     conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
 ) -> list[Any]:
@@ -150,9 +146,9 @@ def fetchall_decoded(
 def as_stored(column: str, rowid: str, read: str) -> str:
     """SQL for ``session_runs.column`` exactly as stored in the row whose id is
     the parameter ``rowid``, or the parameter ``read`` (the value as read) if
-    that row is gone. A key with invalid UTF-8 comes back from
-    :func:`decode_text` with U+FFFD and, bound again, no longer compares as
-    stored: a keyset walk continued from it got the same row for ever."""
+    that row is gone. A key that is not UTF-8 cannot be bound as the text it
+    is (:class:`~lovia_tui.core.stored.NonTextKey` binds its bytes): a keyset
+    walk continued from it got the same row for ever."""
     return f"COALESCE((SELECT {column} FROM session_runs WHERE id = {rowid}), {read})"
 
 
