@@ -159,6 +159,8 @@ async def open_workspace(
     if readonly is None:
         readonly = getattr(args, "readonly", False)
     ws = await Workspace.open(args.paths, readonly=readonly)
+    for why in ws.skipped:
+        print(f"lovia-tui: note: skipped {printable(why)}", file=sys.stderr)
     for db in ws.databases:
         if db.notice:
             print(

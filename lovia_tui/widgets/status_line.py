@@ -46,6 +46,8 @@ class StatusLine(Static):
             parts.append(f"{db.name} [{stores}, {mode}, {live}]")
             if db.notice and not self._noticed:
                 self.notify(f"{db.name}: {db.notice}", severity="warning", timeout=8)
+        for why in [] if self._noticed else workspace.skipped:
+            self.notify(f"skipped {why}", severity="warning", timeout=8)
         # A damaged file is the banner: said first, in the error colour, until
         # Ctrl+R finds the file readable again; a replaced one until the app quits.
         if damaged:

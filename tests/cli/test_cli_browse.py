@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 from support.lovia_factory import copy_files, raw
 
+from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.cli import runs as runs_cli
 from lovia_tui.core.store.workspace import Workspace, resolve_paths
+from lovia_tui.pilot import settle
 
 RUN_KEYS = {
     "run_id", "status", "agent", "turns", "usage", "started_at", "updated_at",
@@ -534,6 +536,45 @@ def test_errors_are_one_line_exit_2(
     code, out, err = cli(capsys, *argv)
     assert_one_line_error(code, out, err)
     assert fragment in err
+
+
+def test_a_directory_skips_what_is_no_lovia_database_and_says_so(
+    demo: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another program's ``*.db`` beside lovia's (or an empty file) is left
+    out with a note on stderr; named alone, or alone in its directory, it is
+    the command's one-line error as before."""
+    directory = tmp_path / "dot-lovia"
+    copy_files(demo.web_db, directory)
+    [other] = _no_lovia_tables(demo, directory)[2:]
+    (directory / "empty.db").touch()
+    code, out, err = cli(capsys, "sessions", directory, "--json")
+    assert code == 0 and json.loads(out)["sessions"]
+    notes = err.splitlines()
+    assert len(notes) == 2 and all(
+        n.startswith("lovia-tui: note: skipped ") for n in notes
+    )
+    assert f"{other}: not a lovia database" in err and "empty.db: empty file" in err
+    assert_one_line_error(*cli(capsys, "sessions", other))
+    (directory / demo.web_db.name).unlink()
+    (directory / "empty.db").unlink()
+    code, out, err = cli(capsys, "runs", directory)
+    assert_one_line_error(code, out, err)
+    assert "no lovia database among the files found" in err
+
+
+async def test_the_app_says_which_files_of_a_directory_it_skipped(
+    demo: Any, tmp_path: Path
+) -> None:
+    directory = tmp_path / "dot-lovia"
+    copy_files(demo.web_db, directory)
+    [other] = _no_lovia_tables(demo, directory)[2:]
+    app = make_app([directory], stale_after=1e9)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await settle(pilot)
+        said = [n.message for n in app._notifications]
+        assert f"skipped {other}: not a lovia database" in " ".join(said)
+        assert app.screen.sessions.keys  # the lovia file's sessions show
 
 
 def test_no_path_and_no_dot_lovia_suggests_the_demo(

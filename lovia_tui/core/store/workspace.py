@@ -54,18 +54,30 @@ def resolve_paths(paths: Iterable[str | Path]) -> list[Path]:
     # SQLite finds a hot journal by the name it was opened with.
     unique: dict[tuple[int, int], Path] = {}
     for path in files:
-        stat = path.stat()
-        unique.setdefault((stat.st_dev, stat.st_ino), path)
+        unique.setdefault(_identity(path), path)
     return list(unique.values())
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """The file a path names, whatever the name (device, inode)."""
+    stat = path.stat()
+    return stat.st_dev, stat.st_ino
 
 
 class Workspace:
     """Open databases, addressed by file; the read side of the whole app."""
 
     def __init__(
-        self, databases: list[Database], *, skip_damaged: bool = False
+        self,
+        databases: list[Database],
+        *,
+        skip_damaged: bool = False,
+        skipped: list[str] | None = None,
     ) -> None:
         self.databases = databases
+        self.skipped = skipped or []
+        """Why each file found in a given directory was not opened (another
+        program's ``*.db``, an empty file): said once, never silently left out."""
         self.skip_damaged = skip_damaged
         """A read across the files leaves out one called damaged (the app: its
         banner says so, the others show); else the damage ends the read (a
@@ -80,15 +92,35 @@ class Workspace:
         readonly: bool = False,
         skip_damaged: bool = False,
     ) -> Workspace:
+        """The files of ``paths`` opened. A file named is opened or the whole
+        open fails; one found in a directory that is no lovia database is
+        skipped (:attr:`skipped`), unless no file there is one. A damaged file
+        is never skipped: SQLite's word on it is said."""
+        paths = list(paths)
+        named = {
+            _identity(Path(p))
+            for p in paths
+            if Path(p).exists() and not Path(p).is_dir()
+        }
         opened: list[Database] = []
+        skipped: list[str] = []
         try:
             for path in resolve_paths(paths):
-                opened.append(await open_database(path, readonly=readonly))
+                try:
+                    opened.append(await open_database(path, readonly=readonly))
+                except DamagedError:
+                    raise
+                except OpenError as exc:
+                    if _identity(path) in named:
+                        raise
+                    skipped.append(str(exc))
         except BaseException:
             for db in opened:
                 await db.close()
             raise
-        return cls(opened, skip_damaged=skip_damaged)
+        if not opened and skipped:
+            raise OpenError(f"no lovia database among the files found: {skipped[0]}")
+        return cls(opened, skip_damaged=skip_damaged, skipped=skipped)
 
     @property
     def paths(self) -> list[Path]:
