@@ -165,6 +165,17 @@ def non_text(what: str, key: str | None) -> str | None:
     )
 
 
+def unbindable(what: str, key: str) -> str | None:
+    """Why nothing can be read by ``key`` (a ``what`` id), in one line; None if
+    it can: text that is not UTF-8, which no Python program can bind."""
+    if not (isinstance(key, NonTextKey) and isinstance(key.stored, UndecodedText)):
+        return None
+    return (
+        f"the {what} id {key} is text that is not UTF-8: no Python program can "
+        "read by it, lovia included (lovia-tui doctor gives SQL that finds its rows)"
+    )
+
+
 def refuse_non_text(what: str, key: str | None) -> None:
     """Refuse an action on a key lovia's methods cannot be given (:func:`non_text`)."""
     if reason := non_text(what, key):

@@ -51,6 +51,7 @@ from lovia_tui.core.stored import (
 from lovia_tui.pilot import settle
 from lovia_tui.screens.doctor import DoctorScreen
 from lovia_tui.screens.inspector import InspectorScreen
+from lovia_tui.widgets.pane_title import PaneTitle
 
 SHOWN = {name: str(stored_key(value)) for name, value in KEYS.items()}
 """How each non-text key is shown: ``⚠ integer 42``, ``⚠ blob x'00ff6b'``..."""
@@ -254,12 +255,10 @@ REPLACED = NOT_UTF8.decode("utf-8", errors="replace")
 """The text id spelled as that one reads with U+FFFD: never taken for it."""
 
 
-def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
-    lovia_tables_template: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """No Python program can bind such an id, lovia included: lovia-tui shows
-    the run as what it is, refuses every action on it, and the doctor reports
-    the session that no view can show, with SQL that finds its rows."""
+@pytest.fixture
+def not_utf8_ids(lovia_tables_template: Path, scratch: Path) -> Path:
+    """lovia's tables, plus a session, its run and a stale head whose ids are
+    :data:`NOT_UTF8`, and a session and run spelled :data:`REPLACED`."""
     path = copy_db(lovia_tables_template, scratch / "lovia.db")
     with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         for session_id in ("CAST(?1 AS TEXT)", "?2"):  # the bytes, then U+FFFD
@@ -272,6 +271,16 @@ def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
             "INSERT INTO snapshot_heads VALUES (CAST(? AS TEXT), ?, ?)",
             (NOT_UTF8, head("running"), time.time() - 3600),
         )
+    return path
+
+
+def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
+    not_utf8_ids: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Python program can bind such an id, lovia included: lovia-tui shows
+    the run as what it is, refuses every action on it, and the doctor reports
+    the session that no view can read, with SQL that finds its rows."""
+    path = not_utf8_ids
     key = stored_key(decode_text(NOT_UTF8))
     assert isinstance(key, NonTextKey) and str(key) == "⚠ text not UTF-8 x'ff416263'"
     assert key != REPLACED and stored_key(decode_text(REPLACED.encode())) == REPLACED
@@ -302,6 +311,25 @@ def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
     )
     assert code == 2 and "is text that is not UTF-8" in err and err.count("\n") == 1
     assert rows(path) == before and integrity(path) == "ok"
+
+
+async def test_the_app_says_why_a_session_id_not_utf8_is_not_read(
+    not_utf8_ids: Path,
+) -> None:
+    """Its transcript is "not read", with the reason, never an empty session."""
+    watch = AppWatch()
+    app = make_app([not_utf8_ids], stale_after=1e9)
+    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, InspectorScreen)
+        key = stored_key(decode_text(NOT_UTF8))
+        [listed] = [k for k in screen.sessions.keys if k[1] == key]
+        screen.go_to_session(listed)
+        title = screen.transcript_pane.query_one(PaneTitle)
+        await until(pilot, lambda: "not read" in str(title.content))
+        assert any("is text that is not UTF-8" in text for _, text in watch.notes)
 
 
 # ------------------------------------------------------------------ the app
