@@ -25,6 +25,9 @@ UNREADABLE_SHOWN = f"{UNREADABLE_MARK} {UNREADABLE}"
 """How a row or a time that does not read is shown (a time is then read as None)."""
 BLOB_SHOWN = 16
 """Bytes of a BLOB key spelled out; the rest is counted."""
+SQL_SPELLED_BYTES = 256
+"""Up to this many bytes, a key of text that is not UTF-8 is also given whole,
+as SQL that finds its rows (:func:`text_literal`)."""
 SAFE_ENTRY_COUNT = (
     "CASE WHEN json_valid(entries_json) THEN json_array_length(entries_json) END"
 )
@@ -165,14 +168,26 @@ def non_text(what: str, key: str | None) -> str | None:
     )
 
 
+def text_literal(key: str) -> str | None:
+    """SQL for a key of text that is not UTF-8, whole (``CAST(x'..' AS TEXT)``):
+    what finds its rows in the sqlite3 shell; None for any other key, or one
+    over :data:`SQL_SPELLED_BYTES`."""
+    if not (isinstance(key, NonTextKey) and isinstance(key.stored, UndecodedText)):
+        return None
+    raw = key.stored.raw
+    return f"CAST(x'{raw.hex()}' AS TEXT)" if len(raw) <= SQL_SPELLED_BYTES else None
+
+
 def unbindable(what: str, key: str) -> str | None:
     """Why nothing can be read by ``key`` (a ``what`` id), in one line; None if
     it can: text that is not UTF-8, which no Python program can bind."""
     if not (isinstance(key, NonTextKey) and isinstance(key.stored, UndecodedText)):
         return None
+    literal = text_literal(key)
+    shell = f"; the sqlite3 shell can, as {literal}" if literal else ""
     return (
         f"the {what} id {key} is text that is not UTF-8: no Python program can "
-        "read by it, lovia included (lovia-tui doctor gives SQL that finds its rows)"
+        f"read by it, lovia included{shell}"
     )
 
 

@@ -133,8 +133,17 @@ def head_table(
     return table
 
 
-def dangling_panel(calls: list[DanglingCall], *, live: bool = False) -> RenderableType:
-    """The calls with no result: running now in a live run, dangling in a dead one."""
+def dangling_panel(
+    calls: list[DanglingCall], *, live: bool = False, unread: bool = False
+) -> RenderableType:
+    """The calls with no result: running now in a live run, dangling in a dead
+    one; where some of the run's entries did not read (``unread``), maybe more."""
+    if not calls and unread:
+        return Text(
+            "No dangling tool call in the entries that read; what did not read "
+            "(below) may hold some.",
+            style="yellow",
+        )
     if not calls:
         return Text(
             "No dangling tool calls: a resume continues with the model.", style="dim"
@@ -239,7 +248,9 @@ class RunDetail(WorkerErrors, VerticalScroll):
             )
             return
         table = head_table(run, link, now, stale_after)
-        panel = dangling_panel(dangling, live=run.is_live(now, stale_after))
+        panel = dangling_panel(
+            dangling, live=run.is_live(now, stale_after), unread=bool(problems)
+        )
         # The calls first when there are any: what a crashed run left is what
         # a person came for, and below the head it was out of sight at 80x24.
         parts: list[RenderableType] = (

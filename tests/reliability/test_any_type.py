@@ -313,10 +313,11 @@ def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
     assert rows(path) == before and integrity(path) == "ok"
 
 
-async def test_the_app_says_why_a_session_id_not_utf8_is_not_read(
+async def test_the_app_says_why_ids_not_utf8_are_not_read(
     not_utf8_ids: Path,
 ) -> None:
-    """Its transcript is "not read", with the reason, never an empty session."""
+    """The session's transcript is "not read", with the reason, never an empty
+    session; the run's detail says its entries did not read."""
     watch = AppWatch()
     app = make_app([not_utf8_ids], stale_after=1e9)
     async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
@@ -330,6 +331,13 @@ async def test_the_app_says_why_a_session_id_not_utf8_is_not_read(
         title = screen.transcript_pane.query_one(PaneTitle)
         await until(pilot, lambda: "not read" in str(title.content))
         assert any("is text that is not UTF-8" in text for _, text in watch.notes)
+        # Its run: the turns do not read, so no "no dangling calls" is claimed.
+        await pilot.press("3")
+        screen.runs.select_run(key)
+        await until(pilot, lambda: "what did not read" in detail_text(app))
+        assert "the sqlite3 shell can, as CAST(x'ff416263' AS TEXT)" in " ".join(
+            detail_text(app).split()
+        )
 
 
 # ------------------------------------------------------------------ the app

@@ -25,7 +25,7 @@ from lovia_tui.core.store.entry_stream import (
     stored_sizes_on,
     stored_value,
 )
-from lovia_tui.core.stored import NonTextKey, UndecodedText, stored_key
+from lovia_tui.core.stored import NonTextKey, UndecodedText, stored_key, text_literal
 
 CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
@@ -34,9 +34,6 @@ MAX_CHUNK = 5_000
 UNREADABLE_ROW = "unreadable-row"
 UNPAIRED_TOOL_CALL = "unpaired-tool-call"
 NON_TEXT_SESSION = "non-text-session-id"
-SQL_KEY_BYTES = 256
-"""Up to this many bytes, a session id lovia cannot bind is spelled out whole
-in the finding, as SQL that finds its rows."""
 
 
 @dataclass(frozen=True)
@@ -227,10 +224,10 @@ def _non_text_finding(db: Database, problem: _Problem) -> Finding:
             "load or change it (lovia-tui shows it, and takes no action on it)",
             problem.run_id, sid,
         )  # fmt: skip
-    raw = sid.stored.raw
+    literal = text_literal(sid)
     find = (
-        f"; its rows: SELECT * FROM session_runs WHERE session_id = CAST(x'{raw.hex()}' AS TEXT)"
-        if len(raw) <= SQL_KEY_BYTES
+        f"; its rows: SELECT * FROM session_runs WHERE session_id = {literal}"
+        if literal
         else ""
     )
     return Finding(

@@ -28,6 +28,7 @@ from lovia_tui.core.stored import (
     stored_key,
     stored_number,
     stored_time,
+    unbindable,
 )
 
 RUNS_CHUNK = 200
@@ -183,8 +184,11 @@ async def snapshot_entries_after(
     """The entries a checkpoint stored after batch ``after_seq``, and its last seq.
 
     A primary-key range, so following a live run reads only its new batches;
-    the returned seq is where the next call picks up.
+    the returned seq is where the next call picks up. A run id no Python
+    program can bind reads nothing, and says so.
     """
+    if reason := unbindable("run", run_id):
+        return [], [Unreadable(f"{db.name} snapshot_turns", reason)], after_seq
     rows = await db.fetchall(
         "SELECT seq, entries_json FROM snapshot_turns WHERE run_id = ? AND seq > ? "
         "ORDER BY seq",
