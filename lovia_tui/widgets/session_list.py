@@ -15,6 +15,7 @@ from rich.text import Text
 
 from lovia_tui.core.formatting import PIN, age_since, printable
 from lovia_tui.core.models import SessionKey, SessionSummary
+from lovia_tui.core.stored import unbindable
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
 
 TASK = "↳ "
@@ -152,7 +153,9 @@ class SessionList:
             room -= len(TASK)
         text.append(cell(printable(key[1]), room, middle=True), style="bold")
         if summary is None:
-            text.append(" …", style="dim")
+            # Not read yet, or never: no read can bind an id that is not UTF-8.
+            unread = unbindable("session", key[1])
+            text.append(" ⚠ id not UTF-8: unreadable" if unread else " …", style="dim")
             return text
         when = age_since(time.time(), summary.last_activity)
         if "title" in widths:

@@ -327,6 +327,8 @@ async def test_the_app_says_why_ids_not_utf8_are_not_read(
         assert isinstance(screen, InspectorScreen)
         key = stored_key(decode_text(NOT_UTF8))
         [listed] = [k for k in screen.sessions.keys if k[1] == key]
+        row = screen.sessions.list.render_row(screen.sessions.shown.index(listed), 80)
+        assert "id not UTF-8: unreadable" in row.plain  # not "…", as if loading
         screen.go_to_session(listed)
         title = screen.transcript_pane.query_one(PaneTitle)
         await until(pilot, lambda: "not read" in str(title.content))
