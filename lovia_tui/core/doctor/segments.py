@@ -212,8 +212,8 @@ async def _finding(
 def _non_text_finding(db: Database, problem: _Problem) -> Finding:
     """A session whose id lovia never writes: lovia's session methods take
     text, so none of them reaches its segments. Text that is not UTF-8 cannot
-    be bound at all, and lovia-tui shows none of that session: the finding
-    spells out SQL that finds its rows."""
+    be bound at all, and lovia-tui lists that session but reads none of it:
+    the finding spells out SQL that finds its rows."""
     sid = problem.session_id
     assert isinstance(sid, NonTextKey)
     where = f"session {sid} ({db.name} session_runs id {problem.row_id}, and any later)"
@@ -234,7 +234,7 @@ def _non_text_finding(db: Database, problem: _Problem) -> Finding:
         NON_TEXT_SESSION, "error", db.path,
         f"{where}: its id is text that is not UTF-8, which no Python program "
         f"can bind, lovia included: lovia cannot load or change it, and "
-        f"lovia-tui cannot show it{find}",
+        f"lovia-tui cannot read it either{find}",
         problem.run_id, sid,
     )  # fmt: skip
 
