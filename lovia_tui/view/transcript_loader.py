@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from lovia_tui.core.context_meta import notice_of
 from lovia_tui.core.entries import UnreadableError
+from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.live.changes import RunEntries
 from lovia_tui.core.models import Entry, RunInfo, SegmentInfo, SessionKey, Unreadable
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.workspace import Workspace
+from lovia_tui.core.stored import unbindable
 from lovia_tui.view.kinds import RowKind, notice_key, seam_key, segment_key
 from lovia_tui.view.rows import Row, newer_row, older_row
 
@@ -230,9 +232,12 @@ class Runs(Protocol):
 
 async def newest_batch(db: Database, session_id: str) -> tuple[list[SegmentInfo], int]:
     """A session's newest ``BATCH`` segments, listed (their entries not read
-    yet), and how many older ones there are."""
+    yet), and how many older ones there are. A session id no Python program
+    can bind raises LoviaTuiError saying so: its segments exist, and none reads."""
     from lovia_tui.core.store import segment_reads
 
+    if reason := unbindable("session", session_id):
+        raise LoviaTuiError(reason)
     return await segment_reads.newest_segments(db, session_id, BATCH)
 
 

@@ -22,12 +22,10 @@ from textual.containers import Vertical
 from textual.worker import Worker, WorkerState
 
 from lovia_tui import messages
-from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.live.changes import Changes
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import unbindable
 from lovia_tui.view.kinds import Group, RowKind
 from lovia_tui.view.transcript_loader import (
     Runs,
@@ -163,8 +161,6 @@ class TranscriptPane(WorkerErrors, Vertical):
             # the title too, or each key press costs a second frame.
             await asyncio.sleep(settle)
             self._show_loading(key)
-        if reason := unbindable("session", key[1]):
-            raise LoviaTuiError(reason)  # said, the pane "not read": never empty
         db = self.workspace.database(Path(key[0]))
         with db.foreground():
             batch, older = listed = await newest_batch(db, key[1])
