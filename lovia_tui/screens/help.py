@@ -13,7 +13,11 @@ from lovia_tui.commands import INSPECTOR_COMMANDS, CommandDef, key_label
 from lovia_tui.widgets.transcript import Transcript
 
 MOVING = [
-    ("↑ ↓ j k, PgUp PgDn, Home End", "Move in a list or the transcript"),
+    # One short key a row: the key column is as wide as its widest key, and
+    # on a narrow terminal a long one left the descriptions a few cells.
+    ("↑ ↓ j k", "Move in a list or the transcript"),
+    ("PgUp PgDn", "A page up or down"),
+    ("Home End", "The first or the last row"),
     ("enter", "Open a session, jump from a run to its session, fold/unfold an entry"),
     (
         "ctrl+p",
