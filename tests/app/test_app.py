@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from support.app import snapshot_app
-from support.reliability import AppWatch, until
+from support.app import snapshot_app, watched_app
+from support.reliability import until
 from textual.widgets import Input
 
 from lovia_tui.core.export import export_name
@@ -240,10 +240,7 @@ async def test_palette_paged_in_the_same_burst_that_opens_it(snap_dir, monkeypat
 async def test_ctrl_c_says_which_key_quits_in_plain_words(snap_dir, monkeypatch):
     """Textual's own "Press [b]q[/b] to quit" showed its markup as text."""
     app = snapshot_app(snap_dir, monkeypatch)
-    watch = AppWatch()
-    async with app.run_test(size=(120, 30), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (120, 30)) as (pilot, watch):
         await pilot.press("ctrl+c")
         await settle(pilot)
         assert watch.notes == [("information", "Press q to quit the app")]

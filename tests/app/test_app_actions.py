@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from support.app import confirm, snapshot_app, user_rows
+from support.app import confirm, snapshot_app, user_rows, watched_app
 
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.pilot import settle
@@ -168,14 +168,10 @@ async def test_rows_moved_on_before_confirm_show_the_new_preview(snap_dir, monke
     """An agent appends between the preview and Confirm: nothing is done, the app
     says so and shows the clear as it would be now; confirming that one clears all."""
     from support.lovia_factory import append_entries
-    from support.reliability import AppWatch
 
     app = snapshot_app(snap_dir, monkeypatch)
     db = snap_dir / "snap.db"
-    watch = AppWatch()
-    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         await _open_kyoto(pilot)
         await pilot.press("C")
         await settle(pilot)

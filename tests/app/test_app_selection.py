@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from support.reliability import AppWatch, until
+from support.app import watched_app
+from support.reliability import until
 
 from lovia_tui.app import make_app
 from lovia_tui.demo import DemoWorkspace
@@ -19,11 +20,8 @@ from lovia_tui.widgets.key_bar import KeyBar
 @asynccontextmanager
 async def watched(demo: DemoWorkspace, **options) -> AsyncIterator[tuple]:
     """The app on the demo at 160×40, its notifications recorded: (pilot, watch)."""
-    watch = AppWatch()
     app = make_app(demo.files, **options)
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 40)) as (pilot, watch):
         yield pilot, watch
 
 

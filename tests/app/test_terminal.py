@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.app import snapshot_app
+from support.app import snapshot_app, watched_app
 from support.reliability import AppWatch, visit_runs, visit_transcript
 
 from lovia_tui.core.models import Entry
@@ -53,11 +53,8 @@ async def tour(pilot, *, full: bool = True) -> None:
 
 
 async def test_80x24_then_300x80(snap_dir, monkeypatch) -> None:
-    watch = AppWatch()
     app = snapshot_app(snap_dir, monkeypatch, readonly=True)
-    async with app.run_test(size=(80, 24), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (80, 24)) as (pilot, watch):
         screen = app.screen
         assert screen.has_class("narrow") and shown_panes(screen) == ["sessions"]
         await tour(pilot)
@@ -103,12 +100,9 @@ async def test_resizing_while_loading(snap_dir, monkeypatch) -> None:
 
 async def test_no_color(snap_dir, monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    watch = AppWatch()
     app = snapshot_app(snap_dir, monkeypatch, readonly=True)
     assert app.no_color
-    async with app.run_test(size=(120, 30), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (120, 30)) as (pilot, watch):
         await pilot.press("2", "enter", "3")  # an expanded entry, a focused runs list
         await settle(pilot)
         svg = app.export_screenshot()

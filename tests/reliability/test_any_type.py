@@ -28,9 +28,9 @@ from support.any_type_db import (
     build_any_type_db,
     head,
 )
+from support.app import watched_app
 from support.lovia_factory import copy_db, integrity, raw, rows, scratch_directory
 from support.reliability import (
-    AppWatch,
     detail_text,
     until,
     visit_runs,
@@ -318,11 +318,8 @@ async def test_the_app_says_why_ids_not_utf8_are_not_read(
 ) -> None:
     """The session's transcript is "not read", with the reason, never an empty
     session; the run's detail says its entries did not read."""
-    watch = AppWatch()
     app = make_app([not_utf8_ids], stale_after=1e9)
-    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         screen = app.screen
         assert isinstance(screen, InspectorScreen)
         key = stored_key(decode_text(NOT_UTF8))
@@ -349,11 +346,8 @@ async def test_a_tour_of_the_app_shows_any_type_and_refuses_acting_on_it(
     any_type: Path, private_journal: Path
 ) -> None:
     before = rows(any_type)
-    watch = AppWatch()
     app = make_app([any_type], stale_after=1e9)
-    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         screen = app.screen
         assert isinstance(screen, InspectorScreen)
         ids = [key[1] for key in screen.sessions.keys]

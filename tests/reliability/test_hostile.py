@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.app import watched_app
 from support.hostile_db import (
     BAD_HEADS,
     BAD_META_SESSION,
@@ -203,11 +204,8 @@ async def _open(pilot, session_id: str):
 async def test_the_app_shows_the_readable_rest_and_survives_every_bad_row(
     hostile: Path,
 ) -> None:
-    watch = AppWatch()
     app = make_app([hostile], readonly=True, stale_after=1e9)
-    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         screen = app.screen
         assert {key[1] for key in screen.sessions.keys} == {"chat", *HOSTILE_SESSIONS}
 
@@ -360,11 +358,8 @@ async def test_ids_of_invalid_utf8_end_every_keyset_walk(
 
 async def test_actions_on_hostile_rows_refuse_in_one_line(hostile: Path) -> None:
     """Previews need rows lovia can parse: they refuse, and the app carries on."""
-    watch = AppWatch()
     app = make_app([hostile], stale_after=1e9)
-    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         screen = await _open(pilot, BAD_SEGMENTS_SESSION)
         await pilot.press("2")
         first = next(
@@ -482,11 +477,8 @@ async def test_a_damaged_page_is_one_line_not_a_traceback(
     # Past the check at open (as a file too large for it would be): the reads
     # meet the damage, and the app shows one banner for the file, no toasts.
     monkeypatch.setattr(connect, "QUICK_CHECK_AT_OPEN_BYTES", 0)
-    watch = AppWatch()
     app = make_app([bad], readonly=True)
-    async with app.run_test(size=(120, 30), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (120, 30)) as (pilot, watch):
         await pilot.press("2", "1", "down", "s", *"w 1", "enter")
         await settle(pilot)
         assert app.is_running  # no exception reached the app (run_test re-raises one)
@@ -549,11 +541,8 @@ async def test_a_locked_rollback_file_is_one_line_and_the_app_recovers(
             code, out, err = await asyncio.to_thread(cli, capsys, *argv)
             assert_one_line_error(code, out, err, "locked")
     # Locked while the app is open (read-only keeps the rollback journal).
-    watch = AppWatch()
     app = make_app([rollback_file], readonly=True)
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 40)) as (pilot, watch):
         shown = len(app.screen.transcript.rows)
         assert shown
         with exclusive_lock(rollback_file, writes="written-while-locked"):
@@ -625,11 +614,8 @@ async def test_a_read_only_wal_directory_opens_immutable_in_readonly_mode(
     ]
     code, out, err = await asyncio.to_thread(cli, capsys, "sessions", readonly_wal_dir)
     assert_one_line_error(code, out, err, "cannot open")
-    watch = AppWatch()
     app = make_app([readonly_wal_dir], readonly=True)
-    async with app.run_test(size=(160, 40), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 40)) as (pilot, watch):
         screen = app.screen
         assert "static (immutable" in str(screen.query_one("#status-line").content)
         assert [key[1] for key in screen.sessions.keys] == ["chat"]

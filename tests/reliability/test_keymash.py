@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.app import watched_app
 from support.lovia_factory import copy_db
 from support.reliability import (
-    AppWatch,
     assert_untouched,
     digests,
     until,
@@ -61,11 +61,8 @@ async def test_browsing_every_view_leaves_every_file_byte_identical(
     demo_copy: Path, demo_dir
 ) -> None:
     before = digests(demo_copy)
-    watch = AppWatch()
     app = make_app([demo_copy], readonly=True, stale_after=2)
-    async with app.run_test(size=(120, 32), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (120, 32)) as (pilot, watch):
         screen = app.screen
         # A session of each layout: unfolded, raw, exported both ways, paged.
         exported = []
@@ -161,12 +158,9 @@ async def test_a_key_mash_ends_with_the_app_alive_and_the_files_untouched(
     rng = random.Random(MASH_SEED)
     keys = mash_keys()
     before = digests(demo_copy)
-    watch = AppWatch()
     pressed: list[str] = []
     app = make_app([demo_copy], readonly=True, stale_after=2)
-    async with app.run_test(size=(120, 36), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (120, 36)) as (pilot, watch):
         inspector = app.screen
         for _ in range(MASH_STEPS):
             roll = rng.random()

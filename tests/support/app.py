@@ -9,11 +9,28 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from contextlib import closing
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
+from typing import Any
 
 from lovia_tui.app import LoviaTui, make_app
+from lovia_tui.pilot import settle
+from support.reliability import AppWatch
 from support.snapshot_db import FILE_NAME, VIEWED_AT
+
+
+@asynccontextmanager
+async def watched_app(
+    app: LoviaTui, size: tuple[int, int]
+) -> AsyncIterator[tuple[Any, AppWatch]]:
+    """``app`` running headless at ``size`` and settled, what it posts and
+    says watched: ``(pilot, watch)``."""
+    watch = AppWatch()
+    async with app.run_test(size=size, message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await settle(pilot)
+        yield pilot, watch
 
 
 def snapshot_app(directory: Path, monkeypatch, **options) -> LoviaTui:

@@ -36,9 +36,9 @@ from lovia_tui.core.actions.journal import Journal
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen, ForceScreen
 from lovia_tui.view.kinds import Pane
-from support.app import ready_to_confirm
+from support.app import ready_to_confirm, watched_app
 from support.lovia_factory import SCRIPTS, write_session
-from support.reliability import AppWatch, until
+from support.reliability import until
 from support.soak.live_actions import act_live, is_live, undo_live
 
 WRITER = Path(__file__).with_name("writer.py")
@@ -206,11 +206,8 @@ async def drive_app(
     writers: int,
     report: SoakReport,
 ) -> None:
-    watch = AppWatch()
     app = make_app([db], stale_after=30)
-    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
-        watch.attach(app)
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         screen = app.screen
         pending = list(victims)
         plan = ["trim", "rewind", "clear", "delete"]
