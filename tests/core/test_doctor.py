@@ -374,6 +374,37 @@ async def test_journal_mode_is_informational(scratch: Path, capsys) -> None:
     assert finding["kind"] == "journal-mode" and finding["severity"] == "info"
 
 
+async def test_tables_without_lovias_lookup_indexes_are_reported(scratch: Path) -> None:
+    """Another program's copy of lovia's tables, made without their keys: each
+    read of one session or run would scan the table (lovia's own files, above,
+    have every index: no finding)."""
+    path = scratch / "copied.db"
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(
+            "CREATE TABLE session_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "session_id TEXT, run_id TEXT, entries_json TEXT, meta_json TEXT, "
+            "created_at REAL);"
+            "CREATE TABLE snapshot_heads (run_id TEXT, head_json TEXT, updated_at REAL);"
+            "CREATE TABLE snapshot_turns (run_id TEXT, seq INTEGER, entries_json TEXT);"
+            "CREATE INDEX by_run ON session_runs(run_id);"  # not led by session_id
+        )
+    report = await doctor(path)
+    missing = [f for f in report.findings if f.kind == "missing-index"]
+    assert [f.message.split(" has no")[0] for f in missing] == [
+        "copied.db: session_runs", "copied.db: snapshot_heads", "copied.db: snapshot_turns"
+    ]  # fmt: skip
+    assert all(f.severity == "warning" and f.fix is None for f in missing)
+    assert "idx_session_runs_sid" in missing[0].message
+    assert "CREATE INDEX snapshot_turns_key ON snapshot_turns(run_id, seq)" in (
+        missing[2].message
+    )
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE INDEX by_session ON session_runs(session_id)")
+    assert "session_runs" not in str(
+        [f.message for f in (await doctor(path)).findings if f.kind == "missing-index"]
+    )
+
+
 def test_cli_exit_codes_and_json_keys(
     two_files: tuple[Path, Path], scratch: Path, capsys
 ) -> None:

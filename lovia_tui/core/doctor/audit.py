@@ -91,6 +91,8 @@ async def diagnose(
         files.append(await file_info(db))
         if db.journal_mode != "wal":
             found.add(_journal_finding(db))
+        for finding in await _index_findings(db):
+            found.add(finding)
     web = await WebState.read(ws)
     await checkpoint_findings(
         ws,
@@ -121,6 +123,49 @@ def _journal_finding(db: Database) -> Finding:
         "journal-mode", "info", db.path,
         f"{db.name} is in {db.journal_mode} journal mode: every read holds up lovia's writers; {remedy}",
     )  # fmt: skip
+
+
+_PRIMARY_KEY = (
+    "lovia's is the table's primary key, which only a new table gets: "
+    "CREATE INDEX {table}_key ON {table}({columns}) in the sqlite3 shell stands in for it"
+)
+LOOKUP_INDEXES = [
+    ("session", "session_runs", "session_id, id", "session",
+     "lovia creates it (idx_session_runs_sid) the next time its session store opens the file"),
+    ("checkpoint", "snapshot_heads", "run_id", "run's head", _PRIMARY_KEY),
+    ("checkpoint", "snapshot_turns", "run_id, seq", "run's entries", _PRIMARY_KEY),
+]  # fmt: skip
+"""The tables lovia reads by key: their store, lovia's index on them (its
+columns), what one key names, and how the index comes back."""
+
+
+async def _index_findings(db: Database) -> list[Finding]:
+    """A store's table with no index led by its key (lovia's schema has one;
+    another program's copy of the tables may not): every read of one session
+    or run scans the whole table."""
+    found = []
+    for store, table, columns, what, remedy in LOOKUP_INDEXES:
+        if not getattr(db.stores, store):
+            continue
+        column = columns.split(",")[0]
+        indexed = await db.fetchall(
+            "SELECT 1 FROM pragma_index_list(?1) AS l, pragma_index_info(l.name) AS i "
+            "WHERE i.seqno = 0 AND i.name = ?2 LIMIT 1",
+            (table, column),
+        )
+        if not indexed:
+            found.append(
+                Finding(
+                    "missing-index",
+                    "warning",
+                    db.path,
+                    f"{db.name}: {table} has no index that starts with {column}, "
+                    f"as lovia's schema does: every read of one {what} scans the "
+                    "whole table, holding up lovia's writers meanwhile; "
+                    + remedy.format(table=table, columns=columns),
+                )  # fmt: skip
+            )
+    return found
 
 
 async def file_info(db: Database) -> FileInfo:
