@@ -163,7 +163,7 @@ async def _index_findings(db: Database) -> list[Finding]:
                     f"as lovia's schema does: every read of one {what} scans the "
                     "whole table, holding up lovia's writers meanwhile; "
                     + remedy.format(table=table, columns=columns),
-                )  # fmt: skip
+                )
             )
     return found
 
