@@ -15,6 +15,7 @@ from lovia_tui.core.doctor import checkpoint_scan as scan
 from lovia_tui.core.doctor.batch_scan import unreadable_batches
 from lovia_tui.core.doctor.checkpoint_scan import Loaded
 from lovia_tui.core.doctor.findings import (
+    UNREADABLE_ROW,
     Finding,
     FindingList,
     Fix,
@@ -112,7 +113,7 @@ class _Checkup:
         if problem is not None:
             message = f"{problem}: lovia cannot load this checkpoint"
             return self._found(
-                "unreadable-row", "error", message, _delete(self.run.run_id)
+                UNREADABLE_ROW, "error", message, _delete(self.run.run_id)
             )
         if self.link is not None and self.link.kind == "segment":
             return self._stored(self.link, loaded.entries, stored)

@@ -31,6 +31,10 @@ Progress = Callable[[str, float], None]
 """Called with what is being scanned and the fraction of it done."""
 MAX_PER_KIND = 200
 """Findings of one kind kept per file; the rest are counted in one summary finding."""
+UNREADABLE_ROW = "unreadable-row"
+"""A segment or checkpoint lovia cannot load (segments and checkpoints report it)."""
+UNPAIRED_TOOL_CALL = "unpaired-tool-call"
+"""A tool call without its result, or a result without its call, in a segment."""
 
 
 @dataclass(frozen=True)

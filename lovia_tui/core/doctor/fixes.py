@@ -21,7 +21,7 @@ from lovia_tui.core.actions.previews import (
 )
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
 from lovia_tui.core.actions.session_plans import preview_clear, preview_rewind
-from lovia_tui.core.doctor.findings import Finding, FixAction
+from lovia_tui.core.doctor.findings import UNPAIRED_TOOL_CALL, Finding, FixAction
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec
@@ -31,7 +31,7 @@ from lovia_tui.core.stored import stored_key
 
 RUN_FIXES = ("replay", "resume")
 """Fixes that run the agent loop (preflight, then the console) instead of an action."""
-_NO_CHECKPOINT = {"web-stale-pointer", "unpaired-tool-call", "journal-mode"}
+_NO_CHECKPOINT = {"web-stale-pointer", UNPAIRED_TOOL_CALL, "journal-mode"}
 """Findings about something other than a checkpoint: no delete or finalize instead."""
 
 

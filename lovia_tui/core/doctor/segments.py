@@ -15,7 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lovia_tui.core.doctor.findings import Finding, FindingList, Fix, Progress, command
+from lovia_tui.core.doctor.findings import (
+    UNPAIRED_TOOL_CALL,
+    UNREADABLE_ROW,
+    Finding,
+    FindingList,
+    Fix,
+    Progress,
+    command,
+)
 from lovia_tui.core.entries import UnreadableError, known_only, parse_object
 from lovia_tui.core.store import segment_reads
 from lovia_tui.core.store.database import Database, in_thread
@@ -31,8 +39,6 @@ CHUNK_BYTES = 4 << 20
 """What one chunk of segments should weigh: its rows are all in memory at once."""
 FIRST_CHUNK = 64
 MAX_CHUNK = 5_000
-UNREADABLE_ROW = "unreadable-row"
-UNPAIRED_TOOL_CALL = "unpaired-tool-call"
 NON_TEXT_SESSION = "non-text-session-id"
 
 
