@@ -118,14 +118,33 @@ def age_since(now: float, epoch: float | None) -> str:
 
 
 def ago(now: float, epoch: float | None) -> str:
-    """When a stored time was, for a sentence: "5m ago", or that it does not read."""
-    return "at an unreadable time" if epoch is None else f"{age(now - epoch)} ago"
+    """When a stored time was, for a sentence: "5m ago", "5m ahead of this
+    clock", or that it does not read."""
+    if epoch is None:
+        return "at an unreadable time"
+    if epoch - now > CLOCK_SLACK:
+        return f"{age(epoch - now)} ahead of this clock"
+    return f"{age(now - epoch)} ago"
+
+
+CLOCK_SLACK = 1.0
+"""Seconds a stored time may be ahead of this clock and still read as now."""
+YEAR = 365 * 86400
+AGE_UNITS = (("y", YEAR), ("d", 86400), ("h", 3600), ("m", 60))
+OLDEST_AGE = 1000 * YEAR
+"""Ages beyond it are spelled ``>999y``: what a writer's bad clock, or a
+hostile one's 1e308, would make a number hundreds of digits long."""
 
 
 def age(seconds: float) -> str:
-    """A compact age: 42s, 7m, 3h, 12d."""
+    """A compact age: 42s, 7m, 3h, 12d, 2y; ``-7m`` for a time ahead of this
+    clock (a writer on another machine, or one whose clock is wrong)."""
+    if seconds < -CLOCK_SLACK:
+        return f"-{age(-seconds)}"
+    if seconds >= OLDEST_AGE:
+        return ">999y"
     seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+    for unit, size in AGE_UNITS:
         if seconds >= size:
             return f"{int(seconds // size)}{unit}"
     return f"{int(seconds)}s"

@@ -24,6 +24,7 @@ from lovia_tui.core.context_meta import context_line
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.formatting import (
     age_since,
+    ago,
     plural,
     printable,
     printable_json,
@@ -96,7 +97,7 @@ def head_table(
     table.add_row("started", timestamp(run.started_at))
     table.add_row(
         "updated",
-        f"{timestamp(run.updated_at)} ({age_since(now, run.updated_at)} ago)"
+        f"{timestamp(run.updated_at)} ({ago(now, run.updated_at)})"
         if run.updated_at is not None
         else UNREADABLE_SHOWN,
     )

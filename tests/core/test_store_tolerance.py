@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from lovia import SQLiteCheckpointer, SQLiteSession
 from lovia.exceptions import LoviaError
-from support.lovia_factory import SCRIPTS, copy_db, raw, write_session
+from support.lovia_factory import SCRIPTS, copy_db, integrity, raw, rows, write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.session_plans import preview_rewind
@@ -108,6 +108,37 @@ async def test_a_newer_store_is_refused_alone_as_lovia_refuses_it(
     code, out, err = await asyncio.to_thread(cli, capsys, "runs", path, "--json")
     assert (code, json.loads(out)) == (0, {"runs": []})
     assert raw(path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_tables_named_in_another_case_are_lovias_and_acted_on(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite compares names in ASCII case: lovia reads and writes a
+    ``SESSION_RUNS`` table as its ``session_runs``, and so does lovia-tui."""
+    path = await both_stores(scratch / "upper.db")
+    for table in ("session_runs", "snapshot_heads", "snapshot_turns"):
+        write(
+            path,
+            f"ALTER TABLE {table} RENAME TO renamed",
+            f"ALTER TABLE renamed RENAME TO {table.upper()}",
+        )
+    lovia_entries = await SQLiteSession(copy_db(path, scratch / "copy.db")).load("s")
+
+    code, out, _ = await asyncio.to_thread(cli, capsys, "sessions", path, "--json")
+    assert code == 0 and [s["session_id"] for s in json.loads(out)["sessions"]] == ["s"]
+    code, out, _ = await asyncio.to_thread(cli, capsys, "show", path, "s", "--json")
+    segments = json.loads(out)["segments"]
+    assert code == 0 and sum(s["entry_count"] for s in segments) == len(lovia_entries)
+    code, out, _ = await asyncio.to_thread(cli, capsys, "runs", path, "--json")
+    assert code == 0 and len(json.loads(out)["runs"]) == len(SCRIPTS)
+
+    before = rows(path)
+    code, _, _ = await asyncio.to_thread(
+        cli, capsys, "rewind", path, "s", "--keep", 3, "--yes"
+    )
+    assert code == 0 and len(await SQLiteSession(path).load("s")) == 3
+    code, _, _ = await asyncio.to_thread(cli, capsys, "undo", path, "--yes")
+    assert code == 0 and rows(path) == before and integrity(path) == "ok"
 
 
 async def test_a_web_file_with_newer_chat_tables_shows_its_sessions(

@@ -131,7 +131,7 @@ def _a_lovia_table(conn: sqlite3.Connection, path: Path) -> str:
     """A table of lovia's in the file, for a statement that writes nothing
     (asked for by name: no other name in the file is read, whatever bytes)."""
     found = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN "
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND lower(name) IN "
         f"({', '.join('?' * len(TABLES))}) LIMIT 1",
         list(TABLES),
     ).fetchone()

@@ -37,7 +37,8 @@ class TableCheck:
         return not self.problems
 
 
-def _store_of(table: str) -> str:
+def _store_of(name: str) -> str:
+    table = name.lower()  # as SQLite compares names
     for store, tables in STORE_TABLES.items():
         if table in tables:
             return store

@@ -21,6 +21,7 @@ from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.store import checkpoint_reads, database
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.schema import Stores
+from lovia_tui.core.store.table_shape import TABLES_SQL
 from lovia_tui.core.stored import stored_key
 
 if TYPE_CHECKING:
@@ -175,10 +176,7 @@ class Tail:
         stores = self.db.stores
         if stores.session and stores.checkpoint:
             return False
-        rows = await self.db.fetchall(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"
-        )
-        names = {row[0] for row in rows}
+        names = {row[0] for row in await self.db.fetchall(TABLES_SQL)}
         found = Stores.of(names, stores.refused)
         if found == stores:
             return False

@@ -31,6 +31,7 @@ from lovia_tui.core.search.sync import Resync
 from lovia_tui.core.search.text import entry_fields
 from lovia_tui.core.search.words import Words
 from lovia_tui.core.store.database import sqlite_uri
+from lovia_tui.core.store.table_shape import TABLES_SQL
 
 TARGET_SECONDS = 0.025
 """What one read of the lovia file should take; rows per read adapt to it."""
@@ -152,12 +153,7 @@ class Builder(Resync):
         """What the last :meth:`progress` found (searches show it uncounted)."""
 
     def tables(self) -> set[str]:
-        return {
-            row[0]
-            for row in self.reader.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'"
-            )
-        }
+        return {row[0] for row in self.reader.execute(TABLES_SQL)}
 
     def progress(self) -> BuildProgress:
         """Rows indexed against rows stored (two fast counts from lovia's indexes)."""

@@ -33,6 +33,7 @@ from lovia_tui.core.store.connect import (
 from lovia_tui.core.store.pace import Cut
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, Stores, refusals
+from lovia_tui.core.store.table_shape import TABLES_SQL
 
 T = TypeVar("T")
 FOREGROUND_WAIT = 0.5
@@ -330,10 +331,7 @@ async def open_database(
     try:
         if check_integrity:
             await quick_check_at_open(conn, path)
-        found = await rows(
-            conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
-        )
-        tables = dict(found)
+        tables = dict(await rows(conn, TABLES_SQL))
         columns = {
             table: {row[1] for row in await rows(conn, f"PRAGMA table_info({table})")}
             for table in set().union(CHAT_TABLES, *STORE_TABLES.values())

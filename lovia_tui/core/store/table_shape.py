@@ -18,6 +18,10 @@ from lovia_tui.core.errors import ActionError
 ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
 TABLE_SQL = "SELECT sql FROM sqlite_master WHERE type = 'table' AND lower(name) = ?"
 """A table's CREATE statement, by its name as SQLite compares names."""
+TABLES_SQL = "SELECT lower(name), sql FROM sqlite_master WHERE type = 'table'"
+"""A file's tables and their CREATE statements, each named as SQLite compares
+names (ASCII case folded): a ``SESSION_RUNS`` table is lovia's ``session_runs``,
+which lovia reads and writes."""
 
 
 def rowid_problem(sql: str | None, columns: Iterable[str]) -> str | None:
