@@ -151,8 +151,8 @@ def age(seconds: float) -> str:
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
-    """``1 entry``, ``2 entries``: a count with its noun agreeing."""
-    return f"{count} {word if count == 1 else words or word + 's'}"
+    """``1 entry``, ``2 entries``, ``12,000 entries``: a count with its noun agreeing."""
+    return f"{count:,} {word if count == 1 else words or word + 's'}"
 
 
 def size(num_bytes: int) -> str:

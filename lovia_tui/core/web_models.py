@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lovia_tui.core.entries import shorten
-from lovia_tui.core.formatting import timestamp, usage_line
+from lovia_tui.core.formatting import plural, timestamp, usage_line
 from lovia_tui.core.stored import stored_number
 
 SCHEDULE_SOURCE = "schedule:"
@@ -296,7 +296,9 @@ def schedule_line(schedule: Schedule) -> str:
         f"schedule {schedule.schedule_id}: {trigger_text(schedule)}",
         schedule.state,
         fires,
-        f"{schedule.runs:,}{'+' if schedule.runs >= COUNT_CAP else ''} runs",
+        f"{schedule.runs:,}+ runs"
+        if schedule.runs >= COUNT_CAP
+        else plural(schedule.runs, "run"),
     ]
     if schedule.active:
         parts.append(f"next {timestamp(schedule.next_fire)}")

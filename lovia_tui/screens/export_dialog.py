@@ -34,7 +34,7 @@ from lovia_tui.core.export import (
     refusal,
     target_state,
 )
-from lovia_tui.core.formatting import printable
+from lovia_tui.core.formatting import plural, printable
 
 if TYPE_CHECKING:
     from lovia_tui.screens.inspector_base import InspectorBase
@@ -158,7 +158,9 @@ async def export_flow(screen: InspectorBase, key: tuple[str, str], fmt: str) -> 
     except OSError as exc:
         screen.notify(f"export failed: {os_error_text(exc)}", severity="error")
         return
-    screen.notify(f"exported {count} entries of {session_id} to {path}")
+    screen.notify(
+        f"exported {plural(count, 'entry', 'entries')} of {session_id} to {path}"
+    )
 
 
 async def _deliver(screen: InspectorBase, key: tuple[str, str], fmt: str) -> None:
@@ -180,4 +182,6 @@ async def _deliver(screen: InspectorBase, key: tuple[str, str], fmt: str) -> Non
     text.seek(0)
     name = export_name(session_id, fmt)
     screen.app.deliver_text(text, save_filename=name)
-    screen.notify(f"exported {count} entries of {session_id} as download {name}")
+    screen.notify(
+        f"exported {plural(count, 'entry', 'entries')} of {session_id} as download {name}"
+    )

@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
-from lovia_tui.core.formatting import printable
+from lovia_tui.core.formatting import plural, printable
 from lovia_tui.core.runs.preflight import Preflight
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.screens.dialog_frame import dialog_head
@@ -82,7 +82,8 @@ def describe(pf: Preflight) -> RenderableType:
     table.add_column()
     status = run.status + (f" (not live: {pf.stale_reason})" if pf.stale_reason else "")
     table.add_row(
-        "run", data_text(f"{run.run_id} · {run.agent_name} · {run.turns} turns")
+        "run",
+        data_text(f"{run.run_id} · {run.agent_name} · {plural(run.turns, 'turn')}"),
     )
     table.add_row("status", data_text(status))
     if run.error:

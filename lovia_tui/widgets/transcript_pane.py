@@ -22,6 +22,7 @@ from textual.containers import Vertical
 from textual.worker import Worker, WorkerState
 
 from lovia_tui import messages
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.live.changes import Changes
 from lovia_tui.core.models import RunInfo, SessionKey
 from lovia_tui.core.run_status import RunStatus
@@ -369,11 +370,12 @@ class TranscriptPane(WorkerErrors, Vertical):
         following = f" · following {self.followed[1]}" if self.followed else ""
         news = self.hits.title + following
         if transcript.new_below:
-            news += f" · {transcript.new_below} new entries ↓"
+            news += f" · {plural(transcript.new_below, 'new entry', 'new entries')} ↓"
+        entries = plural(transcript.window.entries, "entry", "entries")
         if self.session_key:
-            title = f"Transcript{news} · {self.session_key[1]} · {transcript.window.entries:,} entries shown · {transcript.position}"
+            title = f"Transcript{news} · {self.session_key[1]} · {entries} shown · {transcript.position}"
         elif self.run_view:
-            title = f"Run {self.run_view}{news} · session unknown · {transcript.window.entries:,} entries · {transcript.position}"
+            title = f"Run {self.run_view}{news} · session unknown · {entries} · {transcript.position}"
         else:
             return
         self.query_one(PaneTitle).show(title)

@@ -26,7 +26,13 @@ from lovia_tui.core.entries import (
     shorten,
     trim_sentinel,
 )
-from lovia_tui.core.formatting import printable, printable_json, size, timestamp
+from lovia_tui.core.formatting import (
+    plural,
+    printable,
+    printable_json,
+    size,
+    timestamp,
+)
 from lovia_tui.core.models import SegmentInfo
 from lovia_tui.core.run_status import DANGLING_CALL, RUNNING_CALL, web_reason
 from lovia_tui.core.stored import UNREADABLE_SHOWN
@@ -140,9 +146,13 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
     started = timestamp(segment.started_at or segment.created_at, UNREADABLE_SHOWN)
     finished = timestamp(segment.finished_at) if segment.finished_at else ""
     span = f"{started} → {finished[11:]}" if finished else started
-    count = "?" if segment.entry_count is None else segment.entry_count
+    count = (
+        "? entries"
+        if segment.entry_count is None
+        else plural(segment.entry_count, "entry", "entries")
+    )
     if segment.uncounted:
-        count = "counting…"
+        count = "counting… entries"
     badges = []
     if segment.unreadable:
         badges.append(UNREADABLE_SHOWN)
@@ -155,7 +165,7 @@ def segment_title(segment: SegmentInfo, expanded: bool) -> str:
         [
             f"{marker} " + " · ".join([*badges, f"run {segment.run_id}"]),
             span,
-            f"{count} entries",
+            count,
             size(segment.stored_bytes),
         ]
     )

@@ -1,11 +1,12 @@
 """Stored times come from other machines' clocks and from hostile writers:
-their ages read in a few characters, and a time ahead of this clock says so."""
+their ages read in a few characters, and a time ahead of this clock says so;
+counts agree with their nouns."""
 
 from __future__ import annotations
 
 import pytest
 
-from lovia_tui.core.formatting import YEAR, age, ago
+from lovia_tui.core.formatting import YEAR, age, ago, plural
 
 NOW = 1_800_000_000.0
 
@@ -38,3 +39,9 @@ def test_ago_says_when_a_time_is_ahead_of_this_clock() -> None:
     assert ago(NOW, NOW + 300) == "5m ahead of this clock"
     assert ago(NOW, -1e308) == ">999y ago"
     assert ago(NOW, None) == "at an unreadable time"
+
+
+def test_a_count_agrees_with_its_noun_and_groups_its_thousands() -> None:
+    assert plural(1, "entry", "entries") == "1 entry"
+    assert plural(0, "entry", "entries") == "0 entries"
+    assert plural(12_000, "run") == "12,000 runs"

@@ -285,7 +285,7 @@ async def test_max_turns_carry_over(tmp_path: Path, jobs: Jobs) -> None:
     too_few = await _preflight(
         tmp_path, "run-turns", agent=_assistant(), no_session=True, max_turns=1
     )
-    assert any("must exceed the 1 turns" in p for p in too_few.problems)
+    assert any("must exceed the 1 turn the run" in p for p in too_few.problems)
 
     seen = await _drain(
         resume(

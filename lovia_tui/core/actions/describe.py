@@ -235,9 +235,13 @@ def _finalize(p: FinalizePreview) -> list[str]:
 
 
 def _clear(p: ClearPreview) -> list[str]:
-    entries = "unknown number of" if p.entries is None else str(p.entries)
+    entries = (
+        "an unknown number of entries"
+        if p.entries is None
+        else plural(p.entries, "entry", "entries")
+    )
     return [
-        f"clear {p.session_id}: remove {plural(p.segments, 'segment')} ({entries} entries)",
+        f"clear {p.session_id}: remove {plural(p.segments, 'segment')} ({entries})",
         *_checkpoints(p.checkpoints),
         *_unknown_live(p.unknown_live_runs),
     ]

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import RowGroup
 
 # How a run's session is known: its segment, the web UI's records, or the user.
@@ -253,7 +254,7 @@ def subject(preview: Preview) -> str:
             else []
         ),
     ]
-    return f"{len(ids):,} checkpoints: {', '.join(chosen)}"
+    return f"{plural(len(ids), 'checkpoint')}: {', '.join(chosen)}"
 
 
 _HOW = frozenset({"plan", "cut_row", "kept_before"})

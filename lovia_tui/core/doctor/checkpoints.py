@@ -27,7 +27,7 @@ from lovia_tui.core.doctor.web import WebState
 from lovia_tui.core.entries import (
     drop_dangling,
 )
-from lovia_tui.core.formatting import ago
+from lovia_tui.core.formatting import ago, plural
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import RunStatus, stale_reason
 from lovia_tui.core.store.checkpoint_reads import run_info
@@ -132,14 +132,14 @@ class _Checkup:
             if self.run.status == RunStatus.COMPLETED:
                 return self._found(
                     "rewound-checkpoint", "warning" if left else "info",
-                    f"completed checkpoint of {len(data)} entries, but its segment in session {sid!r} "
+                    f"completed checkpoint of {plural(len(data), 'entry', 'entries')}, but its segment in session {sid!r} "
                     f"holds {len(stored)} different ones (rewound since): a replay adds nothing while "
                     f"that segment exists, yet the checkpoint still holds what the rewind removed{left}",
                     fix,
                 )  # fmt: skip
             return self._found(
                 "rewound-checkpoint", "error",
-                f"{self.status} checkpoint of {len(data)} entries, but its segment in session {sid!r} "
+                f"{self.status} checkpoint of {plural(len(data), 'entry', 'entries')}, but its segment in session {sid!r} "
                 f"holds {len(stored)} different ones (rewound since): a resume would give the model "
                 f"the removed content again{left}",
                 fix,

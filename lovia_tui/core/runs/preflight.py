@@ -242,12 +242,12 @@ def _max_turns(run: RunInfo, max_turns: int | None, found: _Findings) -> int:
     )
     if chosen <= run.turns:
         found.problems.append(
-            f"max_turns {chosen} must exceed the {run.turns} turns the run already took "
+            f"max_turns {chosen} must exceed the {plural(run.turns, 'turn')} the run already took "
             "(turns carry over into a resume)"
         )
     elif (run.error or {}).get("type") == "MaxTurnsExceeded":
         found.warnings.append(
-            f"it stopped on MaxTurnsExceeded after {run.turns} turns; turns carry over, "
+            f"it stopped on MaxTurnsExceeded after {plural(run.turns, 'turn')}; turns carry over, "
             f"so this resume allows up to {chosen} in all"
         )
     return chosen
