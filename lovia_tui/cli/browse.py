@@ -17,6 +17,7 @@ from lovia_tui.cli.command import (
     add_readonly,
     add_stale_after,
     console,
+    note,
     open_workspace,
     opened_session,
 )
@@ -29,7 +30,7 @@ from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, no
 from lovia_tui.core.entries import UnreadableError, entry_text
 from lovia_tui.core.formatting import PIN, plural, printable, timestamp
 from lovia_tui.core.huge_text import shortened
-from lovia_tui.core.models import SegmentInfo
+from lovia_tui.core.models import SegmentInfo, SessionSummary
 from lovia_tui.core.run_status import (
     DANGLING_CALL,
     RUNNING_CALL,
@@ -43,7 +44,7 @@ from lovia_tui.core.store.spliced import (
     seam_title,
     total_entries,
 )
-from lovia_tui.core.stored import UNREADABLE_SHOWN
+from lovia_tui.core.stored import UNREADABLE_SHOWN, unbindable
 from lovia_tui.core.web_models import RunRecord, chat_lines, record_line
 
 LINES_PER_PRINT = 500
@@ -74,7 +75,7 @@ async def _sessions(args: argparse.Namespace) -> int:
     want = min(args.limit + 1, MOST)  # one past the limit: whether more exist
     ws = await open_workspace(args)
     try:
-        summaries = []
+        summaries: list[SessionSummary] = []
         for db in ws.session_dbs:
             if args.search:
                 ids: dict[str, None] = {}
@@ -82,12 +83,15 @@ async def _sessions(args: argparse.Namespace) -> int:
                     ids.update((sid, None) for sid, _ in matches)
                     if len(ids) >= want:
                         break
-                for sid in list(ids)[:want]:
-                    summary = await session_reads.session_summary(db, sid)
-                    if summary:
-                        summaries.append(summary)
+                sids = list(ids)[:want]
             else:
-                summaries.extend(await session_reads.list_sessions(db, want))
+                sids = [sid for sid, _ in await session_reads.recent_sessions(db, want)]
+            found = await session_reads.session_summaries(db, sids)
+            summaries.extend(found[sid] for sid in sids if sid in found)
+            for sid in sids:
+                if why := unbindable("session", sid):
+                    # Never left out unsaid: the app lists it, the doctor names it.
+                    note(f"{db.path}: not listed: {why}")
         summaries.sort(key=lambda s: (s.pinned, s.last_activity or 0), reverse=True)
         more = len(summaries) > args.limit
         listed = {(s.file, s.session_id): s for s in summaries[: args.limit]}

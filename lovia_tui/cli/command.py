@@ -160,14 +160,16 @@ async def open_workspace(
         readonly = getattr(args, "readonly", False)
     ws = await Workspace.open(args.paths, readonly=readonly)
     for why in ws.skipped:
-        print(f"lovia-tui: note: skipped {printable(why)}", file=sys.stderr)
+        note(f"skipped {why}")
     for db in ws.databases:
         if db.notice:
-            print(
-                f"lovia-tui: note: {printable(f'{db.path}: {db.notice}')}",
-                file=sys.stderr,
-            )
+            note(f"{db.path}: {db.notice}")
     return ws
+
+
+def note(text: str) -> None:
+    """A note on stderr, so no output hides it (stored text in it is escaped)."""
+    print(f"lovia-tui: note: {printable(text)}", file=sys.stderr)
 
 
 @asynccontextmanager

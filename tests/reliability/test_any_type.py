@@ -289,6 +289,11 @@ def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
 
     code, out, _ = cli(capsys, "runs", path, "--json")
     assert code == 0 and str(key) in {r["run_id"] for r in json.loads(out)["runs"]}
+    # Not listed (nothing of it reads), and never left out unsaid.
+    code, out, err = cli(capsys, "sessions", path, "--json")
+    listed = [s["session_id"] for s in json.loads(out)["sessions"]]
+    assert code == 0 and REPLACED in listed and str(key) not in listed
+    assert f"not listed: the session id {key} is text that is not UTF-8" in err
     # The text twin reads its own segment, not the other's.
     code, out, _ = cli(capsys, "show", path, REPLACED, "--json")
     assert code == 0

@@ -314,13 +314,3 @@ async def _by_ids(db: Database, column: str, ids: list[int]) -> list[Any]:
         f"SELECT id, {column} FROM session_runs WHERE id IN ({','.join('?' * len(ids))})",
         tuple(ids),
     )
-
-
-async def list_sessions(db: Database, limit: int) -> list[SessionSummary]:
-    """The most recently active sessions, web chats without a segment included."""
-    summaries = []
-    for session_id, _ in await recent_sessions(db, limit):
-        summary = await session_summary(db, session_id)
-        if summary is not None:
-            summaries.append(summary)
-    return summaries
