@@ -86,8 +86,7 @@ async def _sessions(args: argparse.Namespace) -> int:
                 sids = list(ids)[:want]
             else:
                 sids = [sid for sid, _ in await session_reads.recent_sessions(db, want)]
-            found = await session_reads.session_summaries(db, sids)
-            summaries.extend(found[sid] for sid in sids if sid in found)
+            summaries.extend(await session_reads.summaries_in_order(db, sids))
             for sid in sids:
                 if why := unbindable("session", sid):
                     # Never left out unsaid: the app lists it, the doctor names it.

@@ -347,9 +347,7 @@ class TranscriptPane(WorkerErrors, Vertical):
             self._load_session(key)
             return
         transcript, window = self.transcript, self.transcript.window
-        if window.set_seam_statuses(
-            {head.run_id: head.status for head in changes.heads}
-        ):
+        if window.set_seam_statuses({h.run_id: h.status for h in changes.heads}):
             transcript.refresh()
         entries = changes.run_entries
         if entries and self.followed == (path, entries.run_id):
@@ -373,12 +371,12 @@ class TranscriptPane(WorkerErrors, Vertical):
             news += f" · {plural(transcript.new_below, 'new entry', 'new entries')} ↓"
         entries = plural(transcript.window.entries, "entry", "entries")
         if self.session_key:
-            title = f"Transcript{news} · {self.session_key[1]} · {entries} shown · {transcript.position}"
+            shown = f"Transcript{news} · {self.session_key[1]} · {entries} shown"
         elif self.run_view:
-            title = f"Run {self.run_view}{news} · session unknown · {entries} · {transcript.position}"
+            shown = f"Run {self.run_view}{news} · session unknown · {entries}"
         else:
             return
-        self.query_one(PaneTitle).show(title)
+        self.query_one(PaneTitle).show(f"{shown} · {transcript.position}")
 
     def _cursor_moved(self) -> None:
         """The title and the key bar, in the frame of the move."""

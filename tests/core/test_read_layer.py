@@ -26,7 +26,7 @@ from lovia_tui.core.actions.plans import session_runs_and_links
 from lovia_tui.core.entries import UnreadableError, dangling_calls, drop_dangling
 from lovia_tui.core.errors import LoviaTuiError, OpenError
 from lovia_tui.core.export import export_session
-from lovia_tui.core.models import DanglingCall, SessionLink
+from lovia_tui.core.models import DanglingCall, SessionLink, SessionSummary
 from lovia_tui.core.search import substring
 from lovia_tui.core.store import (
     checkpoint_reads,
@@ -60,6 +60,12 @@ async def opened(path: Path, *, readonly: bool = True) -> AsyncIterator[Database
         yield db
     finally:
         await db.close()
+
+
+async def newest_summaries(db: Database, limit: int) -> list[SessionSummary]:
+    """The summaries of the newest sessions, in order, as ``lovia-tui sessions`` lists them."""
+    newest = await session_reads.recent_sessions(db, limit)
+    return await session_reads.summaries_in_order(db, [sid for sid, _ in newest])
 
 
 async def every_run(db: Database) -> list:
@@ -129,7 +135,7 @@ async def test_tables_not_created_yet_read_as_empty(demo: Any) -> None:
         )
     async with opened(demo.runs_db) as db:
         assert await segment_reads.segments(db, demo.cli_session) == []
-        assert await session_reads.list_sessions(db, 50) == []
+        assert await newest_summaries(db, 50) == []
         assert await session_reads.recent_sessions(db, 50) == []
         assert (
             await session_reads.session_summary(db, demo.cli_completed_session) is None
@@ -152,7 +158,7 @@ async def test_web_sessions_include_chats_with_no_segment_yet(demo: Any) -> None
         )
     }
     async with opened(demo.web_db) as db:
-        summaries = await session_reads.list_sessions(db, 50)
+        summaries = await newest_summaries(db, 50)
         by_id = {s.session_id: s for s in summaries}
         # Every chat is listed, the batch and failed chats too: their only run
         # never finished, so they have no segment, but they exist and have a title.
@@ -176,9 +182,9 @@ async def test_web_sessions_include_chats_with_no_segment_yet(demo: Any) -> None
             assert [
                 s for s, _ in await session_reads.recent_sessions(db, limit)
             ] == order[:limit]
-            assert [
-                s.session_id for s in await session_reads.list_sessions(db, limit)
-            ] == order[:limit]
+            assert [s.session_id for s in await newest_summaries(db, limit)] == order[
+                :limit
+            ]
 
         assert (
             await session_reads.session_summary(db, demo.batch_session)
@@ -196,7 +202,7 @@ async def test_a_touched_chat_ranks_as_lovia_web_ranks_it(demo: Any) -> None:
     await store.upsert("chat-fresh", agent="assistant", title="Fresh chat")
     await store.upsert(demo.trip_session)
     async with opened(demo.web_db) as db:
-        full = await session_reads.list_sessions(db, 100)
+        full = await newest_summaries(db, 100)
         order = [s.session_id for s in full]
         # The touched chat ranks by its updated_at, as lovia web's sidebar,
         # on every page size.
@@ -210,12 +216,12 @@ async def test_a_touched_chat_ranks_as_lovia_web_ranks_it(demo: Any) -> None:
             assert [
                 s for s, _ in await session_reads.recent_sessions(db, limit)
             ] == order[:limit]
-            assert await session_reads.list_sessions(db, limit) == full[:limit]
+            assert await newest_summaries(db, limit) == full[:limit]
 
 
 async def test_two_file_titles_come_from_the_first_user_message(demo: Any) -> None:
     async with opened(demo.sessions_db) as db:
-        summaries = await session_reads.list_sessions(db, 50)
+        summaries = await newest_summaries(db, 50)
         assert [(s.session_id, s.runs, s.title) for s in summaries] == [
             # A message with attachments is titled by its text part.
             (demo.attachments_session, 1,
@@ -619,7 +625,7 @@ async def _exercise_everything(ws: Workspace) -> dict[str, int]:
     }
     for db in ws.session_dbs:
         await db.data_version()
-        summaries = await session_reads.list_sessions(db, 100)
+        summaries = await newest_summaries(db, 100)
         assert [s for s, _ in await session_reads.recent_sessions(db, 100)] == [
             s.session_id for s in summaries
         ]
@@ -703,7 +709,7 @@ async def test_readonly_falls_back_to_immutable(demo_dir: Any, tmp_path: Path) -
     async with opened(path) as db:
         assert db.notice is not None and "immutable" in db.notice
         assert (
-            len(await session_reads.list_sessions(db, 100))
+            len(await newest_summaries(db, 100))
             == len(_chat_ids(path))
             == DEMO_WEB_CHATS
         )
@@ -744,7 +750,7 @@ async def test_odd_file_names_open(demo_dir: Any, tmp_path: Path) -> None:
     path = copy_files(demo_dir.sessions_db, tmp_path, "my db #1?.db")
     async with opened(path) as db:
         assert db.stores.session
-        assert len(await session_reads.list_sessions(db, 10)) == 4
+        assert len(await newest_summaries(db, 10)) == 4
 
 
 # ------------------------------------------------------------ default mode
@@ -754,7 +760,7 @@ async def test_default_mode_switches_rollback_journal_to_wal(demo: Any) -> None:
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("delete",)]
     async with opened(demo.sessions_db, readonly=False) as db:
         assert (db.journal_mode, db.notice) == ("wal", None)
-        assert len(await session_reads.list_sessions(db, 10)) == 4
+        assert len(await newest_summaries(db, 10)) == 4
     assert raw(demo.sessions_db, "PRAGMA journal_mode") == [("wal",)]  # sticky
     async with opened(demo.sessions_db) as db:
         assert db.journal_mode == "wal"
@@ -877,8 +883,7 @@ async def test_hostile_file_is_one_line_and_the_rest_still_opens(
             demo.web_runs + demo.cli_runs
         )
         assert (
-            len(await session_reads.list_sessions(ws.database(demo.web_db), 100))
-            == DEMO_WEB_CHATS
+            len(await newest_summaries(ws.database(demo.web_db), 100)) == DEMO_WEB_CHATS
         )
     finally:
         await ws.close()
@@ -895,7 +900,7 @@ async def test_another_programs_chat_tables_leave_the_sessions_shown(
     async with opened(path) as db:
         assert db.stores.session and not db.stores.chat
         assert "chat_runs lacks lovia's columns" in (db.notice or "")
-        assert await session_reads.list_sessions(db, 100)
+        assert await newest_summaries(db, 100)
 
 
 async def test_an_empty_directory_is_an_open_error(tmp_path: Path) -> None:
@@ -1047,9 +1052,7 @@ async def test_invalid_utf8_does_not_crash(hostile: Any) -> None:
         assert hits == [("bad-utf8", segment.row_id)]
         buffer = io.StringIO()
         assert await export_session(db, "bad-utf8", "md", buffer) == 1
-        assert "bad-utf8" in {
-            s.session_id for s in await session_reads.list_sessions(db, 100)
-        }
+        assert "bad-utf8" in {s.session_id for s in await newest_summaries(db, 100)}
 
 
 async def test_corrupt_heads_are_unreadable_and_other_runs_fine(hostile: Any) -> None:
@@ -1096,10 +1099,10 @@ async def test_exclusive_lock_on_a_rollback_file(
             one_line(str(info.value), path)
             assert time.monotonic() - started < 2
         with pytest.raises(LoviaTuiError, match="locked") as read_info:
-            await session_reads.list_sessions(reader, 10)
+            await newest_summaries(reader, 10)
         one_line(str(read_info.value), path)
         holder.execute("ROLLBACK")
-        assert len(await session_reads.list_sessions(reader, 10)) == 4  # usable again
+        assert len(await newest_summaries(reader, 10)) == 4  # usable again
     finally:
         holder.close()
         await reader.close()
@@ -1115,7 +1118,7 @@ async def test_exclusive_lock_on_a_wal_file_does_not_block_readers(
         for readonly in (True, False):
             async with opened(demo.web_db, readonly=readonly) as db:
                 assert db.journal_mode == "wal" and db.notice is None
-                assert len(await session_reads.list_sessions(db, 100)) == DEMO_WEB_CHATS
+                assert len(await newest_summaries(db, 100)) == DEMO_WEB_CHATS
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -1132,7 +1135,7 @@ async def test_wal_switch_refused_while_a_writer_holds_a_lock(
             # Carries on in the current mode and says so.
             assert db.journal_mode == "delete"
             assert db.notice is not None and "WAL" in db.notice
-            assert len(await session_reads.list_sessions(db, 10)) == 4
+            assert len(await newest_summaries(db, 10)) == 4
     finally:
         holder.execute("ROLLBACK")
         holder.close()

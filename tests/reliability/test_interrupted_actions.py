@@ -111,7 +111,7 @@ def test_killed_action_is_undone_exactly(
     assert main(["undo", str(db), "--yes"]) == 0
     out = capsys.readouterr().out
     restored = 0 if stage == "inside" else COUNT * (2 if action == "delete-run" else 1)
-    assert f"done: {restored} rows restored" in out
+    assert f"done: {restored:,} rows restored" in out
     if stage == "inside":
         assert "already in place (never removed, or back already)" in out
     assert rows(db) == before
@@ -155,7 +155,7 @@ def test_killed_undo_is_settled_by_the_next_undo(
     assert (
         ("done already" in out)
         if committed
-        else (f"({COUNT} rows restored;" in out)  # after the action's own counts
+        else (f"({COUNT:,} rows restored;" in out)  # after the action's own counts
     )
     assert rows(db) == before
     assert integrity(db) == "ok"

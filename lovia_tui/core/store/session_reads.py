@@ -307,6 +307,15 @@ async def session_summaries(
     return found
 
 
+async def summaries_in_order(
+    db: Database, session_ids: list[str]
+) -> list[SessionSummary]:
+    """The :func:`session_summaries` of ``session_ids`` in their order (those
+    that read: a session whose id is not UTF-8 has none)."""
+    found = await session_summaries(db, session_ids)
+    return [found[sid] for sid in session_ids if sid in found]
+
+
 async def _by_ids(db: Database, column: str, ids: list[int]) -> list[Any]:
     if not ids:
         return []
