@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,6 +15,7 @@ from lovia_tui.cli.command import (
     add_readonly,
     add_stale_after,
     console,
+    note,
     open_workspace,
 )
 from lovia_tui.cli.json_output import (
@@ -178,10 +178,9 @@ async def _runs(args: argparse.Namespace) -> int:
         )
     console().print_table(table)
     if len(records) > shown:
-        print(
-            f"lovia-tui: note: the {shown:,} most recently saved runs shown; the rest: "
-            "--limit N, --status, --since, or --json",
-            file=sys.stderr,
+        note(
+            f"the {shown:,} most recently saved runs shown; the rest: "
+            "--limit N, --status, --since, or --json"
         )
     return EXIT_OK
 
