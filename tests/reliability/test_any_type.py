@@ -294,6 +294,10 @@ def test_text_ids_that_are_not_utf8_are_shown_reported_and_refused(
     listed = [s["session_id"] for s in json.loads(out)["sessions"]]
     assert code == 0 and REPLACED in listed and str(key) not in listed
     assert f"not listed: the session id {key} is text that is not UTF-8" in err
+    # The search index keeps the id as stored: a hit there is that session's.
+    code, out, _ = cli(capsys, "search", path, "stored", "--json")
+    found = [r["session_id"] for r in json.loads(out)["results"]]
+    assert code == 0 and str(key) in found and REPLACED in found
     # The text twin reads its own segment, not the other's.
     code, out, _ = cli(capsys, "show", path, REPLACED, "--json")
     assert code == 0
@@ -335,6 +339,11 @@ async def test_the_app_says_why_ids_not_utf8_are_not_read(
         title = screen.transcript_pane.query_one(PaneTitle)
         await until(pilot, lambda: "not read" in str(title.content))
         assert any("is text that is not UTF-8" in text for _, text in watch.notes)
+        # A content search lists it as found (it counts, so it shows).
+        await pilot.press("1", "s", *"stored", "enter")
+        await settle(pilot)
+        assert {k[1] for k in screen.sessions.shown} >= {key, REPLACED}
+        await pilot.press("escape")
         # Its run: the turns do not read, so no "no dangling calls" is claimed.
         await pilot.press("3")
         screen.runs.select_run(key)

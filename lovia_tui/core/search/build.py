@@ -26,12 +26,15 @@ from lovia_tui.core.search.index import (
     SEGMENT,
     IndexFile,
     IndexState,
+    stored_id,
+    stored_id_sql,
 )
 from lovia_tui.core.search.sync import Resync
 from lovia_tui.core.search.text import entry_fields
 from lovia_tui.core.search.words import Words
 from lovia_tui.core.store.database import sqlite_uri
 from lovia_tui.core.store.table_shape import TABLES_SQL
+from lovia_tui.core.stored import decode_text
 
 TARGET_SECONDS = 0.025
 """What one read of the lovia file should take; rows per read adapt to it."""
@@ -91,7 +94,7 @@ def open_reader(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
         isolation_level=None,
         check_same_thread=False,
     )
-    conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    conn.text_factory = decode_text
     conn.execute("PRAGMA busy_timeout=5000")
     return conn
 
@@ -312,8 +315,12 @@ class Builder(Resync):
         conn = self.index.conn
         conn.executemany(
             "INSERT INTO units (key, kind, source, session_id, run_id, seq, entries, "
-            "first_index, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self._units,
+            f"first_index, size) VALUES (?1, ?2, ?3, {stored_id_sql(4)}, "
+            f"{stored_id_sql(6)}, ?8, ?9, ?10, ?11)",
+            [
+                (*unit[:3], *stored_id(unit[3]), *stored_id(unit[4]), *unit[5:])
+                for unit in self._units
+            ],
         )
         conn.executemany(
             "INSERT INTO fts (rowid, body, tool, tag) VALUES (?, ?, ?, ?)",
@@ -327,9 +334,10 @@ class Builder(Resync):
         """The flat index after the session's last indexed segment (None once
         a segment of it could not be read: never guessed)."""
         row = self.index.conn.execute(
-            "SELECT first_index, entries FROM units WHERE session_id = ? AND kind = 0 "
+            "SELECT first_index, entries FROM units "
+            f"WHERE session_id = {stored_id_sql(1)} AND kind = 0 "
             "ORDER BY source DESC LIMIT 1",
-            (session_id,),
+            stored_id(session_id),
         ).fetchone()
         if row is None:
             return 0

@@ -15,14 +15,17 @@ import hashlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.private_files import cache_dir, connect_private
+from lovia_tui.core.stored import UndecodedText, decode_text
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """Bumped whenever what is indexed or how changes: an older file is rebuilt
 (4: ids kept as stored, of any type, where a TEXT column made ``42`` ``'42'``;
-5: attachments indexed by name, type and size, not as ``[image]``)."""
+5: attachments indexed by name, type and size, not as ``[image]``;
+6: ids that are text but not UTF-8 kept as their bytes, not spelled with U+FFFD)."""
 ENTRY_CAP = 4_000
 """Characters of one entry's text that are indexed (the start of a long tool
 output): measured at 4,000 to keep the index well under a quarter of the file."""
@@ -70,6 +73,23 @@ INSERT INTO fts(fts, rank) VALUES ('automerge', {AUTOMERGE});
 """
 
 SEGMENT, BATCH = 0, 1
+
+
+def stored_id(value: Any) -> tuple[Any, bool]:
+    """An id as a statement binds it with :func:`stored_id_sql`, so that the
+    index (or a read of the lovia file) has it as the lovia file does: text
+    that is not UTF-8 as its bytes, made TEXT again in SQL (Python binds only
+    UTF-8 as text); anything else as it is."""
+    if isinstance(value, UndecodedText):
+        return value.raw, True
+    return value, False
+
+
+def stored_id_sql(n: int) -> str:
+    """The SQL of an id bound by :func:`stored_id` as parameters ?n and ?n+1."""
+    return f"CASE WHEN ?{n + 1} THEN CAST(?{n} AS TEXT) ELSE ?{n} END"
+
+
 STATE_KEYS = ("seg_high", "seg_count", "turn_high", "turn_count", "next_key", "dead")
 
 
@@ -140,6 +160,7 @@ class IndexFile:
                 isolation_level=None,
                 check_same_thread=False,
             )
+            conn.text_factory = decode_text  # ids as the lovia file holds them
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from lovia_tui.core.search.index import BATCH, SEGMENT, IndexFile, IndexState
+from lovia_tui.core.search.index import (
+    BATCH,
+    SEGMENT,
+    IndexFile,
+    IndexState,
+    stored_id,
+    stored_id_sql,
+)
 
 SYNC_CHUNK = 4_000
 """Sessions (or runs) compared per statement when looking for deletions."""
@@ -177,15 +184,16 @@ class Resync:
         # length() reads each row whole: a few hundred rows a statement.
         while rows := self.reader.execute(
             "SELECT id, length(entries_json) FROM session_runs "
-            "WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT 200",
-            (session_id, after, high),
+            f"WHERE session_id = {stored_id_sql(1)} AND id > ?3 AND id <= ?4 "
+            "ORDER BY id LIMIT 200",
+            (*stored_id(session_id), after, high),
         ).fetchall():
             sizes.update(rows)
             after = rows[-1][0]
         units = self.index.conn.execute(
             "SELECT key, source, entries, first_index, size FROM units "
-            "WHERE session_id = ? AND kind = 0 ORDER BY source",
-            (session_id,),
+            f"WHERE session_id = {stored_id_sql(1)} AND kind = 0 ORDER BY source",
+            stored_id(session_id),
         ).fetchall()
         changed = [unit[:4] for unit in units if sizes.get(unit[1]) != unit[4]]
         if not changed:
@@ -204,15 +212,16 @@ class Resync:
             row[0]: row
             for row in self.reader.execute(
                 "SELECT rowid, run_id, seq, entries_json FROM snapshot_turns "
-                "WHERE run_id = ? AND rowid <= ?",
-                (run_id, high),
+                f"WHERE run_id = {stored_id_sql(1)} AND rowid <= ?3",
+                (*stored_id(run_id), high),
             )
         }
         with self.index.transaction():
             state = self.index.state()
             for key, source, seq, entries in self.index.conn.execute(
-                "SELECT key, source, seq, entries FROM units WHERE kind = 1 AND run_id = ?",
-                (run_id,),
+                "SELECT key, source, seq, entries FROM units "
+                f"WHERE kind = 1 AND run_id = {stored_id_sql(1)}",
+                stored_id(run_id),
             ).fetchall():
                 row = theirs.pop(source, None)
                 if row is None or row[2] != seq:
