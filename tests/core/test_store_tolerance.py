@@ -114,13 +114,23 @@ async def test_tables_named_in_another_case_are_lovias_and_acted_on(
     scratch: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """SQLite compares names in ASCII case: lovia reads and writes a
-    ``SESSION_RUNS`` table as its ``session_runs``, and so does lovia-tui."""
+    ``SESSION_RUNS`` table as its ``session_runs`` (a ``Session_Id`` column as
+    its ``session_id``), and so does lovia-tui."""
     path = await both_stores(scratch / "upper.db")
     for table in ("session_runs", "snapshot_heads", "snapshot_turns"):
         write(
             path,
             f"ALTER TABLE {table} RENAME TO renamed",
             f"ALTER TABLE renamed RENAME TO {table.upper()}",
+        )
+    for table, column in (
+        ("session_runs", "session_id"),
+        ("snapshot_heads", "head_json"),
+    ):
+        write(
+            path,
+            f"ALTER TABLE {table} RENAME COLUMN {column} TO renamed",
+            f"ALTER TABLE {table} RENAME COLUMN renamed TO {column.title()}",
         )
     lovia_entries = await SQLiteSession(copy_db(path, scratch / "copy.db")).load("s")
 

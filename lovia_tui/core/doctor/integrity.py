@@ -19,6 +19,7 @@ from pathlib import Path
 from lovia_tui.core.store.connect import BUSY_TIMEOUT_MS, sqlite_uri
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES
+from lovia_tui.core.store.table_shape import folded
 
 PROBLEMS_KEPT = 20
 """Problems kept per table: the first ones say where; thousands say no more."""
@@ -38,7 +39,7 @@ class TableCheck:
 
 
 def _store_of(name: str) -> str:
-    table = name.lower()  # as SQLite compares names
+    table = folded(name)
     for store, tables in STORE_TABLES.items():
         if table in tables:
             return store

@@ -33,7 +33,7 @@ from lovia_tui.core.store.connect import (
 from lovia_tui.core.store.pace import Cut
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
 from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, Stores, refusals
-from lovia_tui.core.store.table_shape import TABLES_SQL
+from lovia_tui.core.store.table_shape import TABLES_SQL, folded
 
 T = TypeVar("T")
 FOREGROUND_WAIT = 0.5
@@ -333,7 +333,11 @@ async def open_database(
             await quick_check_at_open(conn, path)
         tables = dict(await rows(conn, TABLES_SQL))
         columns = {
-            table: {row[1] for row in await rows(conn, f"PRAGMA table_info({table})")}
+            # A SESSION_ID column is lovia's session_id (see folded).
+            table: {
+                folded(row[1])
+                for row in await rows(conn, f"PRAGMA table_info({table})")
+            }
             for table in set().union(CHAT_TABLES, *STORE_TABLES.values())
             & tables.keys()
         }

@@ -18,6 +18,15 @@ from lovia_tui.core.errors import ActionError
 ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
 TABLE_SQL = "SELECT sql FROM sqlite_master WHERE type = 'table' AND lower(name) = ?"
 """A table's CREATE statement, by its name as SQLite compares names."""
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def folded(name: str) -> str:
+    """A table or column name as SQLite compares names: ASCII case folded,
+    nothing else (Python's ``lower`` would make the Kelvin sign a ``k``)."""
+    return name.translate(ASCII_LOWER)
+
+
 TABLES_SQL = "SELECT lower(name), sql FROM sqlite_master WHERE type = 'table'"
 """A file's tables and their CREATE statements, each named as SQLite compares
 names (ASCII case folded): a ``SESSION_RUNS`` table is lovia's ``session_runs``,
@@ -27,7 +36,7 @@ which lovia reads and writes."""
 def rowid_problem(sql: str | None, columns: Iterable[str]) -> str | None:
     """Why a table (its CREATE statement and columns) has no rowid to read
     its rows by; None if it has one."""
-    hiding = [c for c in columns if c.lower() in ROWID_NAMES]
+    hiding = [c for c in columns if folded(c) in ROWID_NAMES]
     if "without rowid" in (sql or "").lower():
         return "is a WITHOUT ROWID table"
     if hiding:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from lovia_tui.core.store.database import Database
+from lovia_tui.core.store.table_shape import folded
 from lovia_tui.core.store.web_records import RECORD_COLUMNS, record_of
 from lovia_tui.core.web_models import (
     COUNT_CAP,
@@ -32,7 +33,9 @@ SCHEDULES = 20
 async def _columns(db: Database, table: str, wanted: Sequence[str]) -> str:
     """``wanted`` as a select list: a column this file's table lacks (written
     by an older lovia web) is read as NULL."""
-    present = {row[1] for row in await db.fetchall(f"PRAGMA table_info({table})")}
+    present = {
+        folded(row[1]) for row in await db.fetchall(f"PRAGMA table_info({table})")
+    }
     return ", ".join(name if name in present else "NULL" for name in wanted)
 
 
