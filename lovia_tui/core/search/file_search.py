@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from lovia_tui.core.entries import UnreadableError, parse_json
 from lovia_tui.core.search.build import Builder, BuildProgress, open_reader
 from lovia_tui.core.search.index import (
     BATCH,
@@ -295,8 +294,8 @@ class FileSearch:
         if unit is not None and unit[0] != row[0]:
             return None
         try:
-            entry = orjson.loads(row[1])
-        except orjson.JSONDecodeError:
+            entry = parse_json(row[1])  # text that is not UTF-8 too
+        except UnreadableError:
             return None
         body = entry_fields([entry])[0][0] if isinstance(entry, dict) else ""
         first = unit[1] if unit is not None and raw.kind == SEGMENT else None
