@@ -110,6 +110,15 @@ PIN = "⚑ "
 """The badge of a chat pinned in lovia web's sidebar."""
 
 
+CLOCK_SLACK = 1.0
+"""Seconds a stored time may be ahead of this clock and still read as now."""
+YEAR = 365 * 86400
+AGE_UNITS = (("y", YEAR), ("d", 86400), ("h", 3600), ("m", 60))
+OLDEST_AGE = 1000 * YEAR
+"""Ages beyond it are spelled ``>999y``: what a writer's bad clock, or a
+hostile one's 1e308, would make a number hundreds of digits long."""
+
+
 def age_since(now: float, epoch: float | None) -> str:
     """The :func:`age` of a stored time; ``unreadable`` where it was no number."""
     if epoch is None:
@@ -125,15 +134,6 @@ def ago(now: float, epoch: float | None) -> str:
     if epoch - now > CLOCK_SLACK:
         return f"{age(epoch - now)} ahead of this clock"
     return f"{age(now - epoch)} ago"
-
-
-CLOCK_SLACK = 1.0
-"""Seconds a stored time may be ahead of this clock and still read as now."""
-YEAR = 365 * 86400
-AGE_UNITS = (("y", YEAR), ("d", 86400), ("h", 3600), ("m", 60))
-OLDEST_AGE = 1000 * YEAR
-"""Ages beyond it are spelled ``>999y``: what a writer's bad clock, or a
-hostile one's 1e308, would make a number hundreds of digits long."""
 
 
 def age(seconds: float) -> str:
