@@ -151,6 +151,26 @@ async def test_tables_named_in_another_case_are_lovias_and_acted_on(
     assert code == 0 and rows(path) == before and integrity(path) == "ok"
 
 
+def test_a_view_named_as_lovias_table_is_named_not_called_foreign(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A view bears lovia's table name (lovia reads it, has no rowid to read
+    it by): the one line says so, not that the file has no such table."""
+    path = scratch / "view.db"
+    write(
+        path,
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, session_id TEXT, run_id TEXT, "
+        "entries_json TEXT, meta_json TEXT, created_at REAL)",
+        "CREATE VIEW Session_Runs AS SELECT * FROM runs",
+    )
+    code, out, err = cli(capsys, "sessions", path, "--readonly")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"lovia-tui: {path}: session_runs is a view, not a table as lovia makes it "
+        "(lovia-tui reads lovia's tables by rowid); not shown\n"
+    )
+
+
 async def test_a_web_file_with_newer_chat_tables_shows_its_sessions(
     web_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
