@@ -29,6 +29,7 @@ from support.lovia_factory import integrity, rows
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_file import JOURNAL_FORMAT
 from lovia_tui.core.actions.journal_prune import prune
 from lovia_tui.core.actions.session_plans import preview_rewind
 from lovia_tui.core.store.workspace import Workspace
@@ -121,6 +122,33 @@ def test_a_garbage_journal_is_named_and_never_blocks_the_doctor(
     assert main(["rewind", str(db), "s", "--keep", "4", "--yes"]) == 2
     err = capsys.readouterr().err
     assert f"the undo journal {private_journal}: it is not a SQLite database" in err
+    assert rows(db) == before and integrity(db) == "ok"
+
+
+def test_a_journal_a_newer_lovia_tui_wrote_is_refused_whole(
+    scratch: Path, private_journal: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its entries may hold what this copy would not put back: no action
+    journals into it and no undo reads from it; the lovia file is untouched."""
+    db = scratch / "n.db"
+    asyncio.run(_build(db))
+    assert main(["rewind", str(db), "s", "--keep", "6", "--yes"]) == 0
+    with contextlib.closing(sqlite3.connect(private_journal)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (JOURNAL_FORMAT,)
+        conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT + 1}")
+    capsys.readouterr()
+    before = rows(db)
+    for argv in (
+        ["rewind", str(db), "s", "--keep", "4", "--yes"],
+        ["undo", str(db), "--yes"],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert (
+            f"the undo journal {private_journal} was written by a newer lovia-tui"
+            in err
+        )
+        assert f"(format {JOURNAL_FORMAT + 1}; this one knows {JOURNAL_FORMAT})" in err
     assert rows(db) == before and integrity(db) == "ok"
 
 

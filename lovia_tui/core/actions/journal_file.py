@@ -63,6 +63,11 @@ CREATE TABLE IF NOT EXISTS cells (
 """
 # Columns a journal written by an older lovia-tui lacks: (table, column).
 _ADDED_COLUMNS = (("entries", "subject"), ("groups", "added_json"))
+JOURNAL_FORMAT = 1
+"""The journal's format, kept as its ``PRAGMA user_version`` (0: written
+before it was kept). Bumped when an entry holds what an older lovia-tui
+would not put back (as ``added_json`` once did): a copy that finds a newer
+format refuses the journal rather than undo half of an entry."""
 
 SIZE_NOTE_MB = 256
 """Past this size (``$LOVIA_TUI_JOURNAL_NOTE_MB`` overrides it) actions and
@@ -111,12 +116,23 @@ def journal_error(path: Path, exc: sqlite3.Error | OSError) -> JournalError:
     return JournalError(f"the undo journal {path}: {cause}{hint}")
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    (found,) = conn.execute("PRAGMA user_version").fetchone()
+    if found > JOURNAL_FORMAT:
+        raise JournalError(
+            f"the undo journal {path} was written by a newer lovia-tui (format "
+            f"{found}; this one knows {JOURNAL_FORMAT}): its entries may hold what "
+            "this one cannot put back; upgrade lovia-tui, or set $LOVIA_TUI_JOURNAL "
+            "to start another journal"
+        )
+    conn.executescript(SCHEMA)
     for table, column in _ADDED_COLUMNS:
         names = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         if column not in names:
             with contextlib.suppress(sqlite3.OperationalError):  # another process won
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    if found < JOURNAL_FORMAT:
+        conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
 
 
 @contextlib.contextmanager
@@ -131,8 +147,7 @@ def connect(path: Path, own_directory: bool) -> Iterator[sqlite3.Connection]:
         raise journal_error(path, exc) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        conn.executescript(SCHEMA)
-        _migrate(conn)
+        _migrate(conn, path)
         yield conn
     except (sqlite3.Error, OSError) as exc:
         raise journal_error(path, exc) from exc
