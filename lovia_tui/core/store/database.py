@@ -32,7 +32,14 @@ from lovia_tui.core.store.connect import (
 )
 from lovia_tui.core.store.pace import Cut
 from lovia_tui.core.store.read_errors import is_damage, read_errors, sqlite_reason
-from lovia_tui.core.store.schema import CHAT_TABLES, STORE_TABLES, Stores, refusals
+from lovia_tui.core.store.schema import (
+    CHAT_TABLES,
+    LOVIA_VIEWS_SQL,
+    STORE_TABLES,
+    Stores,
+    not_lovia,
+    refusals,
+)
 from lovia_tui.core.store.table_shape import TABLES_SQL, folded
 
 T = TypeVar("T")
@@ -320,21 +327,6 @@ async def in_thread(work: Callable[..., T], *args: Any) -> T:
             await asyncio.wait([reading])
 
 
-async def _not_lovia(conn: aiosqlite.Connection) -> str:
-    """Why a file without lovia's tables is not read: a view may bear the name."""
-    views = await rows(
-        conn,
-        "SELECT lower(name) FROM sqlite_master WHERE type = 'view' "
-        "AND lower(name) IN ('session_runs', 'snapshot_heads') ORDER BY 1",
-    )
-    if views:
-        return (
-            f"{views[0][0]} is a view, not a table as lovia makes it (lovia-tui "
-            "reads lovia's tables by rowid); not shown"
-        )
-    return "not a lovia database (no session_runs or snapshot_heads table)"
-
-
 async def open_database(
     path: Path, *, readonly: bool = False, check_integrity: bool = True
 ) -> Database:
@@ -367,7 +359,8 @@ async def open_database(
         refused = refusals(tables, columns, versions)
         stores = Stores.of(set(tables), frozenset(refused))
         if not stores.any:
-            why = next(iter(refused.values()), None) or await _not_lovia(conn)
+            views = [name for (name,) in await rows(conn, LOVIA_VIEWS_SQL)]
+            why = next(iter(refused.values()), None) or not_lovia(views)
             raise OpenError(f"{path}: {why}")
         if readonly:
             mode = str((await rows(conn, "PRAGMA journal_mode"))[0][0]).lower()

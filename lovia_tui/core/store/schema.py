@@ -28,6 +28,22 @@ CHAT_COLUMNS: Mapping[str, frozenset[str]] = {
 later (``pinned``, ``parent_id``, ``origin_*``…) are read where present. A
 table of that name without them is another program's."""
 STORE_NAMES = {"session": "session", "checkpoint": "checkpoint", "chat": "web UI"}
+LOVIA_VIEWS_SQL = (
+    "SELECT lower(name) FROM sqlite_master WHERE type = 'view' "
+    "AND lower(name) IN ('session_runs', 'snapshot_heads') ORDER BY 1"
+)
+"""Views that bear the name of a lovia table (see :func:`not_lovia`)."""
+
+
+def not_lovia(views: list[str]) -> str:
+    """Why a file without lovia's tables is not read: a view may bear the name
+    (``views``: :data:`LOVIA_VIEWS_SQL`'s)."""
+    if views:
+        return (
+            f"{views[0]} is a view, not a table as lovia makes it (lovia-tui "
+            "reads lovia's tables by rowid); not shown"
+        )
+    return "not a lovia database (no session_runs or snapshot_heads table)"
 
 
 @dataclass(frozen=True)
