@@ -116,7 +116,9 @@ def journal_error(path: Path, exc: sqlite3.Error | OSError) -> JournalError:
     return JournalError(f"the undo journal {path}: {cause}{hint}")
 
 
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+def _ready(conn: sqlite3.Connection, path: Path) -> None:
+    """The journal's tables, brought up to :data:`JOURNAL_FORMAT`; a journal of
+    a newer format is refused before anything in it changes."""
     (found,) = conn.execute("PRAGMA user_version").fetchone()
     if found > JOURNAL_FORMAT:
         raise JournalError(
@@ -147,7 +149,7 @@ def connect(path: Path, own_directory: bool) -> Iterator[sqlite3.Connection]:
         raise journal_error(path, exc) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        _migrate(conn, path)
+        _ready(conn, path)
         yield conn
     except (sqlite3.Error, OSError) as exc:
         raise journal_error(path, exc) from exc

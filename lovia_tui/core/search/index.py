@@ -73,6 +73,7 @@ INSERT INTO fts(fts, rank) VALUES ('automerge', {AUTOMERGE});
 """
 
 SEGMENT, BATCH = 0, 1
+STATE_KEYS = ("seg_high", "seg_count", "turn_high", "turn_count", "next_key", "dead")
 
 
 def stored_id(value: Any) -> tuple[Any, bool]:
@@ -88,9 +89,6 @@ def stored_id(value: Any) -> tuple[Any, bool]:
 def stored_id_sql(n: int) -> str:
     """The SQL of an id bound by :func:`stored_id` as parameters ?n and ?n+1."""
     return f"CASE WHEN ?{n + 1} THEN CAST(?{n} AS TEXT) ELSE ?{n} END"
-
-
-STATE_KEYS = ("seg_high", "seg_count", "turn_high", "turn_count", "next_key", "dead")
 
 
 def identity(db_path: Path) -> tuple[str, int, int]:
