@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 from lovia_tui.core.actions.actor import serving
 from lovia_tui.core.formatting import printable
 from lovia_tui.screens.dialog_frame import dialog_head
+from lovia_tui.widgets.focus import focus_now
 
 
 @dataclass(frozen=True)
@@ -201,12 +202,11 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         if event.input.id == "typed" and any(button.disabled for button in confirm):
             self.query_one("#typed-why", Label).add_class("needed")
             return
-        # The widget after this field, not after the focus: a fast second
-        # Enter reaches this field again before the focus moves, and must
-        # land on Confirm, never one button further (Fork).
+        # The widget after this field, focused before the next key: a fast
+        # second Enter lands on Confirm, never one button further (Fork).
         chain = self.focus_chain
         if event.input in chain[:-1]:
-            chain[chain.index(event.input) + 1].focus()
+            focus_now(chain[chain.index(event.input) + 1])
 
     @on(Input.Changed, "#typed")
     def _typed(self, event: Input.Changed) -> None:
@@ -238,7 +238,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
         if reason is None and self.ask_reason and serving():
             # Every action through serve says why: ask here, the dialog kept.
             # The field has the focus before the words asking for it show.
-            self.query_one("#reason", Input).focus()
+            focus_now(self.query_one("#reason", Input))
             why = self.query_one("#reason-why", Label)
             why.update("A reason is required through serve: type it here, then Confirm")
             why.add_class("needed")

@@ -26,6 +26,7 @@ from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.screens.first_page import FirstPage
 from lovia_tui.screens.inspector_base import InspectorBase
 from lovia_tui.view.kinds import Group, Pane, seam_key
+from lovia_tui.widgets.focus import focus_now
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.runs_pane import RunsPane
 from lovia_tui.widgets.sessions_pane import SessionsPane
@@ -111,7 +112,7 @@ class InspectorScreen(InspectorBase):
             "transcript": "#transcript",
             "runs": "#runs",
         }[pane]
-        self.query_one(target).focus()
+        focus_now(self.query_one(target))
         self._show_focused_pane()
 
     def action_cycle_pane(self, step: int) -> None:

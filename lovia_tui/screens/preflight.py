@@ -25,6 +25,7 @@ from lovia_tui.core.formatting import plural, printable
 from lovia_tui.core.runs.preflight import Preflight
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.screens.dialog_frame import dialog_head
+from lovia_tui.widgets.focus import focus_now
 from lovia_tui.widgets.run_detail import dangling_panel, data_text
 
 WRONG_SESSION = (
@@ -234,9 +235,9 @@ class PreflightScreen(ModalScreen[PreflightChoice | None]):
         fields = list(self.query("Input, Select"))
         later = fields[fields.index(event.input) + 1 :] if event.input in fields else []
         go = self.query_one("#go", Button)
-        (
+        focus_now(
             later[0] if later else go if not go.disabled else self.query_one("#recheck")
-        ).focus()
+        )
 
     def _choice(self, go: bool) -> PreflightChoice:
         session_id, no_session = self.pf.session_id, False

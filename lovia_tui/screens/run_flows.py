@@ -24,6 +24,7 @@ from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.core.models import SessionKey
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
+from lovia_tui.widgets.focus import focus_now
 from lovia_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
@@ -174,8 +175,7 @@ class RunFlows:
         if self.run_console is None:
             return
         if what == "reason":
-            # At once (focus() waits behind the keys queued): they are the reason.
-            self.host.set_focus(self.run_console.query_one("#approval-reason"))
+            focus_now(self.run_console.query_one("#approval-reason"))  # keys typed next
         else:
             self.run_console.answer(what == "approve")
 

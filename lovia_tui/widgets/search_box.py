@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from lovia_tui import messages
 from lovia_tui.core.search.query import QueryError, parse_query
 from lovia_tui.view.kinds import Group
+from lovia_tui.widgets.focus import focus_now
 from lovia_tui.widgets.worker_errors import WorkerErrors
 
 if TYPE_CHECKING:
@@ -72,9 +73,7 @@ class SearchBox(WorkerErrors, Input):
         self.placeholder = "filter by id or title" if mode == "filter" else SEARCH_HINT
         self.value = value if mode == "filter" else self.query_text
         self.remove_class("hidden")
-        # At once (focus() waits behind the keys queued): the keys typed right
-        # after `s` or `/` go to the box, not to a pane as commands.
-        self.screen.set_focus(self)
+        focus_now(self)  # the keys typed right after `s` or `/` are its text
 
     def close(self) -> None:
         """Hidden and emptied; the search forgotten."""

@@ -35,6 +35,7 @@ from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.core.store import session_reads
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
+from lovia_tui.widgets.focus import focus_now
 from lovia_tui.widgets.row_list import RowList
 
 if TYPE_CHECKING:
@@ -349,7 +350,7 @@ class SessionsPane(WorkerErrors, Vertical):
     @on(Input.Submitted, "#session-filter")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.row_list.focus()
+        focus_now(self.row_list)
 
     def _show_matches(self, keys: set[SessionKey] | None) -> None:
         self.list.matches = keys
@@ -385,7 +386,7 @@ class SessionsPane(WorkerErrors, Vertical):
             box.close()
         self.list.filter_text = ""
         self._show_matches(None)
-        self.row_list.focus()
+        focus_now(self.row_list)
         self.post_message(self.Searched("", "", None))
         return True
 

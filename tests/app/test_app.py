@@ -9,6 +9,7 @@ from support.app import snapshot_app, watched_app
 from support.reliability import until
 from textual.widgets import Input
 
+from lovia_tui.app import make_app
 from lovia_tui.core.export import export_name
 from lovia_tui.pilot import settle
 from lovia_tui.screens.export_dialog import ExportScreen
@@ -214,6 +215,27 @@ async def test_the_keys_typed_in_the_burst_that_opens_the_box_are_its_text(
         assert box.value == "tokyo"
         await pilot.press("s")  # in the box, `s` is text too
         assert box.value == "tokyos"
+
+
+@pytest.mark.parametrize("to_runs", [("3",), ("tab", "tab")])
+async def test_the_keys_typed_in_the_burst_that_moves_the_focus_go_to_its_pane(
+    demo_dir, to_runs: tuple[str, ...]
+):
+    """`3` then Down Down in one burst (tmux ``send-keys 3 Down Down R``): the
+    runs cursor moves. The Downs reached the sessions list first, and `R`
+    then resumed the run at the top, not the one the user went down to."""
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        inspector = app.screen
+        sessions, runs = inspector.sessions.row_list, inspector.runs.row_list
+        before = (sessions.cursor, runs.cursor)
+        assert runs.count > runs.cursor + 2
+        for key in (*to_runs, "down", "down"):
+            app.simulate_key(key)
+        await settle(pilot)
+        assert app.focused is runs
+        assert (sessions.cursor, runs.cursor) == (before[0], before[1] + 2)
 
 
 async def test_palette_paged_in_the_same_burst_that_opens_it(snap_dir, monkeypatch):
