@@ -96,6 +96,11 @@ class RunsPane(WorkerErrors, Vertical):
     def on_mount(self) -> None:
         self.set_interval(1.0, self.tick)
 
+    def on_resize(self) -> None:
+        """Shown (one pane at a time below 100 columns) or grown: rows that
+        were off screen are on it now, unread until the cursor moved."""
+        self._read_visible()
+
     @property
     def row_list(self) -> RowList:
         return self.query_one("#runs", RowList)

@@ -164,3 +164,21 @@ async def test_an_unfinished_run_off_screen_is_named_by_the_palette(fleet):
         screen.go_to_run(far)
         await settle(pilot)
         assert screen.runs.selected.run_id == far
+
+
+async def test_rows_shown_by_opening_the_pane_at_80_columns_are_read(fleet):
+    """Below 100 columns the runs pane is hidden until `3`: its rows on screen
+    then showed "…" (unread) until the cursor moved."""
+    path, _ = fleet
+    app = make_app([path], readonly=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        pane = app.screen.runs
+        assert not pane.row_list.size.height
+        await pilot.press("3")
+        await settle(pilot)
+        rows = pane.row_list
+        top = int(rows.scroll_offset.y)
+        on_screen = range(top, min(len(pane.source), top + rows.size.height))
+        assert len(on_screen) > 3
+        assert all(pane.source.at(index) is not None for index in on_screen)
