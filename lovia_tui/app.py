@@ -189,9 +189,16 @@ class LoviaTui(App):
         if not isinstance(screen, InspectorScreen):
             return
         for command in INSPECTOR_COMMANDS:
-            if screen.check_action(command.action.split("(")[0], ()):
+            if screen.check_action(command.name, ()):
                 yield SystemCommand(
                     command.title, command.help, _runner(screen, command.action)
+                )
+            elif why := command.why_not(screen.selection):
+                # Found with where it acts ("rewind" typed in the sessions
+                # pane found nothing, as if there were no such command), but
+                # not listed before anything is typed.
+                yield SystemCommand(
+                    command.title, why, partial(screen.say_why_not, why), discover=False
                 )
         for status in [ALL_RUNS, *STATUS_FILTERS]:
             yield SystemCommand(

@@ -178,4 +178,8 @@ class InspectorBase(WorkerErrors, Screen):
         if reason:
             event.stop()
             event.prevent_default()
-            self.notify(reason, severity="warning", timeout=4)
+            self.say_why_not(reason)
+
+    def say_why_not(self, reason: str) -> None:
+        """A command asked for where it does not apply: why, in one line."""
+        self.notify(reason, severity="warning", timeout=4)

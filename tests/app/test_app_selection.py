@@ -274,6 +274,31 @@ async def test_the_palette_finds_status_and_calls_runs_what_the_list_does(demo):
         assert "· stale ·" in crashed, crashed
 
 
+async def test_the_palette_names_a_command_that_acts_elsewhere_and_where(demo_dir):
+    """ "rewind" typed in the palette from the sessions list found nothing, as if
+    there were no such command: it is listed with the pane where it acts, and
+    choosing it says so; from the transcript it rewinds."""
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with watched_app(app, (160, 40)) as (pilot, watch):
+        inspector = app.screen
+        prompts = await palette_prompts(pilot, "rewind")
+        assert any("Rewind here" in prompt for prompt in prompts), prompts
+        listed = {c.title: c for c in app.get_system_commands(inspector)}
+        here = listed["Rewind here"]
+        assert here.help == (
+            "w rewind here acts in the Transcript (2) pane: go there first"
+        )
+        assert not here.discover  # not in the list shown before anything is typed
+        await until(pilot, lambda: app.screen is inspector)
+        here.callback()
+        assert watch.notes == [("warning", here.help)]
+        await pilot.press("2", "end")
+        await settle(pilot)
+        listed = {c.title: c for c in app.get_system_commands(inspector)}
+        # Read-only: it acts in this pane, but not on this file.
+        assert listed["Rewind here"].help.startswith("Rewind here: ")
+
+
 async def test_y_copies_the_id_under_the_cursor(demo, monkeypatch):
     app = make_app(demo.files)
     copied: list[str] = []
