@@ -393,8 +393,5 @@ class InspectorScreen(InspectorBase):
             DoctorScreen(self.actions, self.run_flows, lambda: sessions.keys)
         )
 
-    def action_quit(self) -> None:
-        self.app.exit()
-
 
 __all__ = ["InspectorScreen"]

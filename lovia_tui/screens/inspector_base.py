@@ -161,6 +161,10 @@ class InspectorBase(WorkerErrors, Screen):
         """A, V, E: answer the call waiting in the console, or type a reason."""
         self.run_flows.approval(what)
 
+    def action_quit(self) -> None:
+        if self.run_flows.may_quit():
+            self.app.exit()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         command = COMMANDS.get(action)
         if command is None or not self.is_mounted:

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from lovia_tui.widgets.run_console import RunConsole
 
 NO_AGENT = "resume needs an agent: start lovia-tui with --agent MODULE:ATTR (an Agent or a factory)"
+QUIT_AGAIN = 4.0
+"""Seconds in which a second `q` quits while a run is going in the console."""
 
 
 class RunFlows:
@@ -62,6 +64,7 @@ class RunFlows:
         """The console of resumes and replays, once mounted (on first use)."""
         self._agent: AgentSpec | None = None
         self._deps: DepsSpec | None = None
+        self._quit_asked = -QUIT_AGAIN
 
     @property
     def running(self) -> bool:
@@ -186,3 +189,18 @@ class RunFlows:
         """Cancel the run going in the console."""
         if self.run_console is not None:
             self.run_console.cancel()
+
+    def may_quit(self) -> bool:
+        """`q` while a run is going in the console: the first says what quitting
+        does to the run, a second within :data:`QUIT_AGAIN` seconds quits."""
+        now = time.monotonic()
+        if not self.running or now - self._quit_asked < QUIT_AGAIN:
+            return True
+        self._quit_asked = now
+        self.host.notify(
+            "a run is going in the console: quitting stops it where it is "
+            "(lovia saves it interrupted, to resume later); q again quits, K cancels it",
+            severity="warning",
+            timeout=QUIT_AGAIN,
+        )
+        return False

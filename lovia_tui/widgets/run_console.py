@@ -155,12 +155,14 @@ class RunConsole(Vertical):
             self._line(Text(printable(f"✗ {one_line(exc)}"), style="bold red"))
         finally:
             self.control = None
-            self._answered()
-            self._flush()
-            self.query_one("#console-title", PaneTitle).show(
-                f"Console · {pf.mode} {pf.run.run_id} · {status}"
-            )
-            self.post_message(self.Finished(pf.run.run_id, status))
+        # Not when cancelled: the app is closing (`q` while a call waited for
+        # an answer) and the console's widgets are gone or going.
+        self._answered()
+        self._flush()
+        self.query_one("#console-title", PaneTitle).show(
+            f"Console · {pf.mode} {pf.run.run_id} · {status}"
+        )
+        self.post_message(self.Finished(pf.run.run_id, status))
 
     def _show(self, event: ConsoleEvent) -> None:
         style = STYLES.get(event.style, "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
@@ -170,4 +171,45 @@ async def test_the_demos_waiting_refund_is_approved_with_a_reason(demo) -> None:
         "photo of the damage",
         True,
     )
+    assert integrity(demo.web_db) == ["ok"]
+
+
+async def test_q_while_a_call_waits_says_what_it_does_then_quits(
+    web_waiting: Path, tmp_path: Path
+) -> None:
+    """`q` with the console asking: the first says the run stops where it is,
+    a second quits; lovia leaves the run interrupted, to resume again."""
+    from support.reliability import AppWatch
+
+    db = Path(shutil.copy(web_waiting, tmp_path / "desk.db"))
+    app = _app(db)
+    watch = AppWatch()
+    async with app.run_test(size=(160, 45), message_hook=watch.hook) as pilot:
+        watch.attach(app)
+        await _resume_until_asked(pilot)
+        await pilot.press("q")
+        await _until(pilot, lambda: any("q again quits" in t for _, t in watch.notes))
+        assert app.is_running
+        await pilot.press("q")
+    assert app.return_code == 0 and watch.worker_errors == []
+    assert integrity(db) == ["ok"]
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        head = conn.execute(
+            "SELECT head_json FROM snapshot_heads WHERE run_id = ?", (RUN,)
+        ).fetchone()[0]
+    conn.close()
+    assert orjson.loads(head)["status"] == "interrupted"
+
+
+async def test_a_console_closed_while_a_call_waits_ends_its_run_quietly(demo) -> None:
+    """The console's worker cancelled with the app closing (its widgets gone):
+    it used to query them, and the app ended with exit code 1."""
+    run, call = demo.approval_run, f"call_{demo.approval_run}_refund"
+    app = make_app([demo.directory], stale_after=0, agent_spec="lovia_tui.demo:agent")
+    async with app.run_test(size=(160, 45)) as pilot:
+        console = await _resume_until_asked(pilot, run, call)
+        await console.remove()
+        await _until(pilot, lambda: not console.running)  # its worker ended
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
     assert integrity(demo.web_db) == ["ok"]
