@@ -35,7 +35,6 @@ with collector_paused():
     from functools import partial
     from pathlib import Path
 
-    from rich.text import Text
     from textual.app import App, SystemCommand
     from textual.notifications import SeverityLevel
     from textual.screen import Screen
@@ -97,26 +96,28 @@ class LoviaTui(App):
         self.workspace: Workspace | None = None
         self.first_page: FirstPage | None = None
         self.open_error = ""
+        """Why the files did not open (the app then exits before it draws)."""
         self.collecting = True
         """Whether the cyclic collector ran before the app paused it."""
 
     async def on_load(self) -> None:
         """Open the files and read the first page before anything is drawn:
         the first frame is the inspector with its newest sessions."""
-        # Paused until the first frame is drawn (on_mount): what it builds
-        # lives as long as the screen, and the collector would walk it ~70
-        # times meanwhile (not frozen: a process may run many apps, tests do).
-        self.collecting = gc.isenabled()
-        gc.disable()
         try:
             self.workspace = await Workspace.open(
                 self.paths, readonly=self.readonly, skip_damaged=True
             )
         except LoviaTuiError as exc:
-            self.open_error = (
-                f"lovia-tui: {printable(exc)}"  # said on mount, once there is a screen
-            )
+            # Refused before the terminal is taken: no screen flashes, and the
+            # command line says why in its one line (``launch_app``).
+            self.open_error = printable(exc)
+            self.exit(return_code=2)
             return
+        # Paused until the first frame is drawn (on_mount): what it builds
+        # lives as long as the screen, and the collector would walk it ~70
+        # times meanwhile (not frozen: a process may run many apps, tests do).
+        self.collecting = gc.isenabled()
+        gc.disable()
         # A full collection walks every object (~40-90 ms with a long session
         # loaded) and froze the UI mid-keypress; rows and strips form no
         # cycles, so reference counting frees them and full passes can be rare.
@@ -126,9 +127,6 @@ class LoviaTui(App):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._resume_collector)
-        if self.open_error:
-            # Text: Textual prints a string message as markup.
-            self.exit(return_code=2, message=Text(self.open_error))
 
     def get_default_screen(self) -> Screen:
         if self.workspace is None:

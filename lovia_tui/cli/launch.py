@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from lovia_tui.cli.command import EXIT_OK, add_readonly, add_stale_after, fail
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.store.workspace import Workspace
 
 
 def configure_app(parser: argparse.ArgumentParser) -> None:
@@ -29,12 +27,6 @@ def configure_app(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def check_opens(args: argparse.Namespace) -> None:
-    """Fail on paths that do not open, before anything starts (nothing is created)."""
-    workspace = await Workspace.open(args.paths, readonly=args.readonly)
-    await workspace.close()
-
-
 def check_agent(args: argparse.Namespace) -> None:
     """Fail on an ``--agent`` or ``--deps`` that does not load, at launch rather
     than at the first resume (the same check ``resume`` makes)."""
@@ -50,7 +42,6 @@ def launch_app(args: argparse.Namespace) -> int:
     """Open the app; bad paths or agents fail before the screen is taken, as one line."""
     try:
         check_agent(args)
-        asyncio.run(check_opens(args))
     except LoviaTuiError as exc:
         return fail(str(exc))
     from lovia_tui.app import make_app
@@ -63,4 +54,6 @@ def launch_app(args: argparse.Namespace) -> int:
         deps_spec=args.deps,
     )
     app.run()
+    if app.open_error:  # the files are opened once, by the app, before it draws
+        return fail(app.open_error)
     return app.return_code or EXIT_OK

@@ -8,9 +8,9 @@ import getpass
 from pathlib import Path
 
 from lovia_tui.cli.command import EXIT_OK, Command, add_readonly, fail
-from lovia_tui.cli.launch import check_opens
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.formatting import printable
+from lovia_tui.core.store.workspace import Workspace
 
 LAST_PORT = 65535
 
@@ -76,6 +76,12 @@ def _serve(args: argparse.Namespace) -> int:
     asyncio.run(check_opens(args))
     server.serve()
     return EXIT_OK
+
+
+async def check_opens(args: argparse.Namespace) -> None:
+    """Fail on paths that do not open, before the server starts (nothing is created)."""
+    workspace = await Workspace.open(args.paths, readonly=args.readonly)
+    await workspace.close()
 
 
 COMMANDS = [

@@ -70,6 +70,19 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, st
     return code, out, err
 
 
+def app_command(*argv: object) -> tuple[int, str, str]:
+    """``lovia-tui PATH...`` (the app) as a user runs it, in its own process:
+    the app opens the files itself and refuses them before it draws."""
+    found = subprocess.run(
+        [sys.executable, "-m", "lovia_tui", *map(str, argv)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return found.returncode, found.stdout, found.stderr
+
+
 def assert_one_line_error(code: int, out: str, err: str, fragment: str) -> None:
     assert code == 2, (out, err)
     assert out == ""
@@ -167,19 +180,22 @@ async def test_a_file_that_cannot_open_is_one_line_everywhere(
         ["show", bad, "chat"],
         ["export", bad, "chat", "--format", "json"],
         ["sessions", web_file, bad],  # one bad file among good ones
-        [bad],  # the app: refused before it takes the screen
-        ["--readonly", bad.parent],
     ]
     for argv in commands:
         code, out, err = await asyncio.to_thread(cli, capsys, *argv)
         assert_one_line_error(code, out, err, fragment)
         assert str(bad) in err
-    # The app itself (as the tests and the screenshot script start it).
+    for argv in ([bad], ["--readonly", bad.parent]):  # refused before it draws
+        code, out, err = await asyncio.to_thread(app_command, *argv)
+        assert_one_line_error(code, out, err, fragment)
+        assert str(bad) in err
+    # The app itself (as the tests and the screenshot script start it): it
+    # ends before its first screen. run_test re-raises what reached the app.
     for readonly in (False, True):
         app = make_app([web_file, bad], readonly=readonly)
-        async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.pause()
-        assert app.return_code == 2  # run_test re-raises an exception that reached it
+        async with app.run_test(size=(100, 30)):
+            pass
+        assert app.return_code == 2 and str(bad) in app.open_error
     # Refused files stay as they were and are not switched to WAL. (A mode=ro
     # open of the truncated WAL-format file leaves SQLite's empty companions.)
     assert_untouched(bad.parent, before, ["bad.db"])
@@ -536,10 +552,13 @@ async def test_a_locked_rollback_file_is_one_line_and_the_app_recovers(
         for argv in (
             ["sessions", rollback_file],
             ["runs", "--readonly", rollback_file],
-            [rollback_file],
         ):
             code, out, err = await asyncio.to_thread(cli, capsys, *argv)
             assert_one_line_error(code, out, err, "locked")
+        app = make_app([rollback_file])  # refused before it draws: said by the CLI
+        async with app.run_test(size=(160, 40)):
+            pass
+        assert app.return_code == 2 and "locked" in app.open_error
     # Locked while the app is open (read-only keeps the rollback journal).
     app = make_app([rollback_file], readonly=True)
     async with watched_app(app, (160, 40)) as (pilot, watch):
