@@ -234,6 +234,23 @@ def fail(message: str) -> int:
     return EXIT_ERROR
 
 
+def reader_gone() -> None:
+    """The reader went away (`| head`): what is left to print goes nowhere,
+    quietly, as with Unix tools."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def printed(status: int, show: Callable[[], object]) -> int:
+    """``show`` a result whose exit status is known before its first line
+    (the doctor's findings): a reader that goes away cuts the text short, not
+    the status (`doctor | head` exits 1 when something needs attention)."""
+    try:
+        show()
+    except BrokenPipeError:
+        reader_gone()
+    return status
+
+
 def run_command(command: Command, args: argparse.Namespace) -> int:
     """Run a subcommand's body (sync or async); known errors become one line, exit 2."""
     try:
@@ -251,8 +268,7 @@ def run_command(command: Command, args: argparse.Namespace) -> int:
         fail("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (`| head`): stop quietly, as Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        reader_gone()
         return EXIT_OK
     except OSError as exc:
         # A file the command writes (export -o): a missing directory, no

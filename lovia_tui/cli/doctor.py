@@ -8,6 +8,7 @@ attention (``info`` findings aside), 1 when something does, 2 on an error.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from rich.table import Table
 from rich.text import Text
@@ -21,6 +22,7 @@ from lovia_tui.cli.command import (
     add_stale_after,
     console,
     open_workspace,
+    printed,
     progress_bar,
 )
 from lovia_tui.cli.integrity import integrity
@@ -79,8 +81,12 @@ async def _doctor(args: argparse.Namespace) -> int:
     report = await _diagnose(args)
     status = EXIT_FINDINGS if report.needs_attention else EXIT_OK
     if args.json:
-        print_json({"findings": [finding.as_dict() for finding in report.findings]})
-        return status
+        findings = {"findings": [finding.as_dict() for finding in report.findings]}
+        return printed(status, partial(print_json, findings))
+    return printed(status, partial(_print_report, report))
+
+
+def _print_report(report: Report) -> None:
     out = console()
     files = Table(
         "file",
@@ -104,7 +110,7 @@ async def _doctor(args: argparse.Namespace) -> int:
     out.print_table(files)
     if not report.findings:
         out.print("no findings: the stores are consistent", style="green")
-        return status
+        return
     table = Table(title="findings", title_justify="left", expand=True)
     table.add_column("finding", no_wrap=True)
     piped = not out.is_terminal  # ids whole, one finding per line
@@ -129,7 +135,6 @@ async def _doctor(args: argparse.Namespace) -> int:
         table.add_row(kind, subject or finding.file.name, text)
     out.print_table(table)
     out.print(summary(report.findings), markup=False)
-    return status
 
 
 COMMANDS = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from functools import partial
 
 from rich.table import Table
 
@@ -16,6 +17,7 @@ from lovia_tui.cli.command import (
     EXIT_FINDINGS,
     EXIT_OK,
     console,
+    printed,
     progress_bar,
 )
 from lovia_tui.cli.json_output import (
@@ -40,27 +42,32 @@ async def integrity(args: argparse.Namespace) -> int:
     damaged = any(not check.ok for checks in results.values() for check in checks)
     status = EXIT_FINDINGS if damaged else EXIT_OK
     if args.json:
-        print_json(
+        return printed(status, partial(print_json, _as_json(results)))
+    return printed(status, partial(_print_checks, results))
+
+
+def _as_json(results: dict[str, list[TableCheck]]) -> dict:
+    return {
+        "files": [
             {
-                "files": [
+                "file": file,
+                "ok": all(check.ok for check in checks),
+                "checks": [
                     {
-                        "file": file,
-                        "ok": all(check.ok for check in checks),
-                        "checks": [
-                            {
-                                "store": check.store,
-                                "table": check.table,
-                                "ok": check.ok,
-                                "problems": list(check.problems),
-                            }
-                            for check in checks
-                        ],
+                        "store": check.store,
+                        "table": check.table,
+                        "ok": check.ok,
+                        "problems": list(check.problems),
                     }
-                    for file, checks in results.items()
-                ]
+                    for check in checks
+                ],
             }
-        )
-        return status
+            for file, checks in results.items()
+        ]
+    }
+
+
+def _print_checks(results: dict[str, list[TableCheck]]) -> None:
     out = console()
     for file, checks in results.items():
         table = Table("store", "table", "SQLite's quick_check", title=printable(file))
@@ -85,4 +92,3 @@ async def integrity(args: argparse.Namespace) -> int:
             )
         else:
             out.print("sound: every table passed SQLite's quick_check", style="green")
-    return status

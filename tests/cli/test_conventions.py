@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.lovia_factory import append_entries, copy_files, integrity, raw
+from support.lovia_factory import (
+    append_entries,
+    copy_files,
+    integrity,
+    raw,
+    write_heads,
+)
 from support.resume import JOBS_ENV, RUN, SESSION, build_crashed
 
 from lovia_tui.cli import SUBCOMMANDS, _app_parser, command_parser, load_command
@@ -420,6 +426,24 @@ def test_text_output_to_a_reader_that_went_away_exits_0(tmp_path: Path) -> None:
     show.stdout.close()
     _, err = show.communicate(timeout=60)
     assert (show.returncode, err) == (0, b"")
+
+
+def test_the_doctor_to_a_reader_that_went_away_keeps_its_status(
+    tmp_path: Path,
+) -> None:
+    """`doctor | head`: the findings are known before the first line, so the
+    status says them (1) even when the reader goes away; it exited 0."""
+    path = tmp_path / "fleet.db"
+    asyncio.run(write_heads(path, 400, time.time()))  # ~78 KB: past a pipe's buffer
+    for output in ([], ["--json"]):
+        doctor = subprocess.Popen(
+            [sys.executable, "-m", "lovia_tui", "doctor", str(path), *output],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert doctor.stdout is not None and doctor.stdout.read(1)
+        doctor.stdout.close()
+        _, err = doctor.communicate(timeout=60)
+        assert (doctor.returncode, err) == (1, b"")
 
 
 def test_output_options_that_contradict_are_usage_errors(
