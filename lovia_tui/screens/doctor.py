@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -47,6 +47,7 @@ from lovia_tui.widgets.worker_errors import WorkerErrors
 
 PROGRESS_EVERY = 0.1
 FIXES = ("fix", "fix_instead")
+READ_ONLY = "the files are open read-only: no fix or undo can change them"
 
 
 async def _finished(worker: Worker) -> None:
@@ -233,10 +234,7 @@ class DoctorScreen(WorkerErrors, Screen):
         if finding is None or self.busy:
             return
         if self.workspace.readonly:
-            self.notify(
-                "the files are open read-only: no fix can change them",
-                severity="warning",
-            )
+            self.notify(READ_ONLY, severity="warning")
             return
         try:
             action = fix_action(finding, instead)
@@ -320,6 +318,22 @@ class DoctorScreen(WorkerErrors, Screen):
         self.dismiss()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in (*FIXES, "undo") and self.workspace.readonly:
-            return None  # hidden: the files are open read-only
+        if _writes(action) and self.workspace.readonly:
+            return None  # shown disabled: the files are open read-only
         return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A disabled fix's key says why, in one line, as the inspector's do."""
+        if self.workspace.readonly and any(
+            _writes(binding.action) and event.key in binding.key.split(",")
+            for binding in self.BINDINGS
+            if isinstance(binding, Binding)
+        ):
+            event.stop()
+            event.prevent_default()
+            self.notify(READ_ONLY, severity="warning")
+
+
+def _writes(action: str) -> bool:
+    """Whether the doctor's ``action`` (a binding's, parameters and all) changes a file."""
+    return action.split("(")[0] in (*FIXES, "undo")

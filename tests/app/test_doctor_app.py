@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from support.app import confirm, snapshot_app
+from support.app import confirm, snapshot_app, watched_app
 from support.reliability import until
 from textual.widgets import Select
 
@@ -15,7 +15,7 @@ from lovia_tui.app import make_app
 from lovia_tui.demo import DemoWorkspace
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
-from lovia_tui.screens.doctor import DoctorScreen
+from lovia_tui.screens.doctor import READ_ONLY, DoctorScreen
 from lovia_tui.screens.preflight import PreflightScreen
 
 FIX_SECONDS = 60.0
@@ -108,15 +108,19 @@ async def test_doctor_view_lists_findings_and_applies_a_fix(snap_dir, monkeypatc
 
 
 async def test_the_doctor_view_offers_no_fix_when_read_only(snap_dir, monkeypatch):
+    """Read-only: Enter, x, d, f and u open nothing and each says why (the
+    keys shown disabled said nothing)."""
     app = snapshot_app(snap_dir, monkeypatch, readonly=True)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
+    async with watched_app(app, (160, 45)) as (pilot, watch):
         screen = await open_doctor_view(pilot)
         assert ("stale-running", "run-crashed") in subjects(screen)
         assert screen.check_action("fix", ()) is None
-        await pilot.press("enter")
-        await settle(pilot)
-        assert app.screen is screen, "no dialog: nothing can be changed"
+        for key in ("enter", "x", "d", "f", "u"):
+            watch.notes.clear()
+            await pilot.press(key)
+            await settle(pilot)
+            assert app.screen is screen, "no dialog: nothing can be changed"
+            assert watch.notes == [("warning", READ_ONLY)], key
 
 
 async def test_the_doctor_list_moves_with_j_and_k_and_its_detail_names_x(demo_dir):
