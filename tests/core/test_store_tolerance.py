@@ -21,7 +21,7 @@ from support.lovia_factory import SCRIPTS, copy_db, integrity, raw, rows, write_
 from lovia_tui.cli import main
 from lovia_tui.core.actions.session_plans import preview_rewind
 from lovia_tui.core.doctor.audit import file_info
-from lovia_tui.core.errors import ActionError
+from lovia_tui.core.errors import ActionError, OpenError
 from lovia_tui.core.lovia_facts import installed
 from lovia_tui.core.store import database, segment_reads
 from lovia_tui.core.store.database import Database
@@ -292,3 +292,24 @@ async def test_an_unknown_entry_type_is_shown_as_stored(
     shown = json.loads(out)
     assert code == 0 and "citation" in json.dumps(shown)
     assert raw(path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_a_file_with_another_name_is_not_opened(tmp_path: Path) -> None:
+    """A hard link: SQLite finds a hot journal only under the name it opens,
+    so through another name a writer's unfinished transaction was read past
+    (shown as stored) and a write there corrupted the file once lovia rolled
+    that transaction back by the real name. Refused, read-only too."""
+    path = tmp_path / "real.db"
+    await write_session(path, "s", SCRIPTS[:1])
+    other = tmp_path / "other.db"
+    other.hardlink_to(path)
+    before = path.read_bytes()
+    for name in (path, other):
+        for readonly in (False, True):
+            with pytest.raises(OpenError) as caught:
+                await Workspace.open([name], readonly=readonly)
+            assert "has 2 names (hard links)" in str(caught.value)
+    assert path.read_bytes() == before  # not even switched to WAL
+    other.unlink()
+    workspace = await Workspace.open([path], readonly=True)  # one name: opened
+    await workspace.close()

@@ -111,6 +111,15 @@ def check_file(path: Path) -> FileIdentity:
         raise OpenError(f"{path}: cannot read ({exc.strerror})") from exc
     if not S_ISREG(stat.st_mode):
         raise OpenError(f"{path}: not a regular file")
+    if stat.st_nlink > 1:
+        # SQLite finds a hot journal only by the name it opens: through
+        # another name it reads past a writer's unfinished transaction, and a
+        # write there is undone over by the rollback that comes later.
+        raise OpenError(
+            f"{path} has {stat.st_nlink} names (hard links): SQLite would miss an "
+            "unfinished write made through another name (reading what was never "
+            "committed, or corrupting the file); open a copy, or remove the other names"
+        )
     if stat.st_size == 0:
         wal = wal_path(path)
         if wal.is_file() and wal.stat().st_size > 0:
