@@ -413,19 +413,24 @@ async def test_a_notification_naming_a_huge_stored_id_stays_readable(
     assert len(toast.message) < MESSAGE_CHARS + 100
 
 
+def read_one_byte_and_leave(*argv: str) -> tuple[int, bytes]:
+    """``lovia-tui ARGV | head -c1``: (exit status, stderr)."""
+    command = subprocess.Popen(
+        [sys.executable, "-m", "lovia_tui", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert command.stdout is not None and command.stdout.read(1)
+    command.stdout.close()
+    _, err = command.communicate(timeout=60)
+    return command.returncode, err
+
+
 def test_text_output_to_a_reader_that_went_away_exits_0(tmp_path: Path) -> None:
     """`show ... | head -c1`: Rich called the broken pipe exit 1, which broke
     `set -o pipefail` scripts; every output stops quietly with 0."""
     path = tmp_path / "long.db"
     asyncio.run(append_entries(path, "long", 1_500))  # ~100 KB: past a pipe's buffer
-    show = subprocess.Popen(
-        [sys.executable, "-m", "lovia_tui", "show", str(path), "long"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert show.stdout is not None and show.stdout.read(1)
-    show.stdout.close()
-    _, err = show.communicate(timeout=60)
-    assert (show.returncode, err) == (0, b"")
+    assert read_one_byte_and_leave("show", str(path), "long") == (0, b"")
 
 
 def test_the_doctor_to_a_reader_that_went_away_keeps_its_status(
@@ -436,14 +441,7 @@ def test_the_doctor_to_a_reader_that_went_away_keeps_its_status(
     path = tmp_path / "fleet.db"
     asyncio.run(write_heads(path, 400, time.time()))  # ~78 KB: past a pipe's buffer
     for output in ([], ["--json"]):
-        doctor = subprocess.Popen(
-            [sys.executable, "-m", "lovia_tui", "doctor", str(path), *output],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        assert doctor.stdout is not None and doctor.stdout.read(1)
-        doctor.stdout.close()
-        _, err = doctor.communicate(timeout=60)
-        assert (doctor.returncode, err) == (1, b"")
+        assert read_one_byte_and_leave("doctor", str(path), *output) == (1, b"")
 
 
 def test_output_options_that_contradict_are_usage_errors(
