@@ -56,7 +56,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--integrity",
         action="store_true",
-        help="run SQLite's quick_check over every table and say which store is damaged "
+        help="run SQLite's integrity_check over every table and say which store is damaged "
         "(reads every page: long on a large file)",
     )
 

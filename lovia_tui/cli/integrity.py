@@ -70,7 +70,9 @@ def _as_json(results: dict[str, list[TableCheck]]) -> dict:
 def _print_checks(results: dict[str, list[TableCheck]]) -> None:
     out = console()
     for file, checks in results.items():
-        table = Table("store", "table", "SQLite's quick_check", title=printable(file))
+        table = Table(
+            "store", "table", "SQLite's integrity_check", title=printable(file)
+        )
         table.columns[2].overflow = "fold"
         for check in checks:
             verdict = "ok" if check.ok else "\n".join(check.problems)
@@ -91,4 +93,6 @@ def _print_checks(results: dict[str, list[TableCheck]]) -> None:
                 markup=False,
             )
         else:
-            out.print("sound: every table passed SQLite's quick_check", style="green")
+            out.print(
+                "sound: every table passed SQLite's integrity_check", style="green"
+            )

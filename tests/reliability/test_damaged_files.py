@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.app import snapshot_app
-from support.damage import clobbered_page, swapped_pages
+from support.damage import clobbered_page, swapped_pages, unindexed_segment
 from support.reliability import digests
 
 from lovia_tui.cli import main
@@ -88,6 +88,20 @@ def test_doctor_integrity_names_the_damaged_store(damaged, capsys):
     bad = {check["store"] for check in report["checks"] if not check["ok"]}
     assert "session" in bad and "checkpoint" not in bad and "web" not in bad
     assert not report["ok"]
+
+
+def test_doctor_integrity_finds_a_segment_missing_from_its_index(
+    demo_dir, tmp_path, capsys
+):
+    """An index that misses a row: `quick_check` called the file sound while
+    the session showed a run less; the check is SQLite's `integrity_check`."""
+    damaged = unindexed_segment(demo_dir.web_db, tmp_path / "assistant.db")
+    code = main(["doctor", "--integrity", str(damaged), "--json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (1, "")
+    [report] = json.loads(out)["files"]
+    [session_runs] = [c for c in report["checks"] if c["table"] == "session_runs"]
+    assert not session_runs["ok"] and "idx_session_runs_sid" in str(session_runs)
 
 
 def test_doctor_integrity_on_a_file_whose_schema_does_not_read(

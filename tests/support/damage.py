@@ -49,3 +49,37 @@ def clobbered_page(source: Path, target: Path, table: str = "session_runs") -> P
         handle.seek((roots[table] - 1) * page_size + 8)
         handle.write(b"\xff\xfe" * 20)
     return target
+
+
+def unindexed_segment(source: Path, target: Path) -> Path:
+    """A copy whose session index misses one segment of ``chat-kyoto``: the
+    index pointed at another table while the row was written (damage
+    ``quick_check`` does not see, ``integrity_check`` does; a read by the
+    index then leaves that segment out)."""
+    _copy(source, target)
+    index = "idx_session_runs_sid"
+    elsewhere = f"CREATE INDEX {index} ON lovia_schema(store, version)"
+    with contextlib.closing(sqlite3.connect(target)) as conn:
+        (restored,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = ?", (index,)
+        ).fetchone()
+        conn.execute("PRAGMA writable_schema=ON")
+        conn.execute(
+            "UPDATE sqlite_master SET tbl_name = 'lovia_schema', sql = ? WHERE name = ?",
+            (elsewhere, index),
+        )
+        conn.commit()
+    with contextlib.closing(sqlite3.connect(target)) as conn:
+        conn.execute(
+            "INSERT INTO session_runs (session_id, run_id, entries_json, created_at) "
+            "VALUES ('chat-kyoto', 'unindexed', '[]', 0)"
+        )
+        conn.commit()
+    with contextlib.closing(sqlite3.connect(target)) as conn:
+        conn.execute("PRAGMA writable_schema=ON")
+        conn.execute(
+            "UPDATE sqlite_master SET tbl_name = 'session_runs', sql = ? WHERE name = ?",
+            (restored, index),
+        )
+        conn.commit()
+    return target

@@ -1,9 +1,10 @@
 """``doctor --integrity``: SQLite's own check of each store, table by table.
 
-``PRAGMA quick_check(TABLE)`` checks one table and its indexes (pages, cells,
-row order, NOT NULL): run over lovia's tables store by store, it says which
-store is damaged; one whole-file ``quick_check`` then finds pages no table
-owns. It runs on a connection of its own in a thread, a table at a time, so
+``PRAGMA integrity_check(TABLE)`` checks one table and its indexes (pages,
+cells, row order, NOT NULL, and that every index holds every row, which
+``quick_check`` skips: a row missing from lovia's session index is left out
+of its session): run over lovia's tables store by store, it says which store
+is damaged; one whole-file ``integrity_check`` then finds pages no table owns. It runs on a connection of its own in a thread, a table at a time, so
 progress can be shown and the app's event loop never waits on it. A damaged
 file is reported, never "fixed" here: no action changes a damaged file.
 """
@@ -101,14 +102,14 @@ def check_integrity(
                 progress(f"{path.name}: {table}", done / (len(tables) + 1))
             quoted = table.replace('"', '""')
             try:
-                problems = _problems(conn, f'PRAGMA quick_check("{quoted}")')
+                problems = _problems(conn, f'PRAGMA integrity_check("{quoted}")')
             except sqlite3.DatabaseError as exc:
                 problems = (str(exc),)
             checks.append(TableCheck(_store_of(table), table, problems))
         if progress:
             progress(f"{path.name}: the whole file", len(tables) / (len(tables) + 1))
         try:
-            whole = _problems(conn, "PRAGMA quick_check")
+            whole = _problems(conn, "PRAGMA integrity_check")
         except sqlite3.DatabaseError as exc:
             whole = (str(exc),)
         named = {problem for check in checks for problem in check.problems}
