@@ -188,11 +188,19 @@ def private_database(path: Path, *, own_directory: bool) -> tuple[int, int]:
 
 
 def connect_private(
-    path: Path, *, own_directory: bool, **options: Any
+    path: Path,
+    *,
+    own_directory: bool,
+    tables: frozenset[str] | None = None,
+    **options: Any,
 ) -> sqlite3.Connection:
     """A ``sqlite3`` connection to our own database ``path`` (created private
     if missing), checked by :func:`private_database` before SQLite opens it
-    and again after, before any statement. ``options`` go to ``connect``."""
+    and again after, before any statement. With ``tables``, a file holding
+    any other table (a lovia database named by mistake) is refused as it is,
+    its mode untouched. ``options`` go to ``connect``."""
+    if tables is not None:
+        _only_ours(path, tables)
     identity = private_database(path, own_directory=own_directory)
     # mode=rw: SQLite never creates the file (that was done above, without
     # following links). The last name is not resolved: a link there must show.
@@ -208,3 +216,31 @@ def connect_private(
         conn.close()
         raise
     return conn
+
+
+def _only_ours(path: Path, tables: frozenset[str]) -> None:
+    """Refuse an existing regular file at ``path`` that holds a table not in
+    ``tables`` (read through SQLite, read-only; a link is refused later)."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1 or not status.st_size:
+        return  # refused (or created) as :func:`private_database` says
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            found = {
+                name
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                    "AND name NOT LIKE 'sqlite!_%' ESCAPE '!'"
+                )
+            }
+    except sqlite3.DatabaseError:
+        return  # not SQLite: said by the first statement on it, as ever
+    if others := sorted(found - tables):
+        raise PrivateFileError(
+            f"{path} holds tables that are not lovia-tui's ({', '.join(others[:4])}): "
+            "another program's database, left as it is; not used"
+        )

@@ -191,6 +191,23 @@ def test_a_journal_with_another_name_is_refused(
     assert fingerprint(victim) == before
 
 
+def test_a_lovia_database_named_as_the_journal_is_left_as_it_is(
+    victim: Path,
+    web_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """$LOVIA_TUI_JOURNAL naming a lovia file (another, or the one acted on):
+    the journal's tables were added to it and its mode became 0600, which
+    could lock out a lovia web serving it as another user."""
+    for named in (victim, web_file):
+        monkeypatch.setenv("LOVIA_TUI_JOURNAL", str(named))
+        before = fingerprint(named)
+        err = _refused_action(web_file, capsys)
+        assert f"{named} holds tables that are not lovia-tui's" in err
+        assert fingerprint(named)[:2] == before[:2]
+
+
 @pytest.mark.parametrize("planted", ["dangling", "lovia file", "-wal", "directory"])
 def test_a_link_planted_for_the_search_index_is_refused(
     planted: str, victim: Path, web_file: Path, tmp_path: Path

@@ -61,6 +61,9 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (entry_id, position, row_no, col_no)
 );
 """
+TABLES = frozenset({"entries", "groups", "cells"})
+"""The journal's tables: a file holding another is not a journal (a lovia
+database given as ``$LOVIA_TUI_JOURNAL`` by mistake) and is left untouched."""
 # Columns a journal written by an older lovia-tui lacks: (table, column).
 _ADDED_COLUMNS = (("entries", "subject"), ("groups", "added_json"))
 JOURNAL_FORMAT = 1
@@ -144,7 +147,9 @@ def connect(path: Path, own_directory: bool) -> Iterator[sqlite3.Connection]:
     Any SQLite or OS error inside the block becomes a :class:`JournalError`.
     """
     try:
-        conn = connect_private(path, own_directory=own_directory, isolation_level=None)
+        conn = connect_private(
+            path, own_directory=own_directory, tables=TABLES, isolation_level=None
+        )
     except (sqlite3.Error, OSError) as exc:
         raise journal_error(path, exc) from exc
     try:
