@@ -129,8 +129,8 @@ class LoviaTui(App):
         self.call_after_refresh(self._resume_collector)
 
     def get_default_screen(self) -> Screen:
-        if self.workspace is None:
-            return super().get_default_screen()  # the files did not open: exiting
+        # Not asked for when the files did not open: on_load ended the app.
+        assert self.workspace is not None
         return InspectorScreen(
             self.workspace,
             stale_after=self.stale_after,

@@ -324,11 +324,7 @@ class DoctorScreen(WorkerErrors, Screen):
 
     def on_key(self, event: events.Key) -> None:
         """A disabled fix's key says why, in one line, as the inspector's do."""
-        if self.workspace.readonly and any(
-            _writes(binding.action) and event.key in binding.key.split(",")
-            for binding in self.BINDINGS
-            if isinstance(binding, Binding)
-        ):
+        if self.workspace.readonly and event.key in WRITING_KEYS:
             event.stop()
             event.prevent_default()
             self.notify(READ_ONLY, severity="warning")
@@ -337,3 +333,12 @@ class DoctorScreen(WorkerErrors, Screen):
 def _writes(action: str) -> bool:
     """Whether the doctor's ``action`` (a binding's, parameters and all) changes a file."""
     return action.split("(")[0] in (*FIXES, "undo")
+
+
+WRITING_KEYS = frozenset(
+    key
+    for binding in DoctorScreen.BINDINGS
+    if isinstance(binding, Binding) and _writes(binding.action)
+    for key in binding.key.split(",")
+)
+"""The doctor's keys that change a file (off when the files are read-only)."""
