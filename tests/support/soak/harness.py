@@ -367,22 +367,28 @@ async def act(pilot, screen, db: Path, action: str, victim: str) -> str | None:
                 and screen.selection.pane is Pane.TRANSCRIPT
             )
 
-        if not await within(pilot, loaded):
-            return "transcript never loaded"
         key = {"trim": "t", "rewind": "w", "clear": "C"}[action]
-        if action == "rewind":  # keep the first run's 4 entries (no call left dangling)
-            transcript = screen.transcript
-            position = next(
-                (n for n, i in enumerate(transcript.shown_rows)
-                 if transcript.rows[i].entry is not None and transcript.rows[i].entry.index == 4),
-                None,
-            )  # fmt: skip
-            if position is None:
-                return "no entry 4 in the transcript"
-            transcript.move_cursor(position)
-    if action != "delete":
-        await tap(pilot, key)
-    dialogs = ActionScreen | ForceScreen
+        dialogs = ActionScreen | ForceScreen
+        # bounded: a writer's append may reload the session (its entries
+        # counted again) between the look and the key: the app said "try again".
+        for _ in range(PRESSES):
+            if not await within(pilot, loaded):
+                return "transcript never loaded"
+            if (
+                action == "rewind"
+            ):  # keep the first run's 4 entries (no call left dangling)
+                transcript = screen.transcript
+                position = next(
+                    (n for n, i in enumerate(transcript.shown_rows)
+                     if transcript.rows[i].entry is not None and transcript.rows[i].entry.index == 4),
+                    None,
+                )  # fmt: skip
+                if position is None:
+                    return "no entry 4 in the transcript"
+                transcript.move_cursor(position)
+            await tap(pilot, key)
+            if await within(pilot, lambda: isinstance(app.screen, dialogs)):
+                break
     if not await within(pilot, lambda: isinstance(app.screen, dialogs)):
         return f"{key} opened no dialog ({_last_notice(app)})"
     for _ in range(RESHOWN):  # bounded: refused while the rows kept moving on
