@@ -224,16 +224,21 @@ async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opene
 
     async with collecting(CommitWatch(db), cursor) as seen:
         writer.go()
-        await writer.expect("TOOL 0")
-        await wait_until(lambda: len(seen.entries("run-k")) == 2)
+        await writer.expect("TOOL 0")  # saved for good: the tool sleeps a minute
+        [run] = await checkpoint_reads.runs(db, ["run-k"])
+        # A poll reads the heads, then the run's entries: a commit between
+        # them shows its entries first and its head on the next poll.
+        await wait_until(
+            lambda: len(seen.entries("run-k")) == 2
+            and [h.updated_at for b in seen.batches for h in b.heads][-1:]
+            == [run.updated_at]
+        )
         await writer.close()
 
-    [run] = await checkpoint_reads.runs(db, ["run-k"])
     assert run.status == "running" and set(seen.statuses("run-k")) == {"running"}
     assert [
         c.name for c in dangling_calls([e.data for e in seen.entries("run-k")])
     ] == ["pause"]
-    assert run.updated_at == [h for b in seen.batches for h in b.heads][-1].updated_at
     await wait_until(lambda: run.is_stale(time.time(), stale_after=0.3), timeout=3)
     assert (await cursor.poll()).empty  # nothing was saved after the kill
 
