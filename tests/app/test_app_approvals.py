@@ -11,12 +11,19 @@ from pathlib import Path
 
 import orjson
 import pytest
-from support.approvals import CALL, RUN, SESSION, build_waiting, integrity
-from support.lovia_factory import web_records, web_restart
+from support.app import confirm
+from support.approvals import (
+    CALL,
+    RUN,
+    SESSION,
+    approval_entries,
+    build_waiting,
+    integrity,
+)
+from support.lovia_factory import rows, web_records, web_restart
 from support.resume import session_rows
 
 from lovia_tui.app import make_app
-from lovia_tui.core.actions.journal import Journal
 from lovia_tui.pilot import settle
 from lovia_tui.screens.preflight import PreflightScreen
 from lovia_tui.widgets.key_bar import KeyBar
@@ -115,7 +122,7 @@ async def test_the_console_asks_and_the_answer_is_stored_and_journaled(
         if e.get("call_id") == CALL and e["type"] == "tool_result"
     ]
     assert result["output"] == stored
-    [entry] = await Journal().entries()
+    [entry] = await approval_entries()
     assert (entry.action, entry.reason, entry.params["approved"]) == (
         "approval",
         reason,
@@ -142,7 +149,7 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_resumable(
         await settle(pilot)
         assert [g.call.call_id for g in app.screen.pf.approvals.gated] == [CALL]
     assert session_rows(db) == []
-    assert await Journal().entries() == []
+    assert await approval_entries() == []
     assert integrity(db) == ["ok"]
 
 
@@ -151,26 +158,33 @@ async def test_the_demos_waiting_refund_is_approved_with_a_reason(demo) -> None:
     the reason, A approves; the refund is stored once and the answer is listed
     with the demo file's journal."""
     run, call = demo.approval_run, f"call_{demo.approval_run}_refund"
+    before = rows(demo.web_db)
     app = make_app([demo.directory], stale_after=0, agent_spec="lovia_tui.demo:agent")
     async with app.run_test(size=(160, 45)) as pilot:
         console = await _resume_until_asked(pilot, run, call)
         await pilot.press("E", *"photo of the damage", "enter", "A")
         await _until(pilot, lambda: not console.running)
-    [*_, (_, run_id, entries)] = [
-        row for row in session_rows(demo.web_db) if row[0] == demo.approval_session
-    ]
-    stored = [
-        e["output"]
-        for e in orjson.loads(entries)
-        if e["type"] == "tool_result" and e["call_id"] == call
-    ]
-    assert (run_id, stored) == (run, ["refunded 42 € on order A-17 💸"])
-    [entry] = await Journal().entries([demo.web_db])
-    assert (entry.action, entry.reason, entry.params["approved"]) == (
-        "approval",
-        "photo of the damage",
-        True,
-    )
+        [*_, (_, run_id, entries)] = [
+            row for row in session_rows(demo.web_db) if row[0] == demo.approval_session
+        ]
+        stored = [
+            e["output"]
+            for e in orjson.loads(entries)
+            if e["type"] == "tool_result" and e["call_id"] == call
+        ]
+        assert (run_id, stored) == (run, ["refunded 42 € on order A-17 💸"])
+        [entry] = await approval_entries(files=[demo.web_db])
+        assert (entry.action, entry.reason, entry.params["approved"]) == (
+            "approval",
+            "photo of the damage",
+            True,
+        )
+        # u undoes the resume itself: segment, checkpoint and web records.
+        await pilot.press("u")
+        await settle(pilot)
+        await confirm(pilot)
+        await settle(pilot)
+    assert rows(demo.web_db) == before
     assert integrity(demo.web_db) == ["ok"]
 
 

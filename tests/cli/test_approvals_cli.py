@@ -17,10 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 from support import approvals
-from support.approvals import CALL, RUN, SESSION, integrity
+from support.approvals import CALL, RUN, SESSION, approval_entries, integrity
 from support.resume import head_status, session_rows
-
-from lovia_tui.core.actions.journal import Journal
 
 TESTS_DIR = Path(__file__).parents[1]
 TIMEOUT = 60  # bounded
@@ -98,18 +96,21 @@ def test_scripted_flags_answer_and_are_journaled(
         reason,
     )
     assert _result(desk)["is_error"] is not approved
-    [entry] = asyncio.run(Journal().entries())
+    [entry] = asyncio.run(approval_entries())
     assert (entry.reason, entry.params["approved"]) == (reason, approved)
     listed = _lovia_tui("journal", str(desk), "--json")
-    [shown] = json.loads(listed.stdout)["entries"]
-    assert (shown["id"], shown["action"], shown["undoable"]) == (
-        entry.id,
-        "approval",
-        False,
+    shown = json.loads(listed.stdout)["entries"]
+    assert [(e["id"], e["action"], e["undoable"]) for e in shown] == [
+        (entry.id, "approval", False),
+        (entry.id - 1, "resume", True),  # its rows, journaled before it ran
+    ]
+    # A bare undo passes over the answer, which changed no rows: the resume.
+    preview = _lovia_tui("undo", str(desk))
+    assert preview.returncode == 0, preview.stderr
+    assert (
+        f"undo journal entry {entry.id - 1}: resume of run 'run-refund'"
+        in preview.stdout
     )
-    nothing = _lovia_tui("undo", str(desk))
-    assert nothing.returncode == 0  # nothing to do, as cli.md says
-    assert "nothing to undo" in nothing.stdout
     by_id = _lovia_tui("undo", str(desk), str(entry.id))
     assert "answered an approval: it changed no rows" in by_id.stderr
     assert integrity(desk) == ["ok"]
@@ -163,6 +164,6 @@ def test_on_a_terminal_it_asks_and_takes_the_typed_answer(desk: Path) -> None:
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
     assert not _result(desk)["is_error"]
-    [entry] = asyncio.run(Journal().entries())
+    [entry] = asyncio.run(approval_entries())
     assert (entry.reason, entry.params["by"]) == ("customer verified", "you")
     assert integrity(desk) == ["ok"]

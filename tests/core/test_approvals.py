@@ -19,6 +19,7 @@ from support.approvals import (
     FINAL,
     RUN,
     SESSION,
+    approval_entries,
     integrity,
 )
 from support.resume import head_status, session_rows
@@ -159,7 +160,7 @@ async def test_approving_stores_what_lovias_own_resume_stores(
     assert ours == _stored_result(theirs)
     assert ours["output"] == f"refunded {ARGUMENTS['amount']} on order A-17"
     decided = next(e for e in seen if e.kind == "approval_decided")
-    [entry] = await journal.entries()
+    [entry] = await approval_entries(journal)
     assert entry.id == decided.data["journal_entry"]
     assert (entry.action, entry.reason, entry.status) == (
         "approval",
@@ -181,7 +182,7 @@ async def test_denying_stores_lovias_denial_and_journals_the_reason(desk: Path) 
     assert seen[-1].kind == "run_completed"
     result = _stored_result(desk)
     assert result["is_error"] and result["output"] == "Tool refund was not approved."
-    [entry] = await journal.entries()
+    [entry] = await approval_entries(journal)
     assert entry.reason == "amount too high" and entry.params["approved"] is False
     assert integrity(desk) == ["ok"]
 
@@ -208,7 +209,7 @@ async def test_a_rule_answers_at_once_and_says_why(
     decided = next(e for e in seen if e.kind == "approval_decided")
     assert (decided.data["approved"], decided.data["reason"]) == (approved, reason)
     assert _stored_result(desk)["is_error"] is not approved
-    [entry] = await Journal().entries()
+    [entry] = await approval_entries()
     assert entry.reason == reason
 
 
@@ -216,7 +217,7 @@ async def test_the_agents_own_handler_answers_when_left_to_it(desk: Path) -> Non
     seen = await _resume(await _preflight(desk, "trusting_desk"), RunControl())
     assert not any(e.kind == "approval_decided" for e in seen)
     assert not _stored_result(desk)["is_error"]
-    assert await Journal().entries() == []
+    assert await approval_entries() == []
 
 
 async def test_cancel_while_waiting_leaves_the_run_interrupted_and_asking_again(
@@ -233,7 +234,7 @@ async def test_cancel_while_waiting_leaves_the_run_interrupted_and_asking_again(
     assert [g.call.call_id for g in again.approvals.gated] == [
         CALL
     ]  # no denial was stored
-    assert await Journal().entries() == []
+    assert await approval_entries() == []
 
     control = RunControl(answering="ask", journal=Journal())
     seen = await _resume(again, control, lambda e: control.approve(e.data["call_id"]))
@@ -258,7 +259,7 @@ async def test_every_call_that_asks_is_answered_in_turn(desk: Path) -> None:
         if e.kind == "approval_decided"
     ]
     assert decided == [(CALL, True), ("call_refund_2", False)]
-    entries = sorted(await Journal().entries(), key=lambda e: e.id)
+    entries = await approval_entries()
     assert [e.reason for e in entries] == ["first is fine", "one refund is enough"]
     assert seen[-1].kind == "run_completed"
     assert integrity(desk) == ["ok"]

@@ -229,9 +229,11 @@ async def test_killed_run_stays_running_then_goes_stale(tmp_path, writers, opene
         # A poll reads the heads, then the run's entries: a commit between
         # them shows its entries first and its head on the next poll.
         await wait_until(
-            lambda: len(seen.entries("run-k")) == 2
-            and [h.updated_at for b in seen.batches for h in b.heads][-1:]
-            == [run.updated_at]
+            lambda: (
+                len(seen.entries("run-k")) == 2
+                and [h.updated_at for b in seen.batches for h in b.heads][-1:]
+                == [run.updated_at]
+            )
         )
         await writer.close()
 

@@ -26,6 +26,7 @@ from support.lovia_factory import (
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.run_plans import preview_finalize
+from lovia_tui.core.actions.web_settle import UNDONE
 from lovia_tui.core.doctor.audit import diagnose
 from lovia_tui.core.formatting import PIN
 from lovia_tui.core.runs.agents import load_agent
@@ -268,13 +269,15 @@ async def test_other_layouts_say_what_a_resume_leaves(
             ws, "crashed", agent=load_agent("lovia_tui.demo:agent"), session_id="s"
         )
         assert pf.web_chat is None and not pf.delete_on_success
-        [left] = pf.afterwards
+        [left, undone] = pf.afterwards
         assert "completed checkpoint is kept" in left and "doctor reports it" in left
+        assert undone == UNDONE
         kept = await preflight(
             ws, "crashed", agent=None, session_id="s", delete_on_success=True
         )
         assert kept.afterwards == (
             "on success lovia deletes the checkpoint once the run is stored",
+            UNDONE,
         )
     finally:
         await ws.close()

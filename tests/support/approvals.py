@@ -24,6 +24,8 @@ from lovia.messages import AssistantTurn
 from lovia.testing import ScriptedProvider, call, text
 from lovia.tools import tool
 
+from lovia_tui.core.actions.journal import APPROVAL, Journal, JournalEntry
+
 SESSION = "sess-refund"
 RUN = "run-refund"
 CALL = "call_refund"
@@ -147,3 +149,12 @@ async def _child(db: Path) -> None:
 
 if __name__ == "__main__":
     asyncio.run(_child(Path(sys.argv[1])))
+
+
+async def approval_entries(
+    journal: Journal | None = None, files: list[Path] | None = None
+) -> list[JournalEntry]:
+    """The journal's answers to approvals (on ``files``), oldest first; a
+    resume's own entry, which journals its rows, is left out."""
+    entries = await (journal or Journal()).entries(files)
+    return sorted((e for e in entries if e.action == APPROVAL), key=lambda e: e.id)

@@ -30,10 +30,12 @@ FINAL = "Resumed: the export is done."
 
 @dataclass
 class Jobs:
-    """Where ``run_job`` records its calls; ``release``, when set, holds it until set."""
+    """Where ``run_job`` records its calls; ``release``, when set, holds it
+    until set (only the job named ``hold``, when given)."""
 
     log: Path
     release: asyncio.Event | None = None
+    hold: str | None = None
 
     def calls(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
@@ -49,12 +51,17 @@ def held_jobs() -> Jobs:
     return Jobs(Path(os.environ[JOBS_ENV]), release=asyncio.Event())
 
 
+def held_second() -> Jobs:
+    """Deps whose job "second" never finishes: a resume that saved a batch, then hangs."""
+    return Jobs(Path(os.environ[JOBS_ENV]), release=asyncio.Event(), hold="second")
+
+
 @tool
 async def run_job(ctx: RunContext[Jobs], job: str) -> str:
     """Run a named batch job."""
     with ctx.deps.log.open("a") as log:
         log.write(job + "\n")
-    if ctx.deps.release is not None:
+    if ctx.deps.release is not None and ctx.deps.hold in (None, job):
         await ctx.deps.release.wait()
     return f"job {job!r} finished"
 
@@ -85,6 +92,11 @@ def deploying_assistant() -> Agent:
     return make_assistant(
         [call("deploy", {"target": "prod"}, call_id="call_deploy"), text(FINAL)]
     )
+
+
+def two_jobs() -> Agent:
+    """Runs job "second" after the crashed call, then finishes."""
+    return make_assistant([call("run_job", {"job": "second"}), text(FINAL)])
 
 
 def mute() -> Agent:

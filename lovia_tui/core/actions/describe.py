@@ -266,6 +266,9 @@ _UNDO = {
 _COUNTED = {
     "entries_removed": ("entry", "entries", "removed", "restored"),
     "entries_appended": ("entry", "entries", "appended", "removed"),
+    "segments_appended": ("segment", "segments", "appended", "removed"),
+    "batches_saved": ("checkpoint batch", "checkpoint batches", "saved", "removed"),
+    "web_records_changed": ("web record", "web records", "changed", "restored"),
     "checkpoints_deleted": ("checkpoint", "checkpoints", "deleted", "restored"),
     "segments_removed": ("segment", "segments", "removed", "restored"),
     "results_trimmed": ("tool result", "tool results", "trimmed", "restored whole"),

@@ -181,6 +181,24 @@ class Journal:
         self._locks[entry_id] = lock
         return entry_id
 
+    async def adding(self, entry_id: int, position: int, name: str) -> None:
+        """Name a row a pending entry's action is about to add (a resumed run's
+        next checkpoint batch) before it is written: undoing the entry if it
+        is interrupted then takes that row out too."""
+
+        def add() -> None:
+            with self._write() as conn:
+                (added,) = conn.execute(
+                    "SELECT added_json FROM groups WHERE entry_id = ? AND position = ?",
+                    (entry_id, position),
+                ).fetchone()
+                conn.execute(
+                    "UPDATE groups SET added_json = ? WHERE entry_id = ? AND position = ?",
+                    (_json([*orjson.loads(added or "[]"), name]), entry_id, position),
+                )
+
+        await asyncio.to_thread(add)
+
     async def finish(
         self,
         entry_id: int,

@@ -53,6 +53,20 @@ def touched_rows(
     )
 
 
+def only_rows(captured: Captured, names: Iterable[str]) -> Captured:
+    """The group with only its rows of these names: what an action journals
+    when it touches a few rows of a group others write to (a resumed run's
+    segment in a session)."""
+    wanted = set(names)
+    keep = [at for at, name in enumerate(captured.identities()) if name in wanted]
+    return Captured(
+        captured.group,
+        captured.columns,
+        tuple(captured.rows[at] for at in keep),
+        tuple(captured.rowids[at] for at in keep),
+    )
+
+
 def touched_digest(captured: Captured, names: Iterable[str]) -> str:
     """The :func:`~lovia_tui.core.store.rows.digest` of :func:`touched_rows`."""
     return digest(touched_rows(captured, names))

@@ -58,20 +58,29 @@ def afterwards(
 ) -> list[str]:
     """What the run leaves behind once it ends, in words for the preflight."""
     if web_chat is not None:
-        return [
+        left = [
             "on success lovia deletes the checkpoint once the run is stored, as lovia web does",
             f"lovia web's records of chat {web_chat!r} are settled as its server settles them: "
             "the run record gets the final status; on success the chat's pointer is cleared",
         ]
-    if delete_on_success:
-        return ["on success lovia deletes the checkpoint once the run is stored"]
-    return [
-        f"the completed checkpoint is kept beside its segment in session {session_id!r}: "
-        "doctor reports it as a leftover until it is deleted (delete-run); "
-        "--delete-on-success deletes it"
-        if session_id
-        else "the completed checkpoint is kept: it is the only copy of the run"
-    ]
+    elif delete_on_success:
+        left = ["on success lovia deletes the checkpoint once the run is stored"]
+    elif session_id:
+        left = [
+            f"the completed checkpoint is kept beside its segment in session {session_id!r}: "
+            "doctor reports it as a leftover until it is deleted (delete-run); "
+            "--delete-on-success deletes it"
+        ]
+    else:
+        left = ["the completed checkpoint is kept: it is the only copy of the run"]
+    return [*left, UNDONE]
+
+
+UNDONE = (
+    "journaled: undo takes out what the run adds and puts back its checkpoint"
+    " and records as they are now; not what its tool calls do"
+)
+"""How a resume or replay is undone (core.runs.run_journal)."""
 
 
 async def chat_store(file: Path) -> Any:

@@ -42,6 +42,7 @@ from lovia_tui.core.runs.console import (
     usage_event,
 )
 from lovia_tui.core.runs.preflight import Mode, Preflight
+from lovia_tui.core.runs.run_journal import RunJournal
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.database import open_database
 
@@ -174,37 +175,51 @@ async def _run(
         else placeholder_agent(pf.run.agent_name)
     )
     reasons = approval_reasons(agent)
-    if pf.web_chat is not None:
-        await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)
-    handle = Runner.stream(
-        agent,
-        [],
-        deps=pf.deps.build() if pf.deps is not None else None,
-        max_turns=pf.max_turns,
-        session=SQLiteSession(pf.session_file, wal=True) if pf.session_file else None,
-        session_id=pf.session_id,
-        checkpoint=CheckpointOptions(
-            SQLiteCheckpointer(pf.checkpoint_file, wal=True),
-            pf.run.run_id,
-            if_run_exists="resume_only",
-            delete_on_success=pf.delete_on_success,
-        ),
+    journaled = (
+        None if control.journal is None else await RunJournal.begin(control.journal, pf)
     )
-    queue: asyncio.Queue[ConsoleEvent | None] = asyncio.Queue()
-    with LogCapture(queue.put_nowait) as capture:
-        context = contextvars.copy_context()
-        context.run(capture.mark_context)
-        pump = asyncio.get_running_loop().create_task(
-            _pump(handle, pf, control, queue.put_nowait, reasons), context=context
+    try:  # the entry is locked from its start: let go however the run ends
+        if pf.web_chat is not None:
+            await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)
+        checkpointer = (
+            SQLiteCheckpointer(pf.checkpoint_file, wal=True)
+            if journaled is None
+            else journaled.checkpointer(pf.checkpoint_file)
         )
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-            await pump
-        finally:
-            if not pump.done():
-                pump.cancel()
-                await asyncio.gather(pump, return_exceptions=True)
+        session = SQLiteSession(pf.session_file, wal=True) if pf.session_file else None
+        handle = Runner.stream(
+            agent,
+            [],
+            deps=pf.deps.build() if pf.deps is not None else None,
+            max_turns=pf.max_turns,
+            session=session,
+            session_id=pf.session_id,
+            checkpoint=CheckpointOptions(
+                checkpointer,
+                pf.run.run_id,
+                if_run_exists="resume_only",
+                delete_on_success=pf.delete_on_success,
+            ),
+        )
+        queue: asyncio.Queue[ConsoleEvent | None] = asyncio.Queue()
+        with LogCapture(queue.put_nowait) as capture:
+            context = contextvars.copy_context()
+            context.run(capture.mark_context)
+            pump = asyncio.get_running_loop().create_task(
+                _pump(handle, pf, control, queue.put_nowait, reasons, journaled),
+                context=context,
+            )
+            try:
+                while (event := await queue.get()) is not None:
+                    yield event
+                await pump
+            finally:
+                if not pump.done():
+                    pump.cancel()
+                    await asyncio.gather(pump, return_exceptions=True)
+    finally:
+        if journaled is not None:
+            journaled.release()
 
 
 async def _pump(
@@ -213,11 +228,13 @@ async def _pump(
     control: RunControl,
     put: Callable[[ConsoleEvent | None], None],
     reasons: Mapping[str, str],
+    journaled: RunJournal | None,
 ) -> None:
     """Drive lovia's stream to its end, translating every event; runs in its own task.
 
     The usage and terminal records are held back to the very end, so that
-    lovia's closing log lines come before them and the terminal one is last.
+    lovia's closing log lines come before them and the terminal one is last;
+    the journal records what the run left once lovia web's records are settled.
     """
     control._attach(handle)
     ending: list[ConsoleEvent] = []
@@ -254,6 +271,8 @@ async def _pump(
         control._detach()
         if pf.web_chat is not None:
             put(await _settle(pf, completed_usage, last_input_tokens))
+        if journaled is not None:
+            put(await _journal_finish(journaled))
         for record in ending:
             put(record)
         put(None)
@@ -352,6 +371,18 @@ async def _settle(
         return ConsoleEvent(
             "log", f"could not settle lovia web's records: {one_line(exc)}", "warning"
         )
+
+
+async def _journal_finish(journaled: RunJournal) -> ConsoleEvent:
+    """Record what the run left; the entry stays unfinished (undone as such)
+    when that fails: a warning line, the run itself is over."""
+    try:
+        text = await journaled.finish()
+    except Exception as exc:
+        return ConsoleEvent(
+            "log", f"could not journal what the run left: {one_line(exc)}", "warning"
+        )
+    return ConsoleEvent("log", text, "muted", {"journal_id": journaled.entry_id})
 
 
 async def _head_after(pf: Preflight) -> RunInfo | None:

@@ -1,0 +1,167 @@
+"""A resume or replay journaled like any action, so that undo puts the files back.
+
+A run continued through lovia changes rows over minutes, not under one
+lock: its checkpoint (new batches, its head, deleted on success), its
+session (its segment appended) and lovia web's records of it. Before lovia
+starts, those rows are journaled as they are. Each batch lovia is about to
+save is named in the entry before lovia writes it, so undoing a run that was
+killed part-way takes out exactly the batches it saved. When the run ends,
+what it left is recorded, as for any action. Only the run's own rows are
+journaled: another writer's segments in the same session are never touched
+by the undo.
+
+lovia numbers a run's batches ``MAX(seq) + 1`` in the transaction that
+writes them (``SQLiteCheckpointer._append_sync``), and nothing else writes a
+run that is resumed: the next batch is the one after the last journaled.
+``tests/core/test_run_journal.py`` fails if lovia numbers them otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lovia_tui.core.actions.describe import counts_text
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.row_undo import only_rows
+from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
+
+if TYPE_CHECKING:
+    from lovia import SQLiteCheckpointer
+
+    from lovia_tui.core.runs.preflight import Preflight
+
+
+def _run_groups(pf: Preflight) -> list[RowGroup]:
+    """The rows a resume or replay may change: the first is its session's."""
+    run_id, file = pf.run.run_id, pf.checkpoint_file
+    groups = [
+        RowGroup(file, "snapshot_heads", run_id),
+        RowGroup(file, "snapshot_turns", run_id),
+    ]
+    if pf.web_chat is not None:
+        groups += [
+            RowGroup(file, "chat_runs", run_id),
+            RowGroup(file, "chat_sessions", pf.web_chat),
+        ]
+    if pf.session_file is not None and pf.session_id is not None:
+        groups.insert(0, RowGroup(pf.session_file, "session_runs", pf.session_id))
+    return groups
+
+
+@dataclass
+class RunJournal:
+    """The journal entry of one resume or replay while it runs."""
+
+    journal: Journal
+    entry_id: int
+    before: list[Captured]
+    adding: list[list[str]]
+    """Per group, the rows the run adds: its segment, then each batch it saves."""
+    turns_at: int
+    """Which group holds the run's batches."""
+    next_seq: int
+
+    @classmethod
+    async def begin(cls, journal: Journal, pf: Preflight) -> RunJournal:
+        """Journal the run's rows as they are now (raises JournalError when the
+        journal cannot be written: then the run does not start)."""
+        groups = _run_groups(pf)
+        captured = await asyncio.to_thread(capture_now, groups)
+        segment = identity("text", pf.run.run_id.encode())
+        before, adding = [], []
+        for rows in captured:
+            if rows.group.table == "session_runs":
+                rows = only_rows(rows, [segment])  # the session's other runs stay out
+                adding.append([] if rows.rows else [segment])
+            else:
+                adding.append([])
+            before.append(rows)
+        turns_at = next(
+            at for at, r in enumerate(before) if r.group.table == "snapshot_turns"
+        )
+        seqs = before[turns_at].column("seq") if before[turns_at].rows else []
+        run = pf.run.run_id
+        entry_id = await journal.begin(
+            pf.mode,
+            {"run_id": run, "session_id": pf.session_id, "file": str(pf.checkpoint_file),
+             "delete_on_success": pf.delete_on_success},
+            None, before, subject=f"run {run!r}", adds=[tuple(a) for a in adding],
+        )  # fmt: skip
+        next_seq = max(seqs, default=-1) + 1
+        return cls(journal, entry_id, before, adding, turns_at, next_seq)
+
+    async def before_batch(self) -> None:
+        """Name the batch lovia is about to save, before it is written."""
+        name = identity("integer", self.next_seq)
+        await self.journal.adding(self.entry_id, self.turns_at, name)
+        self.adding[self.turns_at].append(name)
+        self.next_seq += 1
+
+    def checkpointer(self, file: Path) -> SQLiteCheckpointer:
+        """lovia's checkpointer on ``file``, naming each batch in the entry first."""
+        from lovia import SQLiteCheckpointer
+
+        run_journal = self
+
+        class Journaled(SQLiteCheckpointer):
+            async def append(self, run_id: str, entries: Any, head: Any) -> None:
+                if entries:
+                    await run_journal.before_batch()
+                await super().append(run_id, entries, head)
+
+        return Journaled(file, wal=True)
+
+    async def finish(self) -> str:
+        """Record what the run left; says how undo puts it back."""
+        now = await asyncio.to_thread(capture_now, [r.group for r in self.before])
+        after = [
+            only_rows(rows, [*was.identities(), *added])
+            for rows, was, added in zip(now, self.before, self.adding, strict=True)
+        ]
+        if all(
+            now.rows == was.rows for now, was in zip(after, self.before, strict=True)
+        ):
+            # Nothing to undo: a bare undo then passes over it to the action before.
+            note = "the run changed no rows"
+            await self.journal.finish(self.entry_id, "rolled back", {}, note)
+            return f"journal entry {self.entry_id}: {note}"
+        counts = _counts(self.before, after, self.adding)
+        changes = list(zip(self.before, after, strict=True))
+        await self.journal.finish(self.entry_id, "done", counts, None, changes)
+        return (
+            f"journal entry {self.entry_id}: undo puts back what this run changed "
+            f"({counts_text(counts, undone=True)})"
+        )
+
+    def release(self) -> None:
+        """Let go of the entry's lock whatever happened (idempotent)."""
+        self.journal.release(self.entry_id)
+
+
+def _counts(
+    before: list[Captured], after: list[Captured], adding: list[list[str]]
+) -> dict[str, int]:
+    counts = dict.fromkeys(
+        (
+            "segments_appended",
+            "batches_saved",
+            "checkpoints_deleted",
+            "web_records_changed",
+        ),
+        0,
+    )
+    for was, now, added in zip(before, after, adding, strict=True):
+        table, present = was.group.table, set(now.identities())
+        new = sum(name in present for name in added)
+        if table == "session_runs":
+            counts["segments_appended"] += new
+        elif table == "snapshot_turns":
+            counts["batches_saved"] += new
+        elif table == "snapshot_heads":
+            counts["checkpoints_deleted"] += bool(was.rows) and not now.rows
+        elif was.rows != now.rows:
+            counts["web_records_changed"] += 1
+    return counts

@@ -1,0 +1,192 @@
+"""A resume or replay is journaled: undo puts its rows back exactly, even after a SIGKILL.
+
+The files are compared whole (every row of every table, as SQLite quotes
+it) before the run and after its undo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from lovia import Runner, SQLiteSession
+from lovia.testing import text
+from support.lovia_factory import integrity, rows
+from support.resume import (
+    JOBS_ENV,
+    RUN,
+    SESSION,
+    Jobs,
+    build_crashed,
+    copy_workspace,
+    head_status,
+    make_assistant,
+    session_rows,
+)
+
+from lovia_tui.cli import main
+from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_undo import undo
+from lovia_tui.core.runs.agents import DepsSpec, load_agent
+from lovia_tui.core.runs.preflight import preflight, preflight_replay
+from lovia_tui.core.runs.resume import RunControl, replay, resume
+from lovia_tui.core.store.workspace import Workspace
+
+TESTS_DIR = Path(__file__).parents[1]
+TIMEOUT = 60  # bounded: a run that hangs fails the test instead
+
+
+@pytest.fixture(scope="module")
+def crashed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("crashed-journal") / "ws"
+    build_crashed(directory)
+    return directory
+
+
+@pytest.fixture
+def ws_dir(crashed_template: Path, tmp_path: Path) -> Path:
+    return copy_workspace(crashed_template, tmp_path / "ws")
+
+
+def _dump(ws_dir: Path) -> dict[str, dict[str, list[tuple[str, ...]]]]:
+    """Every row of both files, exactly; each file checked sound first."""
+    files = ("sessions.db", "runs.db")
+    assert [integrity(ws_dir / name) for name in files] == ["ok", "ok"]
+    return {name: rows(ws_dir / name) for name in files}
+
+
+async def _resume(ws_dir: Path, **options) -> list:
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight(
+            ws, RUN, agent=load_agent("support.resume:assistant"),
+            session_id=SESSION, stale_after=0, **options,
+        )  # fmt: skip
+    finally:
+        await ws.close()
+    assert pf.ok, pf.problems
+    async with asyncio.timeout(TIMEOUT):
+        return [e async for e in resume(pf, RunControl(journal=Journal()))]
+
+
+def _files(ws_dir: Path) -> list[Path]:
+    return [ws_dir / "sessions.db", ws_dir / "runs.db"]
+
+
+async def test_undo_of_a_resume_puts_every_row_back_and_keeps_later_runs(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    before = _dump(ws_dir)
+    seen = await _resume(
+        ws_dir,
+        deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")),
+        delete_on_success=True,
+    )
+    assert seen[-1].kind == "run_completed"
+    [note] = [e for e in seen if "journal_id" in e.data]
+    assert "1 segment removed" in note.text and "1 checkpoint restored" in note.text
+    assert head_status(ws_dir / "runs.db", RUN) is None  # deleted on success
+    # Another writer's run in the same session, after the resume.
+    await Runner.run(
+        make_assistant([text("Later.")]), "And now?",
+        session=SQLiteSession(ws_dir / "sessions.db", wal=True), session_id=SESSION,
+    )  # fmt: skip
+    later = session_rows(ws_dir / "sessions.db")[-1]
+
+    result = await undo(Journal(), note.data["journal_id"], _files(ws_dir))
+
+    assert result.rows_removed == 1  # the resumed run's segment
+    after = _dump(ws_dir)
+    segments = after["sessions.db"].pop("session_runs")
+    assert segments[:-1] == before["sessions.db"].pop("session_runs")
+    assert session_rows(ws_dir / "sessions.db")[-1] == later  # kept
+    assert after == before
+
+
+async def test_replay_of_a_lost_append_is_undone_too(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
+    with sqlite3.connect(ws_dir / "sessions.db") as conn:  # the append was lost
+        conn.execute("DELETE FROM session_runs WHERE run_id = ?", (RUN,))
+    conn.close()
+    before = _dump(ws_dir)
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight_replay(ws, RUN, session_id=SESSION)
+    finally:
+        await ws.close()
+    async with asyncio.timeout(TIMEOUT):
+        seen = [e async for e in replay(pf, RunControl(journal=Journal()))]
+    [note] = [e for e in seen if "journal_id" in e.data]
+    assert RUN in [row[1] for row in session_rows(ws_dir / "sessions.db")]
+
+    await undo(Journal(), note.data["journal_id"], _files(ws_dir))
+
+    assert _dump(ws_dir) == before
+
+
+def test_a_resume_killed_part_way_is_undone_with_the_batches_it_saved(
+    ws_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lovia-tui SIGKILLed while the resumed run waits in its second job: the
+    batches lovia saved until then were named in the journal before each
+    was written (lovia numbers them ``MAX(seq) + 1``: this fails if it stops)."""
+    jobs = tmp_path / "jobs.log"
+    before = _dump(ws_dir)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lovia_tui", "resume", str(ws_dir), RUN,
+         "--agent", "support.resume:two_jobs", "--deps", "support.resume:held_second",
+         "--session", SESSION, "--stale-after", "0", "--yes", "--json"],
+        cwd=TESTS_DIR, env={**os.environ, JOBS_ENV: str(jobs), "PYTHONPATH": ""},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while "second" not in (jobs.read_text() if jobs.exists() else ""):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, (
+                "the resume never reached its second job"
+            )
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(TIMEOUT)
+    killed = _dump(ws_dir)
+    assert len(killed["runs.db"]["snapshot_turns"]) > len(
+        before["runs.db"]["snapshot_turns"]
+    )
+
+    assert main(["undo", str(ws_dir), "--yes"]) == 0
+
+    assert _dump(ws_dir) == before
+
+
+async def test_a_replay_that_changes_nothing_is_passed_over_by_undo(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """A replay of a run stored already (its segment exists, its checkpoint is
+    kept): lovia writes nothing, and a bare undo means the resume before it."""
+    seen = await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
+    [resumed] = [e.data["journal_id"] for e in seen if "journal_id" in e.data]
+    before = _dump(ws_dir)
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight_replay(ws, RUN, session_id=SESSION)
+    finally:
+        await ws.close()
+    async with asyncio.timeout(TIMEOUT):
+        seen = [e async for e in replay(pf, RunControl(journal=Journal()))]
+
+    assert _dump(ws_dir) == before
+    [note] = [e for e in seen if "journal_id" in e.data]
+    assert note.text.endswith("the run changed no rows")
+    assert (await Journal().last_undoable(_files(ws_dir))).id == resumed
