@@ -115,10 +115,9 @@ def describe(pf: Preflight) -> RenderableType:
         )
     if pf.already_in_session:
         table.add_row("", "already stored in that session: the append is a no-op")
-    for line in pf.afterwards:
-        table.add_row("afterwards", data_text(line))
     parts: list[RenderableType] = [table, Text("")]
-    # What blocks or asks comes before the calls, which can fill the dialog.
+    # What blocks or asks comes first after the facts: what the run leaves
+    # and the calls, which can fill the dialog, come after it.
     for problem in pf.problems:
         parts.append(data_text(f"✗ {in_the_app(problem)}", "bold red"))
     for gated in pf.approvals.gated:
@@ -132,6 +131,12 @@ def describe(pf: Preflight) -> RenderableType:
         )
     for warning in pf.warnings:
         parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
+    left = Table.grid(padding=(0, 1))
+    left.add_column(style="bold", no_wrap=True)
+    left.add_column()
+    for line in pf.afterwards:
+        left.add_row("afterwards", data_text(line))
+    parts += [Text(""), left]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))
     return Group(*parts)
