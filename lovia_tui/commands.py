@@ -64,6 +64,16 @@ class CommandDef:
     priority, so it runs as its key arrives, before the keys behind it go to
     the view that had the focus (as commands); never while a text box has
     the focus, where its key is text."""
+    moves_focus: bool = False
+    """It moves the focus to a pane: its binding has priority too, so that
+    the keys typed right behind it (``3 R``) reach that pane. Otherwise they
+    are already on their way through the old one, whose "go there first"
+    answers them before the focus moves."""
+
+    @property
+    def priority(self) -> bool:
+        """Whether its binding runs as its key arrives (see the two above)."""
+        return self.typed_after or self.moves_focus
 
     @property
     def name(self) -> str:
@@ -99,11 +109,11 @@ class CommandDef:
 
 INSPECTOR_COMMANDS: list[CommandDef] = [
     # Moving between panes.
-    CommandDef("cycle_pane(1)", "tab", "Next pane", "Move to the next pane (one pane at a time when narrow)", show=False),
-    CommandDef("cycle_pane(-1)", "shift+tab", "Previous pane", "Move to the previous pane", show=False),
-    CommandDef("focus_pane('sessions')", "1", "Sessions", "Focus the sessions list", show=False),
-    CommandDef("focus_pane('transcript')", "2", "Transcript", "Focus the transcript", show=False),
-    CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False),
+    CommandDef("cycle_pane(1)", "tab", "Next pane", "Move to the next pane (one pane at a time when narrow)", show=False, moves_focus=True),
+    CommandDef("cycle_pane(-1)", "shift+tab", "Previous pane", "Move to the previous pane", show=False, moves_focus=True),
+    CommandDef("focus_pane('sessions')", "1", "Sessions", "Focus the sessions list", show=False, moves_focus=True),
+    CommandDef("focus_pane('transcript')", "2", "Transcript", "Focus the transcript", show=False, moves_focus=True),
+    CommandDef("focus_pane('runs')", "3", "Runs", "Focus the runs list", show=False, moves_focus=True),
     CommandDef("back", "escape", "Back", "Close the filter, cancel a search, or go back a pane", show=False),
     # What a pane's selection is acted on by: first, so the key bar shows them first.
     CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type (from any pane)", footer=(SESSIONS,), typed_after=True),
@@ -162,7 +172,7 @@ def bindings(commands: list[CommandDef]) -> list[BindingType]:
             show=c.show,
             tooltip=c.help,
             id=c.action,
-            priority=c.typed_after,
+            priority=c.priority,
         )
         for c in commands
     ]

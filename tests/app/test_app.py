@@ -14,6 +14,7 @@ from lovia_tui.core.export import export_name
 from lovia_tui.pilot import settle
 from lovia_tui.screens.export_dialog import ExportScreen
 from lovia_tui.screens.help import HelpScreen
+from lovia_tui.view.kinds import Pane
 from lovia_tui.widgets.key_bar import KeyBar
 from lovia_tui.widgets.run_detail import RunDetail
 
@@ -221,9 +222,11 @@ async def test_the_keys_typed_in_the_burst_that_opens_the_box_are_its_text(
 async def test_the_keys_typed_in_the_burst_that_moves_the_focus_go_to_its_pane(
     demo_dir, to_runs: tuple[str, ...]
 ):
-    """`3` then Down Down in one burst (tmux ``send-keys 3 Down Down R``): the
-    runs cursor moves. The Downs reached the sessions list first, and `R`
-    then resumed the run at the top, not the one the user went down to."""
+    """`3` then Down Down J in one burst (tmux ``send-keys 3 Down Down R``):
+    the runs cursor moves and J acts on that run. The Downs reached the
+    sessions list first, and `R` then resumed the run at the top, not the
+    one the user went down to; later, `R` was answered "acts in the Runs (3)
+    pane: go there first" by the pane the keys were passing through."""
     app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
@@ -236,6 +239,12 @@ async def test_the_keys_typed_in_the_burst_that_moves_the_focus_go_to_its_pane(
         await settle(pilot)
         assert app.focused is runs
         assert (sessions.cursor, runs.cursor) == (before[0], before[1] + 2)
+        await pilot.press("1")
+        for key in ("3", "J"):  # J: show the run under the cursor in its session
+            app.simulate_key(key)
+        await settle(pilot)
+        assert [n.message for n in app._notifications if "go there" in n.message] == []
+        assert inspector.focused_pane is Pane.TRANSCRIPT
 
 
 async def test_palette_paged_in_the_same_burst_that_opens_it(snap_dir, monkeypatch):
