@@ -10,6 +10,7 @@ from lovia import SQLiteSession
 from support.lovia_factory import copy_db
 
 from lovia_tui.core.actions.describe import describe
+from lovia_tui.core.actions.run_plans import preview_delete_runs
 from lovia_tui.core.actions.session_plans import preview_rewind, preview_trim
 from lovia_tui.core.store.workspace import Workspace
 
@@ -48,3 +49,23 @@ async def test_a_trim_preview_says_the_journal_keeps_what_lovia_loses(
     assert "lost for good" not in text and "gone for the agent" in text
     assert "only lovia-tui's journal keeps the full text" in text
     assert lines[-1].startswith("undo restores the full tool outputs byte for byte")
+
+
+async def test_checkpoints_in_several_files_are_each_named_with_theirs(
+    two_files: tuple[Path, Path], scratch: Path
+) -> None:
+    """The same run id in two files (a run id that is also a directory in the
+    working directory opens that too): each line says which file it is in."""
+    copies = []
+    for name in ("a", "b"):
+        (scratch / name).mkdir()
+        copies.append(copy_db(two_files[1], scratch / name / "runs.db"))
+    ws = await Workspace.open(copies)
+    try:
+        lines = describe(await preview_delete_runs(ws, ["crashed"], force=True))
+    finally:
+        await ws.close()
+    named = [line for line in lines if line.startswith("delete checkpoint crashed")]
+    assert [line.split(" (")[0] for line in named] == [
+        f"delete checkpoint crashed in {copy}" for copy in copies
+    ]

@@ -6,7 +6,7 @@ Each line is plain text; the first is the headline. Lines starting with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from lovia_tui.core.actions.fork import ForkPreview, describe_fork
 from lovia_tui.core.actions.previews import (
@@ -28,11 +28,15 @@ _SOURCES = {
 }
 
 
-def _checkpoints(checkpoints: Iterable[CheckpointDeletion]) -> list[str]:
+def _checkpoints(checkpoints: Sequence[CheckpointDeletion]) -> list[str]:
+    """A line per checkpoint; each names its file when they are in several
+    (a run id that is also a path in the working directory opens more)."""
     lines = []
+    several = len({c.file for c in checkpoints}) > 1
     for c in checkpoints:
         state = f"stale: {c.stale_reason}" if c.stale_reason else c.status
-        line = f"delete checkpoint {c.run_id} ({state}, {plural(c.entries, 'entry', 'entries')}): {c.reason}"
+        where = f" in {c.file}" if several else ""
+        line = f"delete checkpoint {c.run_id}{where} ({state}, {plural(c.entries, 'entry', 'entries')}): {c.reason}"
         if c.web_pointer:
             line += f"; web chat {c.web_pointer!r} stops pointing at it"
         if c.live:
