@@ -212,8 +212,9 @@ async def test_the_reported_sequence_on_a_fresh_demo(attempt, demo_dir, tmp_path
         await settle(pilot)
         _commit_elsewhere(db)
         assert app.return_code in (None, 0)
-    [entry] = await Journal().entries(None, 5)
-    assert (entry.action, entry.status) == ("rewind", "done"), entry
+    rewound, resumed = await Journal().entries(None, 5)
+    assert (rewound.action, rewound.status) == ("rewind", "done"), rewound
+    assert (resumed.action, resumed.status) == ("resume", "done"), resumed
     for name in ("assistant.db", "sessions.db", "runs.db"):
         assert integrity(tmp_path / name) == "ok", name
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
