@@ -119,10 +119,8 @@ async def _sessions(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     if more:
-        console(stderr=True).print(
-            f"the newest {plural(args.limit, 'session')} only; more exist "
-            "(--limit N shows more)",
-            style="dim",
+        note(
+            f"the newest {plural(args.limit, 'session')} only; more exist (--limit N shows more)"
         )
     from lovia_tui.cli.data_console import DataTable
 
@@ -133,7 +131,7 @@ async def _sessions(args: argparse.Namespace) -> int:
             f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
             timestamp(s.last_activity, UNREADABLE_SHOWN),
-            s.file.name,
+            str(s.file),
         )
     console().print_table(table)
     return EXIT_OK

@@ -183,7 +183,7 @@ async def opened_session(
     try:
         db = await ws.find_session(session_id)
         if db is None:
-            raise LoviaTuiError(f"no session {session_id!r} in the given files")
+            raise LoviaTuiError(f"no session {session_id!r} in the open files")
         yield ws, db, session_id
     finally:
         await ws.close()

@@ -23,7 +23,7 @@ from lovia_tui.cli.json_output import (
     print_json_lines,
 )
 from lovia_tui.cli.option_types import count, since_time
-from lovia_tui.core.formatting import age_since
+from lovia_tui.core.formatting import age_since, plural
 from lovia_tui.core.models import RunInfo, SessionLink
 from lovia_tui.core.run_status import STATUS_FILTERS, stale_reason
 from lovia_tui.core.store.database import Database
@@ -151,7 +151,7 @@ async def _runs(args: argparse.Namespace) -> int:
             await print_json_lazy({"runs": stream_records(ws, wanted, args.limit)})
             return EXIT_OK
         shown = args.limit or TABLE_ROWS
-        found = stream_records(ws, wanted, args.limit or TABLE_ROWS + 1)
+        found = stream_records(ws, wanted, shown + 1)  # one past: whether more exist
         records = [record async for record in found]
     finally:
         await ws.close()
@@ -179,8 +179,8 @@ async def _runs(args: argparse.Namespace) -> int:
     console().print_table(table)
     if len(records) > shown:
         note(
-            f"the {shown:,} most recently saved runs shown; the rest: "
-            "--limit N, --status, --since, or --json"
+            f"the newest {plural(shown, 'run')} only; more exist "
+            "(--limit N, --status, --since or --json show more)"
         )
     return EXIT_OK
 

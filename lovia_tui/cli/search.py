@@ -166,14 +166,16 @@ def _print_results(summary: dict[str, Any]) -> None:
     from lovia_tui.cli.command import console
     from lovia_tui.core.formatting import printable
 
-    table = Table("session", "hits", "run", "entry", "snippet")
-    for column in table.columns[:3]:
+    table = Table("session", "hits", "run", "entry", "snippet", "file")
+    for column in (*table.columns[:3], table.columns[5]):
         column.overflow, column.no_wrap = "fold", False
     for r in summary["results"]:
         session = r["session_id"] or "unlinked"
         if r["in_flight"]:
             session += " (in flight)"
-        cells = (session, str(r["hits"]), r["run_id"], _entry(r), r["snippet"])
+        cells = (
+            session, str(r["hits"]), r["run_id"], _entry(r), r["snippet"], r["file"]
+        )  # fmt: skip
         table.add_row(*(Text(printable(cell)) for cell in cells))
     out = console()
     out.print_table(table)

@@ -220,7 +220,10 @@ def test_the_runs_table_shows_the_newest_and_says_there_are_more(
     [newest, older] = cli_json(capsys, "runs", demo.runs_db, "--json")["runs"]
     code, out, err = cli(capsys, "runs", demo.runs_db)
     assert code == 0 and newest["run_id"] in out and older["run_id"] not in out
-    assert err.startswith("lovia-tui: note: the 1 most recently saved runs shown")
+    assert err.startswith("lovia-tui: note: the newest 1 run only; more exist")
+    code, out, err = cli(capsys, "runs", demo.runs_db, "--limit", "1")
+    assert code == 0 and older["run_id"] not in out
+    assert err.startswith("lovia-tui: note: the newest 1 run only; more exist")
     code, out, err = cli(capsys, "runs", demo.runs_db, "--limit", "2")
     assert (code, err) == (0, "") and older["run_id"] in out
 

@@ -265,7 +265,7 @@ async def test_missing_agent_live_run_and_unknown_session_block(ws_dir: Path) ->
     )
     assert forced.ok and any("is running and saved" in w for w in forced.warnings)
 
-    with pytest.raises(ActionError, match="no checkpoint for run 'nope'"):
+    with pytest.raises(ActionError, match="no checkpoint 'nope' in the open files"):
         await _preflight(ws_dir, "nope", agent=_assistant())
 
 

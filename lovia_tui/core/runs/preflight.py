@@ -110,7 +110,7 @@ class _Session:
 async def _find_run(ws: Workspace, run_id: str) -> RunInfo:
     run = await ws.find_run(run_id)
     if run is None:
-        raise ActionError(f"no checkpoint for run {run_id!r} in the given files")
+        raise ActionError(f"no checkpoint {run_id!r} in the open files")
     return run
 
 
