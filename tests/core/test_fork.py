@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from lovia import SQLiteSession
+from lovia import Runner, SQLiteSession
+from lovia.testing import text
 from lovia.web.store import ChatStore
-from support.lovia_factory import SCRIPTS, copy_db, rows, write_session
+from support.lovia_factory import SCRIPTS, agent, copy_db, rows, write_session
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.fork import preview_fork
@@ -132,3 +133,34 @@ async def test_another_layout_forks_with_lovias_rewind_split(
     )
     assert code == 0
     assert rows(sessions) == before
+
+
+async def test_a_fork_continued_since_is_not_undone_from_under_its_runs(
+    two_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Undoing it would take out the copied beginning and leave the run stored
+    in the fork since without it: refused, saying how to remove it whole."""
+    sessions, runs = two_files
+    out = await cli_json(
+        capsys,
+        "fork",
+        sessions,
+        runs,
+        "s",
+        "--keep",
+        "4",
+        "--as",
+        "f",
+        "--yes",
+        "--json",
+    )
+    await Runner.run(
+        agent([text("Go on.")]), "And then?",
+        session=SQLiteSession(sessions), session_id="f",
+    )  # fmt: skip
+    continued = rows(sessions)
+    capsys.readouterr()
+    undo = ["undo", str(sessions), str(runs), str(out["result"]["journal_id"]), "--yes"]
+    assert await asyncio.to_thread(main, undo) == 2
+    assert "session 'f' has 1 run stored since" in capsys.readouterr().err
+    assert rows(sessions) == continued

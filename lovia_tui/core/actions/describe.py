@@ -261,8 +261,8 @@ _UNDO = {
     f"web records {_JOURNAL}",
     ClearPreview: f"undo restores the removed segments and deleted checkpoints {_JOURNAL}; "
     "it cannot undo what tool calls did",
-    ForkPreview: "undo deletes the copy (for a web chat, its chat row too); the source "
-    "is never touched",
+    ForkPreview: "undo deletes the copy (for a web chat, its chat row too) while no run "
+    "is stored in it since; the source is never touched",
 }
 """What undo can and cannot put back: the journal keeps what lovia no longer has."""
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from lovia_tui.core.actions.row_undo import (
+    ChangedSinceError,
     Journaled,
     RowUndo,
     apply_groups,
@@ -25,6 +26,7 @@ from lovia_tui.core.actions.row_undo import (
     put_back_rows,
 )
 from lovia_tui.core.errors import ActionError
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.store import row_check
 from lovia_tui.core.store.rows import (
     Captured,
@@ -109,6 +111,8 @@ def undo_rows(
     undo_id: int | None = None
     try:
         current = capture_now([rows.group for rows, _, _ in groups])
+        if action in CREATES_ITS_SESSION:
+            _refuse_continued(groups, current, what)
         plans = [
             plan_group(rows, now, None if unfinished else after, added, what)
             for (rows, after, added), now in zip(groups, current, strict=True)
@@ -169,6 +173,30 @@ def undo_rows(
         entry_id, undo_id, restored, tuple(databases), removed,
         len(in_place), tuple(in_place[:10]),
     )  # fmt: skip
+
+
+CREATES_ITS_SESSION = frozenset({"fork"})
+"""Actions that create the session they write: runs stored in it since then
+continue the action's own, and an undo would leave them without their beginning."""
+
+
+def _refuse_continued(
+    groups: Sequence[Journaled], current: Sequence[Captured], what: str
+) -> None:
+    """Refuse to undo a fork whose new session has runs of its own since."""
+    for (rows, _, added), now in zip(groups, current, strict=True):
+        if rows.group.table != "session_runs":
+            continue
+        ours = {*rows.identities(), *(added or ())}
+        later = [name for name in now.identities() if name not in ours]
+        if later:
+            raise ChangedSinceError(
+                f"cannot undo {what}: session {rows.group.key!r} has "
+                f"{plural(len(later), 'run')} stored since, which would be left "
+                "without the beginning it continues; `lovia-tui clear` removes "
+                "the session whole",
+                rows.group,
+            )
 
 
 def _put_back_names(plan: RowUndo, current: Captured) -> tuple[str, ...]:
