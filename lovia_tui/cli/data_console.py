@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from lovia_tui.core.formatting import printable
+from lovia_tui.core.formatting import as_drawn_text, printable
 
 
 class DataConsole(Console):
@@ -68,10 +68,14 @@ class DataConsole(Console):
 
 class DataTable(Table):
     """A table of stored data: a string cell is one line, its newlines and
-    tabs shown as symbols (an id holding a newline split its row in two)."""
+    tabs shown as symbols (an id holding a newline split its row in two),
+    without the presentation selectors that shift a row's borders."""
 
     def add_row(self, *cells: Any, **kwargs: Any) -> None:
-        lines = (printable(cell) if isinstance(cell, str) else cell for cell in cells)
+        lines = (
+            as_drawn_text(printable(cell)) if isinstance(cell, str) else cell
+            for cell in cells
+        )
         super().add_row(*lines, **kwargs)
 
 

@@ -160,13 +160,12 @@ def _record(path: Path, group: Any) -> dict[str, Any]:
 
 
 def _print_results(summary: dict[str, Any]) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     from lovia_tui.cli.command import console
-    from lovia_tui.core.formatting import printable
+    from lovia_tui.cli.data_console import DataTable
 
-    table = Table("session", "hits", "run", "entry", "snippet", "file")
+    table = DataTable("session", "hits", "run", "entry", "snippet", "file")
     for column in (*table.columns[:3], table.columns[5]):
         column.overflow, column.no_wrap = "fold", False
     for r in summary["results"]:
@@ -176,7 +175,7 @@ def _print_results(summary: dict[str, Any]) -> None:
         cells = (
             session, str(r["hits"]), r["run_id"], _entry(r), r["snippet"], r["file"]
         )  # fmt: skip
-        table.add_row(*(Text(printable(cell)) for cell in cells))
+        table.add_row(*cells)
     out = console()
     out.print_table(table)
     out.print(Text(_footer(summary), style="dim"))

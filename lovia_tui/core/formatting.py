@@ -55,6 +55,20 @@ def printable(text: object, *, multiline: bool = False) -> str:
     return pattern.sub(_visible, text) if pattern.search(text) else text
 
 
+SELECTORS = "\ufe0e\ufe0f"
+"""Emoji and text presentation selectors: terminals disagree on whether
+``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
+measured with them broke the pane's border until the next full redraw.
+Without them every terminal draws the base character as wide as it says."""
+_DROPPED = dict.fromkeys(map(ord, SELECTORS))
+
+
+def as_drawn_text(text: str) -> str:
+    """``text`` without presentation selectors: as wide as every terminal
+    draws it (for a line laid out in columns: a list row, a table cell)."""
+    return text.translate(_DROPPED)
+
+
 MESSAGE_CHARS = 2_000
 """Characters a message (an error line, a notification) keeps: its start and
 its end (a stored id of 100 KB made the refusal that named it 100 KB long)."""

@@ -16,20 +16,11 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
 
+from lovia_tui.core.formatting import as_drawn_text
+
 GAP = 1
 KEPT_WHOLE = 20
 """Cells a capped column keeps whatever its share: ids such as ``chat-gateway-logs`` stay whole."""
-SELECTORS = "\ufe0e\ufe0f"
-"""Emoji and text presentation selectors: terminals disagree on whether
-``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line
-measured with them broke the pane's border until the next full redraw.
-Without them every terminal draws the base character as wide as it says."""
-_DROPPED = dict.fromkeys(map(ord, SELECTORS))
-
-
-def as_drawn_text(text: str) -> str:
-    """``text`` without presentation selectors: as wide as every terminal draws it."""
-    return text.translate(_DROPPED)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from lovia_tui.widgets.columns import SELECTORS
+from lovia_tui.core.formatting import SELECTORS
 
 SIZE = 1024
 """Lines kept: a few screens of each list, the oldest dropped first."""

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from lovia import SQLiteSession
 from lovia.transcript import AssistantTextEntry, InputEntry
+from rich.cells import cell_len
 from support.lovia_factory import build_two_files
 
 from lovia_tui.cli import main
@@ -63,6 +64,29 @@ def test_human_output_shows_stored_text_inert(capsys, scratch: Path, monkeypatch
     assert code == 0
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert "[bold red]markup[/]" in out and "␛[2J" in out
+
+
+def test_a_table_of_emoji_keeps_its_borders_straight(
+    capsys, scratch: Path, monkeypatch
+):
+    """☀️ (with its emoji selector) is one cell in most terminals and two to
+    Rich: the selector is dropped, so every row's borders line up."""
+    monkeypatch.setenv("COLUMNS", "200")
+    path = scratch / "sunny.db"
+    asyncio.run(
+        SQLiteSession(path, wal=True).append(
+            "s☀️",
+            [
+                InputEntry(role="user", content="sunny ☀️ and 🗓️ dated"),
+                AssistantTextEntry(content="ok"),
+            ],
+        )
+    )
+    code, out, _ = cli(capsys, "search", path, "sunny")
+    assert code == 0 and "\ufe0f" not in out and "sunny ☀ and 🗓 dated" in out
+    rows = [line for line in out.splitlines() if line.startswith(("┃", "│"))]
+    assert len({line.count("│") + line.count("┃") for line in rows}) == 1
+    assert len({cell_len(line) for line in rows}) == 1
 
 
 def test_index_status_drop_and_readonly(capsys, files):
