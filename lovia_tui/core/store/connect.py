@@ -247,9 +247,10 @@ async def connect(
 
 async def quick_check_at_open(conn: aiosqlite.Connection, path: Path) -> None:
     """Refuse a small file SQLite finds damaged (see :data:`QUICK_CHECK_AT_OPEN_BYTES`)."""
-    pages = (await rows(conn, "PRAGMA page_count"))[0][0]
-    size = (await rows(conn, "PRAGMA page_size"))[0][0]
-    if int(pages) * int(size) > QUICK_CHECK_AT_OPEN_BYTES:
+    [(size,)] = await rows(
+        conn, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size"
+    )
+    if int(size) > QUICK_CHECK_AT_OPEN_BYTES:
         return
     problems = [
         line

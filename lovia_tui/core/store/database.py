@@ -339,15 +339,10 @@ async def open_database(
         if check_integrity:
             await quick_check_at_open(conn, path)
         tables = dict(await rows(conn, TABLES_SQL))
-        columns = {
-            # A SESSION_ID column is lovia's session_id (see folded).
-            table: {
-                folded(row[1])
-                for row in await rows(conn, f"PRAGMA table_info({table})")
-            }
-            for table in set().union(CHAT_TABLES, *STORE_TABLES.values())
-            & tables.keys()
-        }
+        ours = sorted(set().union(CHAT_TABLES, *STORE_TABLES.values()) & tables.keys())
+        columns: dict[str, set[str]] = {table: set() for table in ours}
+        for table, column in await rows(conn, _columns_sql(len(ours)), tuple(ours)):
+            columns[table].add(folded(column))  # SESSION_ID is lovia's session_id
         versions: dict[object, object] = {}
         if "lovia_schema" in tables:
             # lovia reads the first row of a store (its own table allows one);
@@ -384,6 +379,16 @@ async def open_database(
         notice="; ".join(line for line in (*refused.values(), notice) if line) or None,
         immutable=immutable,
         identity=identity,
+    )
+
+
+def _columns_sql(tables: int) -> str:
+    """The columns of ``tables`` named tables, in one statement (a statement
+    each made opening a 200-file directory a third slower)."""
+    return (
+        "SELECT lower(m.name), c.name FROM sqlite_master AS m, "
+        "pragma_table_info(m.name) AS c WHERE m.type = 'table' "
+        f"AND lower(m.name) IN ({', '.join('?' * tables)})"
     )
 
 
