@@ -33,6 +33,17 @@ names (ASCII case folded): a ``SESSION_RUNS`` table is lovia's ``session_runs``,
 which lovia reads and writes."""
 
 
+def columns_sql(tables: int) -> str:
+    """The columns of ``tables`` tables named as :data:`TABLES_SQL` names
+    them, in one statement (a statement each made opening a 200-file
+    directory a third slower)."""
+    return (
+        "SELECT lower(m.name), c.name FROM sqlite_master AS m, "
+        "pragma_table_info(m.name) AS c WHERE m.type = 'table' "
+        f"AND lower(m.name) IN ({', '.join('?' * tables)})"
+    )
+
+
 def rowid_problem(sql: str | None, columns: Iterable[str]) -> str | None:
     """Why a table (its CREATE statement and columns) has no rowid to read
     its rows by; None if it has one."""
