@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -16,8 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lovia import Runner, SQLiteSession
+from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
 from lovia.testing import text
+from lovia.web.store import ChatStore
 from support.lovia_factory import integrity, rows
 from support.resume import (
     JOBS_ENV,
@@ -37,6 +39,7 @@ from lovia_tui.core.actions.journal_undo import undo
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
 from lovia_tui.core.runs.preflight import preflight, preflight_replay
 from lovia_tui.core.runs.resume import RunControl, replay, resume
+from lovia_tui.core.runs.run_journal import RunJournal
 from lovia_tui.core.store.workspace import Workspace
 
 TESTS_DIR = Path(__file__).parents[1]
@@ -133,33 +136,44 @@ async def test_replay_of_a_lost_append_is_undone_too(
     assert _dump(ws_dir) == before
 
 
-def test_a_resume_killed_part_way_is_undone_with_the_batches_it_saved(
-    ws_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """lovia-tui SIGKILLed while the resumed run waits in its second job: the
-    batches lovia saved until then were named in the journal before each
-    was written (lovia numbers them ``MAX(seq) + 1``: this fails if it stops)."""
-    jobs = tmp_path / "jobs.log"
-    before = _dump(ws_dir)
-    proc = subprocess.Popen(
+def _resume_in_a_process(ws_dir: Path, jobs: Path) -> subprocess.Popen:
+    """``lovia-tui resume --yes`` of the crashed run in its own process, its
+    job "second" held: wait for it with :func:`_in_second_job`."""
+    return subprocess.Popen(
         [sys.executable, "-m", "lovia_tui", "resume", str(ws_dir), RUN,
          "--agent", "support.resume:two_jobs", "--deps", "support.resume:held_second",
          "--session", SESSION, "--stale-after", "0", "--yes", "--json"],
         cwd=TESTS_DIR, env={**os.environ, JOBS_ENV: str(jobs), "PYTHONPATH": ""},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
+
+
+def _in_second_job(proc: subprocess.Popen, jobs: Path) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while "second" not in (jobs.read_text() if jobs.exists() else ""):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the resume never reached its second job"
+        time.sleep(0.05)
+
+
+def _killed_in_second_job(ws_dir: Path, jobs: Path) -> None:
+    """lovia-tui SIGKILLed while the resumed run waits in its second job."""
+    proc = _resume_in_a_process(ws_dir, jobs)
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while "second" not in (jobs.read_text() if jobs.exists() else ""):
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, (
-                "the resume never reached its second job"
-            )
-            time.sleep(0.05)
+        _in_second_job(proc, jobs)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait(TIMEOUT)
+
+
+def test_a_resume_killed_part_way_is_undone_with_the_batches_it_saved(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """The batches lovia saved until the kill were named in the journal before
+    each was written (lovia numbers them ``MAX(seq) + 1``: this fails if it stops)."""
+    before = _dump(ws_dir)
+    _killed_in_second_job(ws_dir, tmp_path / "jobs.log")
     killed = _dump(ws_dir)
     assert len(killed["runs.db"]["snapshot_turns"]) > len(
         before["runs.db"]["snapshot_turns"]
@@ -168,6 +182,78 @@ def test_a_resume_killed_part_way_is_undone_with_the_batches_it_saved(
     assert main(["undo", str(ws_dir), "--yes"]) == 0
 
     assert _dump(ws_dir) == before
+
+
+async def test_a_killed_resume_that_lovia_went_on_with_is_not_undone_over_it(
+    ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lovia itself finished the run after the kill: its batches were never
+    named by the entry, so putting the journaled rows back would lose them
+    (and leave its segment's run with a checkpoint from before)."""
+    jobs = tmp_path / "jobs.log"
+    await asyncio.to_thread(_killed_in_second_job, ws_dir, jobs)
+    result = await Runner.run(
+        make_assistant([text("Finished by lovia.")]), [], deps=Jobs(jobs),
+        session=SQLiteSession(ws_dir / "sessions.db", wal=True), session_id=SESSION,
+        checkpoint=CheckpointOptions(
+            SQLiteCheckpointer(ws_dir / "runs.db", wal=True), RUN,
+            if_run_exists="resume_only",
+        ),
+    )  # fmt: skip
+    assert result.output == "Finished by lovia."
+    finished = _dump(ws_dir)
+    capsys.readouterr()
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
+
+    assert "changed since it was interrupted" in capsys.readouterr().err
+    assert _dump(ws_dir) == finished
+
+
+def test_a_run_is_resumed_by_one_lovia_tui_at_a_time(
+    ws_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second resume of a run being resumed is refused (its calls would run
+    twice and lovia mix both runs' batches); once the first is killed, a
+    resume that finishes is journaled after it, and the killed one's undo
+    waits for that one's."""
+    jobs = tmp_path / "jobs.log"
+    monkeypatch.setenv(JOBS_ENV, str(jobs))
+    before = _dump(ws_dir)
+    first = _resume_in_a_process(ws_dir, jobs)
+    try:
+        _in_second_job(first, jobs)
+        again = main(_resume_args(ws_dir))
+        assert again == 2
+        assert "a resume or replay of run 'run-crashed' is running in pid" in (
+            capsys.readouterr().err
+        )
+        os.kill(first.pid, signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait(TIMEOUT)
+    assert main(_resume_args(ws_dir)) == 0  # finishes it
+    killed_id, finished_id = (e.id for e in reversed(asyncio.run(Journal().entries())))
+    capsys.readouterr()
+
+    assert main(["undo", str(ws_dir), str(killed_id), "--yes"]) == 2
+    assert f"journal entry {finished_id} (resume) changed its rows since" in (
+        capsys.readouterr().err
+    )
+    assert main(["undo", str(ws_dir), "--yes"]) == 0  # the finished resume
+    assert main(["undo", str(ws_dir), "--yes"]) == 0  # then the killed one
+    assert _dump(ws_dir) == before
+
+
+def _resume_args(ws_dir: Path) -> list[str]:
+    return [
+        "resume", str(ws_dir), RUN, "--agent", "support.resume:two_jobs",
+        "--deps", "support.resume:jobs", "--session", SESSION,
+        "--stale-after", "0", "--yes",
+    ]  # fmt: skip
 
 
 async def test_a_replay_that_changes_nothing_is_passed_over_by_undo(
@@ -190,3 +276,31 @@ async def test_a_replay_that_changes_nothing_is_passed_over_by_undo(
     [note] = [e for e in seen if "journal_id" in e.data]
     assert note.text.endswith("the run changed no rows")
     assert (await Journal().last_undoable(_files(ws_dir))).id == resumed
+
+
+async def test_an_interrupted_resume_leaves_a_chat_renamed_since_alone(
+    demo_dir, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lovia web's user renamed the chat after a resume of its run was
+    interrupted: the undo would put the old title back, so it is refused
+    (the chat's pointer alone is the run's to change)."""
+    directory = Path(shutil.copytree(demo_dir.directory, tmp_path / "demo"))
+    web = directory / "assistant.db"
+    ws = await Workspace.open([directory])
+    try:
+        pf = await preflight(
+            ws, "run-crashed", agent=load_agent("lovia_tui.demo:agent"), stale_after=0
+        )
+    finally:
+        await ws.close()
+    assert pf.ok and pf.web_chat == "chat-export"
+    interrupted = await RunJournal.begin(Journal(), pf)
+    interrupted.release()  # as a SIGKILL leaves it: pending, and nobody holds it
+    await ChatStore.sqlite(web).set_title("chat-export", "Renamed since")
+    renamed = rows(web)
+    capsys.readouterr()
+
+    assert await asyncio.to_thread(main, ["undo", str(directory), "--yes"]) == 2
+
+    assert "changed since it was interrupted" in capsys.readouterr().err
+    assert rows(web) == renamed

@@ -35,7 +35,7 @@ def locks_directory(journal: Path) -> Path:
     return journal.with_name(journal.stem + ".locks")
 
 
-def _lock_path(journal: Path, entry_id: int) -> Path:
+def _lock_path(journal: Path, entry_id: int | str) -> Path:
     return locks_directory(journal) / str(entry_id)
 
 
@@ -76,10 +76,14 @@ class EntryLock:
         self.path, self._fd = path, fd
 
     @classmethod
-    def take(cls, journal: Path, entry_id: int, wait: float = 0.0) -> EntryLock:
+    def take(
+        cls, journal: Path, entry_id: int | str, wait: float = 0.0, what: str = ""
+    ) -> EntryLock:
         """Lock the entry, waiting at most ``wait`` seconds for its holder to let go.
 
-        Raises ActionError naming the holder when it is still running.
+        Raises ActionError naming the holder when it is still running. A
+        ``str`` id locks something else by that name (``what`` says what:
+        a run being resumed).
         """
         path = _lock_path(journal, entry_id)
         deadline = time.monotonic() + wait
@@ -97,7 +101,9 @@ class EntryLock:
             holder = _holder(fd)
             os.close(fd)
             if time.monotonic() >= deadline:
-                raise ActionError(f"journal entry {entry_id} is running in {holder}")
+                raise ActionError(
+                    f"{what or f'journal entry {entry_id}'} is running in {holder}"
+                )
             time.sleep(POLL_SECONDS)
 
     def release(self, *, remove: bool) -> None:

@@ -86,6 +86,15 @@ def undo_entry(
 def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
     with journal.connect() as conn:
         groups = read_journaled(conn, entry.id)
+        later = _later_on_its_rows(conn, entry) if entry.unfinished else ""
+    if later:
+        # Interrupted, it has no record of what it left to check against:
+        # putting its rows back would undo the later action's change too.
+        raise ActionError(
+            f"cannot undo journal entry {entry.id} ({entry.action}): it was "
+            f"interrupted, and journal entry {later} changed its rows since: "
+            "undo that first"
+        )
 
     def begin(current: Sequence[Captured], adds: Sequence[tuple[str, ...]]) -> int:
         params = {"entry": entry.id, "action": entry.action}
@@ -110,6 +119,23 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
         )  # fmt: skip
     except ChangedSinceError as exc:
         raise ActionError(f"{exc}{_changed_by(journal, entry.id, exc.group)}") from exc
+
+
+def _later_on_its_rows(conn: Any, entry: JournalEntry) -> str:
+    """The newest later entry, not undone, that changed rows of ``entry``'s
+    groups, as "N (action)"; "" when none did."""
+    row = conn.execute(
+        "SELECT e.id, e.action FROM groups g JOIN entries e ON e.id = g.entry_id "
+        "JOIN groups mine ON mine.entry_id = ?1 AND mine.database = g.database "
+        "AND mine.tbl = g.tbl AND mine.key = g.key "
+        "WHERE g.entry_id > ?2 AND e.undone_by IS NULL "
+        "AND e.status NOT IN ('rolled back', 'superseded') "
+        # Its own undos are settled first; the undo of a later action cancels it.
+        "AND NOT (e.undoes IS NOT NULL AND e.undoes >= ?2) "
+        "ORDER BY e.id DESC LIMIT 1",
+        (entry.id, entry.id),
+    ).fetchone()
+    return "" if row is None else f"{row[0]} ({row[1]})"
 
 
 def _changed_by(journal: Journal, entry_id: int, group: RowGroup) -> str:

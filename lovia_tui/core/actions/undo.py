@@ -113,6 +113,8 @@ def undo_rows(
         current = capture_now([rows.group for rows, _, _ in groups])
         if action in CREATES_ITS_SESSION:
             _refuse_continued(groups, current, what)
+        if unfinished and action in RUN_ACTIONS:
+            _refuse_moved_on(groups, current, what)
         plans = [
             plan_group(rows, now, None if unfinished else after, added, what)
             for (rows, after, added), now in zip(groups, current, strict=True)
@@ -195,6 +197,44 @@ def _refuse_continued(
                 f"{plural(len(later), 'run')} stored since, which would be left "
                 "without the beginning it continues; `lovia-tui clear` removes "
                 "the session whole",
+                rows.group,
+            )
+
+
+RUN_ACTIONS = frozenset({"resume", "replay"})
+"""Actions journaled while lovia writes over minutes (core.runs.run_journal):
+interrupted, their rows are as journaled, as the run left them, or between."""
+POINTER_COLUMNS = frozenset({"active_run_id", "updated_at"})
+"""What a run's settling changes in its chat's row; anything else is the chat's."""
+
+
+def _refuse_moved_on(
+    groups: Sequence[Journaled], current: Sequence[Captured], what: str
+) -> None:
+    """Refuse to undo an interrupted resume or replay over what others did
+    since: a batch it never named (lovia continued the run), a batch altered,
+    or its chat's row edited beyond the pointer a run's end changes."""
+    for (rows, _, added), now in zip(groups, current, strict=True):
+        table, moved = rows.group.table, False
+        if table == "snapshot_turns":
+            journaled = dict(zip(rows.identities(), rows.rows, strict=True))
+            named = {*journaled, *(added or ())}
+            moved = any(
+                name not in named or journaled.get(name, row) != row
+                for name, row in zip(now.identities(), now.rows, strict=True)
+            )
+        elif table == "chat_sessions" and rows.rows and now.rows:
+            was = dict(zip(rows.columns, rows.rows[0], strict=True))
+            moved = any(
+                was.get(column) != cell
+                for column, cell in zip(now.columns, now.rows[0], strict=True)
+                if column not in POINTER_COLUMNS
+            )
+        if moved:
+            raise ChangedSinceError(
+                f"cannot undo {what}: the {table} rows for {rows.group.key!r} "
+                "changed since it was interrupted (the run was continued, or the "
+                "chat edited); undoing would lose that change",
                 rows.group,
             )
 

@@ -19,13 +19,17 @@ run that is resumed: the next batch is the one after the last journaled.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lovia_tui.core.actions.describe import counts_text
+from lovia_tui.core.actions.entry_locks import EntryLock
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
+from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 if TYPE_CHECKING:
@@ -64,10 +68,32 @@ class RunJournal:
     """Which group holds the run's batches."""
     next_seq: int
 
+    run_lock: EntryLock
+    """Held while the run goes: a second lovia-tui resuming the same run is
+    refused (its tool calls would run twice, and lovia mix both runs' batches)."""
+    unnamed: list[str] = field(default_factory=list)
+    """Why batches went unnamed (the journal was busy): an interruption is
+    then not undone blindly (see :data:`RUN_ACTIONS`)."""
+
     @classmethod
     async def begin(cls, journal: Journal, pf: Preflight) -> RunJournal:
-        """Journal the run's rows as they are now (raises JournalError when the
-        journal cannot be written: then the run does not start)."""
+        """Journal the run's rows as they are now; ActionError when another
+        lovia-tui resumes the run, JournalError when the journal cannot be
+        written: then the run does not start."""
+        run_lock = await asyncio.to_thread(
+            EntryLock.take, journal.path, _lock_name(pf), 0.0,
+            f"a resume or replay of run {pf.run.run_id!r}",
+        )  # fmt: skip
+        try:
+            return await cls._begin(journal, pf, run_lock)
+        except BaseException:
+            run_lock.release(remove=True)
+            raise
+
+    @classmethod
+    async def _begin(
+        cls, journal: Journal, pf: Preflight, run_lock: EntryLock
+    ) -> RunJournal:
         groups = _run_groups(pf)
         captured = await asyncio.to_thread(capture_now, groups)
         segment = identity("text", pf.run.run_id.encode())
@@ -91,14 +117,18 @@ class RunJournal:
             None, before, subject=f"run {run!r}", adds=[tuple(a) for a in adding],
         )  # fmt: skip
         next_seq = max(seqs, default=-1) + 1
-        return cls(journal, entry_id, before, adding, turns_at, next_seq)
+        return cls(journal, entry_id, before, adding, turns_at, next_seq, run_lock)
 
     async def before_batch(self) -> None:
-        """Name the batch lovia is about to save, before it is written."""
+        """Name the batch lovia is about to save, before it is written. A
+        journal too busy to say so does not fail the run (its tool calls
+        have run): the batch goes unnamed, and the run's end records it."""
         name = identity("integer", self.next_seq)
-        await self.journal.adding(self.entry_id, self.turns_at, name)
-        self.adding[self.turns_at].append(name)
         self.next_seq += 1
+        try:
+            await self.journal.adding(self.entry_id, self.turns_at, name)
+        except JournalError as exc:
+            self.unnamed.append(str(exc))
 
     def checkpointer(self, file: Path) -> SQLiteCheckpointer:
         """lovia's checkpointer on ``file``, naming each batch in the entry first."""
@@ -117,6 +147,14 @@ class RunJournal:
     async def finish(self) -> str:
         """Record what the run left; says how undo puts it back."""
         now = await asyncio.to_thread(capture_now, [r.group for r in self.before])
+        # The run's new batches are its own (no other lovia-tui resumes it,
+        # lovia itself would see it live), named beforehand or not.
+        batches = now[self.turns_at].identities()
+        self.adding[self.turns_at] = [
+            name
+            for name in batches
+            if name not in self.before[self.turns_at].identities()
+        ]
         after = [
             only_rows(rows, [*was.identities(), *added])
             for rows, was, added in zip(now, self.before, self.adding, strict=True)
@@ -131,14 +169,27 @@ class RunJournal:
         counts = _counts(self.before, after, self.adding)
         changes = list(zip(self.before, after, strict=True))
         await self.journal.finish(self.entry_id, "done", counts, None, changes)
+        unnamed = (
+            f"; {plural(len(self.unnamed), 'batch', 'batches')} could not be named "
+            f"in it beforehand ({self.unnamed[0]})"
+            if self.unnamed
+            else ""
+        )
         return (
             f"journal entry {self.entry_id}: undo puts back what this run changed "
-            f"({counts_text(counts, undone=True)})"
+            f"({counts_text(counts, undone=True)}){unnamed}"
         )
 
     def release(self) -> None:
-        """Let go of the entry's lock whatever happened (idempotent)."""
+        """Let go of the entry's and the run's locks whatever happened (idempotent)."""
         self.journal.release(self.entry_id)
+        self.run_lock.release(remove=True)
+
+
+def _lock_name(pf: Preflight) -> str:
+    """The run's lock file's name: one per file and run id, whatever they hold."""
+    key = f"{pf.checkpoint_file.resolve()}\0{pf.run.run_id}".encode()
+    return "run-" + hashlib.sha256(key).hexdigest()[:32]
 
 
 def _counts(
