@@ -35,6 +35,7 @@ from support.resume import (
 
 from lovia_tui.cli import main
 from lovia_tui.core.actions.journal import Journal
+from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.journal_undo import undo
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
 from lovia_tui.core.runs.preflight import preflight, preflight_replay
@@ -304,3 +305,24 @@ async def test_an_interrupted_resume_leaves_a_chat_renamed_since_alone(
 
     assert "changed since it was interrupted" in capsys.readouterr().err
     assert rows(web) == renamed
+
+
+async def test_a_journal_too_busy_to_name_a_batch_does_not_fail_the_run(
+    ws_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holding the journal's lock past its busy timeout: the
+    run goes on (its calls have run; failing it would lose their results),
+    and its end records every batch it saved, so undo still puts all back."""
+
+    async def busy(*_: object) -> None:
+        raise JournalError("the journal is locked by another process")
+
+    monkeypatch.setattr(Journal, "adding", busy)
+    before = _dump(ws_dir)
+    seen = await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
+
+    assert seen[-1].kind == "run_completed"
+    [note] = [e for e in seen if "journal_id" in e.data]
+    assert "could not be named in it beforehand (the journal is locked" in note.text
+    await undo(Journal(), note.data["journal_id"], _files(ws_dir))
+    assert _dump(ws_dir) == before
