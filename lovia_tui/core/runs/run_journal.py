@@ -12,7 +12,9 @@ by the undo.
 
 lovia numbers a run's batches ``MAX(seq) + 1`` in the transaction that
 writes them (``SQLiteCheckpointer._append_sync``), and nothing else writes a
-run that is resumed: the next batch is the one after the last journaled.
+run that is resumed (a lock file per run keeps a second lovia-tui out; lovia
+itself would find the run live): the next batch is the one after the last
+journaled.
 ``tests/core/test_run_journal.py`` fails if lovia numbers them otherwise.
 """
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
 
 def _run_groups(pf: Preflight) -> list[RowGroup]:
-    """The rows a resume or replay may change: the first is its session's."""
+    """The rows a resume or replay may change (its session's first, if any)."""
     run_id, file = pf.run.run_id, pf.checkpoint_file
     groups = [
         RowGroup(file, "snapshot_heads", run_id),
@@ -67,13 +69,12 @@ class RunJournal:
     turns_at: int
     """Which group holds the run's batches."""
     next_seq: int
-
     run_lock: EntryLock
     """Held while the run goes: a second lovia-tui resuming the same run is
     refused (its tool calls would run twice, and lovia mix both runs' batches)."""
     unnamed: list[str] = field(default_factory=list)
-    """Why batches went unnamed (the journal was busy): an interruption is
-    then not undone blindly (see :data:`RUN_ACTIONS`)."""
+    """Why batches went unnamed (the journal was busy): interrupted, the
+    entry's undo then refuses rather than leave them (core.actions.undo)."""
 
     @classmethod
     async def begin(cls, journal: Journal, pf: Preflight) -> RunJournal:
@@ -160,7 +161,7 @@ class RunJournal:
             for rows, was, added in zip(now, self.before, self.adding, strict=True)
         ]
         if all(
-            now.rows == was.rows for now, was in zip(after, self.before, strict=True)
+            left.rows == was.rows for left, was in zip(after, self.before, strict=True)
         ):
             # Nothing to undo: a bare undo then passes over it to the action before.
             note = "the run changed no rows"
