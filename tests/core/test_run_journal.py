@@ -185,12 +185,17 @@ def test_a_resume_killed_part_way_is_undone_with_the_batches_it_saved(
     assert _dump(ws_dir) == before
 
 
+@pytest.mark.parametrize("delete_on_success", [False, True])
 async def test_a_killed_resume_that_lovia_went_on_with_is_not_undone_over_it(
-    ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ws_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    delete_on_success: bool,
 ) -> None:
-    """lovia itself finished the run after the kill: its batches were never
-    named by the entry, so putting the journaled rows back would lose them
-    (and leave its segment's run with a checkpoint from before)."""
+    """lovia itself finished the run after the kill (deleting its checkpoint,
+    as lovia web's reconnect does, or not): the batches and the segment it
+    stored were never named by the entry, so putting the journaled rows back
+    would lose its run. Refused, and recorded so: the next undo passes over it."""
     jobs = tmp_path / "jobs.log"
     await asyncio.to_thread(_killed_in_second_job, ws_dir, jobs)
     result = await Runner.run(
@@ -198,7 +203,7 @@ async def test_a_killed_resume_that_lovia_went_on_with_is_not_undone_over_it(
         session=SQLiteSession(ws_dir / "sessions.db", wal=True), session_id=SESSION,
         checkpoint=CheckpointOptions(
             SQLiteCheckpointer(ws_dir / "runs.db", wal=True), RUN,
-            if_run_exists="resume_only",
+            if_run_exists="resume_only", delete_on_success=delete_on_success,
         ),
     )  # fmt: skip
     assert result.output == "Finished by lovia."
@@ -207,8 +212,31 @@ async def test_a_killed_resume_that_lovia_went_on_with_is_not_undone_over_it(
 
     assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
 
-    assert "changed since it was interrupted" in capsys.readouterr().err
+    assert "its run moved on since" in capsys.readouterr().err
     assert _dump(ws_dir) == finished
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+    assert "nothing to undo" in capsys.readouterr().out
+    assert _dump(ws_dir) == finished
+
+
+def test_an_undo_waits_for_a_resume_of_its_run_going_elsewhere(
+    ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rows it would put back are the ones that resume is saving over."""
+    jobs = tmp_path / "jobs.log"
+    _killed_in_second_job(ws_dir, jobs)
+    jobs.unlink()
+    going = _resume_in_a_process(ws_dir, jobs)
+    try:
+        _in_second_job(going, jobs)
+        capsys.readouterr()
+        assert main(["undo", str(ws_dir), "1", "--yes", "--wait", "0.2"]) == 2
+        assert "a resume or replay of run 'run-crashed' is running in pid" in (
+            capsys.readouterr().err
+        )
+    finally:
+        going.kill()
+        going.wait(TIMEOUT)
 
 
 def test_a_run_is_resumed_by_one_lovia_tui_at_a_time(
@@ -279,12 +307,13 @@ async def test_a_replay_that_changes_nothing_is_passed_over_by_undo(
     assert (await Journal().last_undoable(_files(ws_dir))).id == resumed
 
 
-async def test_an_interrupted_resume_leaves_a_chat_renamed_since_alone(
-    demo_dir, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("since", ["renamed", "another run"])
+async def test_an_interrupted_resume_leaves_a_chat_changed_since_alone(
+    demo_dir, tmp_path: Path, capsys: pytest.CaptureFixture[str], since: str
 ) -> None:
-    """lovia web's user renamed the chat after a resume of its run was
-    interrupted: the undo would put the old title back, so it is refused
-    (the chat's pointer alone is the run's to change)."""
+    """After a resume of its run was interrupted, lovia web's user renamed the
+    chat, or lovia web started another run in it: the undo would put the old
+    title or the old run's pointer back, so it is refused."""
     directory = Path(shutil.copytree(demo_dir.directory, tmp_path / "demo"))
     web = directory / "assistant.db"
     ws = await Workspace.open([directory])
@@ -297,14 +326,18 @@ async def test_an_interrupted_resume_leaves_a_chat_renamed_since_alone(
     assert pf.ok and pf.web_chat == "chat-export"
     interrupted = await RunJournal.begin(Journal(), pf)
     interrupted.release()  # as a SIGKILL leaves it: pending, and nobody holds it
-    await ChatStore.sqlite(web).set_title("chat-export", "Renamed since")
-    renamed = rows(web)
+    store = ChatStore.sqlite(web)
+    if since == "renamed":
+        await store.set_title("chat-export", "Renamed since")
+    else:
+        await store.set_active_run_id("chat-export", "run-web-new")
+    changed = rows(web)
     capsys.readouterr()
 
     assert await asyncio.to_thread(main, ["undo", str(directory), "--yes"]) == 2
 
-    assert "changed since it was interrupted" in capsys.readouterr().err
-    assert rows(web) == renamed
+    assert "its run moved on since" in capsys.readouterr().err
+    assert rows(web) == changed
 
 
 async def test_a_journal_too_busy_to_name_a_batch_does_not_fail_the_run(

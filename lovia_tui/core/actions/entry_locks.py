@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import socket
 import time
@@ -33,6 +34,13 @@ POLL_SECONDS = 0.05
 def locks_directory(journal: Path) -> Path:
     """Where the lock files of ``journal``'s entries live, beside it."""
     return journal.with_name(journal.stem + ".locks")
+
+
+def run_lock_name(file: Path, run_id: str) -> str:
+    """The lock a resume or replay of ``run_id`` in ``file`` holds while it
+    goes, and its undo takes: one per file and run id, whatever they hold."""
+    key = f"{Path(file).resolve()}\0{run_id}".encode()
+    return "run-" + hashlib.sha256(key).hexdigest()[:32]
 
 
 def _lock_path(journal: Path, entry_id: int | str) -> Path:

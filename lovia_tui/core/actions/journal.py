@@ -40,6 +40,8 @@ UNDO_WAIT_SECONDS = 5.0
 """How long an undo waits for an entry still running in another process."""
 UNFINISHED = ("pending", "failed")
 """Statuses of an entry whose rows' state after the action is unknown."""
+MOVED_ON = "moved on"
+"""An interrupted resume or replay whose run others went on with: not undoable."""
 APPROVAL = "approval"
 """The action of an answer to a resumed run's approval: a record, no rows changed."""
 
@@ -75,16 +77,15 @@ class JournalEntry:
             return (
                 f"journal entry {self.id} was already undone by entry {self.undone_by}"
             )
+        why = {
+            "rolled back": "changed nothing (it was rolled back)",
+            "superseded": f"was an interrupted undo; {self.error}: undo that one instead",
+            MOVED_ON: "was interrupted, and its run moved on since: undoing it "
+            "would lose that (the files are sound as they are)",
+        }.get(self.status)
         if self.action == APPROVAL:
-            return f"journal entry {self.id} answered an approval: it changed no rows"
-        if self.status == "rolled back":
-            return f"journal entry {self.id} changed nothing (it was rolled back)"
-        if self.status == "superseded":
-            return (
-                f"journal entry {self.id} was an interrupted undo; {self.error}: "
-                "undo that one instead"
-            )
-        return None
+            why = "answered an approval: it changed no rows"
+        return None if why is None else f"journal entry {self.id} {why}"
 
 
 def _json(value: Any) -> str:
@@ -125,12 +126,10 @@ class Journal:
     ) -> int:
         """Record an action about to run, with the rows it will touch as they are.
 
-        ``adds`` names, per group, the rows the action means to add (a
-        finalize's segment): undoing it unfinished takes them out. ``files``:
-        what it concerns beyond its groups' files (an approval touches no
-        rows), so listing by file finds it. The entry is locked by this
-        process from before any other can see it.
-        """
+        ``adds`` names, per group, the rows it means to add (a finalize's
+        segment): undoing it unfinished takes them out. ``files``: what it
+        concerns beyond its groups' files (an approval touches no rows). It
+        is locked by this process from before any other can see it."""
         return await asyncio.to_thread(
             self.begin_sync,
             action,

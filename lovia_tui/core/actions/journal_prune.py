@@ -20,9 +20,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lovia_tui.core.actions.entry_locks import remove_locks
-from lovia_tui.core.actions.journal import Journal, JournalEntry, select_entries
+from lovia_tui.core.actions.journal import (
+    MOVED_ON,
+    Journal,
+    JournalEntry,
+    select_entries,
+)
 
-SETTLED = ("done", "rolled back", "superseded")
+SETTLED = ("done", "rolled back", "superseded", MOVED_ON)
 """Statuses of an entry whose outcome is recorded: it may be pruned once old."""
 DEFAULT_DAYS = 30.0
 BATCH = 500

@@ -12,12 +12,14 @@ the journal never lists as undoable what is already undone, nor prescribes a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lovia_tui.core.actions.entry_locks import EntryLock
+from lovia_tui.core.actions.entry_locks import EntryLock, run_lock_name
 from lovia_tui.core.actions.journal import (
+    MOVED_ON,
     UNDO_WAIT_SECONDS,
     UNFINISHED,
     Journal,
@@ -25,6 +27,8 @@ from lovia_tui.core.actions.journal import (
 )
 from lovia_tui.core.actions.row_undo import ChangedSinceError
 from lovia_tui.core.actions.undo import (
+    RUN_ACTIONS,
+    MovedOnError,
     UndoResult,
     read_journaled,
     undo_rows,
@@ -78,7 +82,26 @@ def undo_entry(
             raise ActionError(
                 f"journal entry {entry.id} changed {missing[0]}, which is not open"
             )
-        return _undo_rows(journal, entry)
+        with _run_held(journal, entry, wait):
+            return _undo_rows(journal, entry)
+    finally:
+        lock.release(remove=True)
+
+
+@contextmanager
+def _run_held(journal: Journal, entry: JournalEntry, wait: float) -> Iterator[None]:
+    """A resume or replay's run locked while its entry is undone: another
+    resume of that run going meanwhile would save over the rows put back."""
+    if entry.action not in RUN_ACTIONS:
+        yield
+        return
+    run = entry.params["run_id"]
+    lock = EntryLock.take(
+        journal.path, run_lock_name(Path(entry.params["file"]), run), wait,
+        f"a resume or replay of run {run!r}",
+    )  # fmt: skip
+    try:
+        yield
     finally:
         lock.release(remove=True)
 
@@ -117,6 +140,10 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
             entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
             groups, begin, finish,
         )  # fmt: skip
+    except MovedOnError as exc:
+        # Settled for good: a bare undo passes over it to the action before.
+        journal.finish_sync(entry.id, MOVED_ON, {}, str(exc))
+        raise ActionError(f"{exc}; it is recorded so: undo passes over it now") from exc
     except ChangedSinceError as exc:
         raise ActionError(f"{exc}{_changed_by(journal, entry.id, exc.group)}") from exc
 

@@ -33,6 +33,7 @@ from lovia_tui.core.store.rows import (
     Cell,
     RowGroup,
     capture_now,
+    identity,
 )
 
 if TYPE_CHECKING:
@@ -208,33 +209,60 @@ POINTER_COLUMNS = frozenset({"active_run_id", "updated_at"})
 """What a run's settling changes in its chat's row; anything else is the chat's."""
 
 
+class MovedOnError(ChangedSinceError):
+    """An interrupted resume or replay whose run another writer went on with."""
+
+
 def _refuse_moved_on(
     groups: Sequence[Journaled], current: Sequence[Captured], what: str
 ) -> None:
     """Refuse to undo an interrupted resume or replay over what others did
-    since: a batch it never named (lovia continued the run), a batch altered,
-    or its chat's row edited beyond the pointer a run's end changes."""
-    for (rows, _, added), now in zip(groups, current, strict=True):
-        table, moved = rows.group.table, False
+    since. Its rows are as journaled, as the run left them, or between; the
+    run named each row before adding it (core.runs.run_journal), and it
+    deletes its checkpoint or clears its chat's pointer only once its segment
+    is stored. Anything else is another writer's: lovia or lovia web went on
+    with the run, stopped it, started another in the chat, or the chat was
+    edited."""
+    found = {rows.group.table: (rows, added or (), now)
+             for (rows, _, added), now in zip(groups, current, strict=True)}  # fmt: skip
+    heads, _, _ = found["snapshot_heads"]
+    segment = identity("text", heads.group.key.encode())
+    stored = "session_runs" in found and segment in found["session_runs"][1]
+    for table, (rows, added, now) in found.items():
+        journaled = dict(zip(rows.identities(), rows.rows, strict=True))
+        present = dict(zip(now.identities(), now.rows, strict=True))
         if table == "snapshot_turns":
-            journaled = dict(zip(rows.identities(), rows.rows, strict=True))
-            named = {*journaled, *(added or ())}
             moved = any(
-                name not in named or journaled.get(name, row) != row
-                for name, row in zip(now.identities(), now.rows, strict=True)
+                name not in journaled
+                and name not in added
+                or journaled.get(name, row) != row
+                for name, row in present.items()
             )
+        elif table == "session_runs":
+            moved = segment in present and segment not in journaled and not stored
+        elif table == "snapshot_heads":
+            moved = bool(journaled) and not present and not stored
         elif table == "chat_sessions" and rows.rows and now.rows:
             was = dict(zip(rows.columns, rows.rows[0], strict=True))
-            moved = any(
+            cells = dict(zip(now.columns, now.rows[0], strict=True))
+            pointer = cells.get("active_run_id")
+            cleared = pointer is not None and pointer[0] == "null"
+            edited = any(
                 was.get(column) != cell
-                for column, cell in zip(now.columns, now.rows[0], strict=True)
+                for column, cell in cells.items()
                 if column not in POINTER_COLUMNS
             )
+            # Its run clears the pointer on success, once its segment is stored.
+            repointed = pointer != was.get("active_run_id") and not (stored and cleared)
+            moved = edited or repointed
+        else:
+            moved = False
         if moved:
-            raise ChangedSinceError(
-                f"cannot undo {what}: the {table} rows for {rows.group.key!r} "
-                "changed since it was interrupted (the run was continued, or the "
-                "chat edited); undoing would lose that change",
+            raise MovedOnError(
+                f"cannot undo {what}: it was interrupted, and its run moved on "
+                f"since (the {table} rows for {rows.group.key!r} changed: lovia "
+                "went on with it or stopped it, or the chat was edited); the "
+                "files are sound as they are, and undoing would lose that",
                 rows.group,
             )
 

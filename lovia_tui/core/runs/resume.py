@@ -181,12 +181,17 @@ async def _run(
     try:  # the entry is locked from its start: let go however the run ends
         if pf.web_chat is not None:
             await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)
-        checkpointer = (
-            SQLiteCheckpointer(pf.checkpoint_file, wal=True)
-            if journaled is None
-            else journaled.checkpointer(pf.checkpoint_file)
-        )
-        session = SQLiteSession(pf.session_file, wal=True) if pf.session_file else None
+        if journaled is None:
+            checkpointer = SQLiteCheckpointer(pf.checkpoint_file, wal=True)
+        else:
+            checkpointer = journaled.checkpointer(pf.checkpoint_file)
+        session = None
+        if pf.session_file is not None:
+            session = (
+                SQLiteSession(pf.session_file, wal=True)
+                if journaled is None
+                else journaled.session(pf.session_file)
+            )
         handle = Runner.stream(
             agent,
             [],

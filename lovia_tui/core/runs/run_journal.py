@@ -21,13 +21,12 @@ journaled.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lovia_tui.core.actions.describe import counts_text
-from lovia_tui.core.actions.entry_locks import EntryLock
+from lovia_tui.core.actions.entry_locks import EntryLock, run_lock_name
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
@@ -35,7 +34,7 @@ from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 if TYPE_CHECKING:
-    from lovia import SQLiteCheckpointer
+    from lovia import SQLiteCheckpointer, SQLiteSession
 
     from lovia_tui.core.runs.preflight import Preflight
 
@@ -68,6 +67,8 @@ class RunJournal:
     """Per group, the rows the run adds: its segment, then each batch it saves."""
     turns_at: int
     """Which group holds the run's batches."""
+    segment: str
+    """The name of the run's segment in its session's group."""
     next_seq: int
     run_lock: EntryLock
     """Held while the run goes: a second lovia-tui resuming the same run is
@@ -82,7 +83,7 @@ class RunJournal:
         lovia-tui resumes the run, JournalError when the journal cannot be
         written: then the run does not start."""
         run_lock = await asyncio.to_thread(
-            EntryLock.take, journal.path, _lock_name(pf), 0.0,
+            EntryLock.take, journal.path, run_lock_name(pf.checkpoint_file, pf.run.run_id), 0.0,
             f"a resume or replay of run {pf.run.run_id!r}",
         )  # fmt: skip
         try:
@@ -98,14 +99,12 @@ class RunJournal:
         groups = _run_groups(pf)
         captured = await asyncio.to_thread(capture_now, groups)
         segment = identity("text", pf.run.run_id.encode())
-        before, adding = [], []
-        for rows in captured:
-            if rows.group.table == "session_runs":
-                rows = only_rows(rows, [segment])  # the session's other runs stay out
-                adding.append([] if rows.rows else [segment])
-            else:
-                adding.append([])
-            before.append(rows)
+        before = [
+            # The session's other runs stay out: others may append them.
+            only_rows(rows, [segment]) if rows.group.table == "session_runs" else rows
+            for rows in captured
+        ]
+        adding: list[list[str]] = [[] for _ in before]
         turns_at = next(
             at for at, r in enumerate(before) if r.group.table == "snapshot_turns"
         )
@@ -115,21 +114,40 @@ class RunJournal:
             pf.mode,
             {"run_id": run, "session_id": pf.session_id, "file": str(pf.checkpoint_file),
              "delete_on_success": pf.delete_on_success},
-            None, before, subject=f"run {run!r}", adds=[tuple(a) for a in adding],
+            None, before, subject=f"run {run!r}",
         )  # fmt: skip
         next_seq = max(seqs, default=-1) + 1
-        return cls(journal, entry_id, before, adding, turns_at, next_seq, run_lock)
+        return cls(
+            journal, entry_id, before, adding, turns_at, segment, next_seq, run_lock
+        )
 
     async def before_batch(self) -> None:
-        """Name the batch lovia is about to save, before it is written. A
-        journal too busy to say so does not fail the run (its tool calls
-        have run): the batch goes unnamed, and the run's end records it."""
-        name = identity("integer", self.next_seq)
+        """Name the batch lovia is about to save, before it is written."""
+        await self._name(self.turns_at, identity("integer", self.next_seq))
         self.next_seq += 1
+
+    async def before_append(self, session_id: str, run_id: str | None) -> None:
+        """Name the run's segment before lovia appends it to its session."""
+        at = next(
+            (i for i, r in enumerate(self.before) if r.group.table == "session_runs"),
+            None,
+        )
+        ours = run_id is not None and identity("text", run_id.encode()) == self.segment
+        if at is None or not ours or session_id != self.before[at].group.key:
+            return
+        if self.segment not in self.before[at].identities():  # else lovia ignores it
+            await self._name(at, self.segment)
+
+    async def _name(self, at: int, name: str) -> None:
+        """A row the run is about to add, named in its entry first. A journal
+        too busy to say so does not fail the run (its tool calls have run):
+        the row goes unnamed, and the run's end records it."""
         try:
-            await self.journal.adding(self.entry_id, self.turns_at, name)
+            await self.journal.adding(self.entry_id, at, name)
         except JournalError as exc:
             self.unnamed.append(str(exc))
+        else:
+            self.adding[at].append(name)
 
     def checkpointer(self, file: Path) -> SQLiteCheckpointer:
         """lovia's checkpointer on ``file``, naming each batch in the entry first."""
@@ -145,17 +163,43 @@ class RunJournal:
 
         return Journaled(file, wal=True)
 
+    def session(self, file: Path) -> SQLiteSession:
+        """lovia's session store on ``file``, naming the run's segment in the
+        entry before lovia appends it."""
+        from lovia import SQLiteSession
+
+        run_journal = self
+
+        class Journaled(SQLiteSession):
+            async def append(
+                self, session_id: str, entries: Any, **options: Any
+            ) -> str:
+                await run_journal.before_append(session_id, options.get("run_id"))
+                return await super().append(session_id, entries, **options)
+
+        return Journaled(file, wal=True)
+
     async def finish(self) -> str:
         """Record what the run left; says how undo puts it back."""
         now = await asyncio.to_thread(capture_now, [r.group for r in self.before])
-        # The run's new batches are its own (no other lovia-tui resumes it,
-        # lovia itself would see it live), named beforehand or not.
-        batches = now[self.turns_at].identities()
-        self.adding[self.turns_at] = [
-            name
-            for name in batches
-            if name not in self.before[self.turns_at].identities()
+        new = [
+            [n for n in rows.identities() if n not in was.identities()]
+            for rows, was in zip(now, self.before, strict=True)
         ]
+        foreign = set(new[self.turns_at]) - set(self.adding[self.turns_at])
+        if foreign and not self.unnamed:
+            # Another process (a lovia-tui with another journal) saved batches
+            # of this run meanwhile: which are whose is unknown, so the entry
+            # stays unfinished and its undo refuses rather than guess.
+            note = "another process saved batches of this run meanwhile"
+            await self.journal.finish(self.entry_id, "failed", {}, note)
+            return f"journal entry {self.entry_id}: {note}; it cannot be undone"
+        if self.unnamed:  # then its new batches and segment are its own, named or not
+            for at, rows in enumerate(self.before):
+                if rows.group.table == "snapshot_turns":
+                    self.adding[at] = new[at]
+                elif rows.group.table == "session_runs":
+                    self.adding[at] = [n for n in new[at] if n == self.segment]
         after = [
             only_rows(rows, [*was.identities(), *added])
             for rows, was, added in zip(now, self.before, self.adding, strict=True)
@@ -185,12 +229,6 @@ class RunJournal:
         """Let go of the entry's and the run's locks whatever happened (idempotent)."""
         self.journal.release(self.entry_id)
         self.run_lock.release(remove=True)
-
-
-def _lock_name(pf: Preflight) -> str:
-    """The run's lock file's name: one per file and run id, whatever they hold."""
-    key = f"{pf.checkpoint_file.resolve()}\0{pf.run.run_id}".encode()
-    return "run-" + hashlib.sha256(key).hexdigest()[:32]
 
 
 def _counts(
