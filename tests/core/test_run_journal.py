@@ -248,7 +248,7 @@ def test_a_run_is_resumed_by_one_lovia_tui_at_a_time(
     """A second resume of a run being resumed is refused (its calls would run
     twice and lovia mix both runs' batches); once the first is killed, a
     resume that finishes is journaled after it, and the killed one's undo
-    waits for that one's."""
+    waits for that one's (and for a redo of it to be undone)."""
     jobs = tmp_path / "jobs.log"
     monkeypatch.setenv(JOBS_ENV, str(jobs))
     before = _dump(ws_dir)
@@ -273,7 +273,17 @@ def test_a_run_is_resumed_by_one_lovia_tui_at_a_time(
         capsys.readouterr().err
     )
     assert main(["undo", str(ws_dir), "--yes"]) == 0  # the finished resume
-    assert main(["undo", str(ws_dir), "--yes"]) == 0  # then the killed one
+    undone = finished_id + 1
+    assert main(["undo", str(ws_dir), str(undone), "--yes"]) == 0  # redo it
+    capsys.readouterr()
+    assert main(["undo", str(ws_dir), str(killed_id), "--yes"]) == 2
+    assert f"journal entry {undone + 1} (undo) changed its rows since" in (
+        capsys.readouterr().err
+    )
+    assert main(["undo", str(ws_dir), str(undone + 1), "--yes"]) == 0  # no redo
+    capsys.readouterr()
+    code = main(["undo", str(ws_dir), "--yes"])  # then the killed one
+    assert code == 0, capsys.readouterr()
     assert _dump(ws_dir) == before
 
 

@@ -149,20 +149,34 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
 
 
 def _later_on_its_rows(conn: Any, entry: JournalEntry) -> str:
-    """The newest later entry, not undone, that changed rows of ``entry``'s
-    groups, as "N (action)"; "" when none did."""
-    row = conn.execute(
-        "SELECT e.id, e.action FROM groups g JOIN entries e ON e.id = g.entry_id "
+    """The newest later entry, not undone, whose change to rows of
+    ``entry``'s groups stands, as "N (action)"; "" when none does."""
+    later = conn.execute(
+        "SELECT DISTINCT e.id, e.action FROM groups g JOIN entries e ON e.id = g.entry_id "
         "JOIN groups mine ON mine.entry_id = ?1 AND mine.database = g.database "
         "AND mine.tbl = g.tbl AND mine.key = g.key "
-        "WHERE g.entry_id > ?2 AND e.undone_by IS NULL "
-        "AND e.status NOT IN ('rolled back', 'superseded') "
-        # Its own undos are settled first; the undo of a later action cancels it.
-        "AND NOT (e.undoes IS NOT NULL AND e.undoes >= ?2) "
-        "ORDER BY e.id DESC LIMIT 1",
-        (entry.id, entry.id),
-    ).fetchone()
-    return "" if row is None else f"{row[0]} ({row[1]})"
+        "WHERE g.entry_id > ?1 AND e.undone_by IS NULL "
+        "AND e.status NOT IN ('rolled back', 'superseded') ORDER BY e.id DESC",
+        (entry.id,),
+    ).fetchall()
+    for entry_id, action in later:
+        if action != "undo" or not _cancels_a_later_action(conn, entry_id, entry.id):
+            return f"{entry_id} ({action})"
+    return ""
+
+
+def _cancels_a_later_action(conn: Any, undo_id: int, after: int) -> bool:
+    """Whether an undo, through its chain of undos, takes out an action made
+    after entry ``after`` (an odd number of undos down to it; an even number
+    is a redo, which puts it back)."""
+    hops, target = 0, undo_id
+    while True:  # bounded: each entry undoes an older one
+        row = conn.execute(
+            "SELECT action, undoes FROM entries WHERE id = ?", (target,)
+        ).fetchone()
+        if row is None or row[0] != "undo" or row[1] is None:
+            return target > after and hops % 2 == 1
+        hops, target = hops + 1, row[1]
 
 
 def _changed_by(journal: Journal, entry_id: int, group: RowGroup) -> str:
