@@ -369,3 +369,31 @@ async def test_a_journal_too_busy_to_name_a_batch_does_not_fail_the_run(
     assert "could not be named in it beforehand (the journal is locked" in note.text
     await undo(Journal(), note.data["journal_id"], _files(ws_dir))
     assert _dump(ws_dir) == before
+
+
+async def test_batches_another_process_saved_meanwhile_are_not_claimed(
+    ws_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A lovia-tui with another journal resuming the run too (its lock is not
+    ours): the batches this run did not name are not taken for its own; the
+    entry stays unfinished, and its undo refuses rather than guess."""
+
+    async def named_elsewhere(*_: object) -> None:
+        return None  # as if another process had saved every batch
+
+    monkeypatch.setattr(RunJournal, "_name", named_elsewhere)
+    seen = await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
+    [note] = [e for e in seen if "journal_id" in e.data]
+    assert note.text.endswith(
+        "another process saved batches of this run meanwhile; it cannot be undone"
+    )
+    saved = _dump(ws_dir)
+    capsys.readouterr()
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
+
+    assert "its run moved on since" in capsys.readouterr().err
+    assert _dump(ws_dir) == saved
