@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import resume as support_resume
 from support.resume import (
     JOBS_ENV,
     RUN,
     SESSION,
-    build_crashed,
     copy_workspace,
     head_status,
     session_rows,
@@ -25,11 +25,7 @@ TESTS_DIR = Path(__file__).parents[1]
 TIMEOUT = 60  # bounded
 
 
-@pytest.fixture(scope="module")
-def crashed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("crashed-cli") / "ws"
-    build_crashed(directory)
-    return directory
+crashed_template = support_resume.crashed_template  # a fixture
 
 
 @pytest.fixture

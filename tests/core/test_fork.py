@@ -94,6 +94,17 @@ async def test_a_web_fork_is_cut_only_before_a_user_message(scratch: Path) -> No
         await ws.close()
 
 
+async def _fork_as_f(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path], *, keep: int
+) -> dict:
+    """``lovia-tui fork`` of session "s" into "f", keeping ``keep`` entries."""
+    sessions, runs = two_files
+    return await cli_json(
+        capsys, "fork", sessions, runs, "s", "--keep", str(keep), "--as", "f",
+        "--yes", "--json",
+    )  # fmt: skip
+
+
 async def test_another_layout_forks_with_lovias_rewind_split(
     two_files: tuple[Path, Path], scratch: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -101,19 +112,7 @@ async def test_another_layout_forks_with_lovias_rewind_split(
     before = rows(sessions)
     rewound = copy_db(sessions, scratch / "rewound.db")
     # Keep 7: the second run cut after its parallel calls, before any result.
-    out = await cli_json(
-        capsys,
-        "fork",
-        sessions,
-        runs,
-        "s",
-        "--keep",
-        "7",
-        "--as",
-        "f",
-        "--yes",
-        "--json",
-    )
+    out = await _fork_as_f(capsys, two_files, keep=7)
     preview = out["preview"]
     assert (preview["new_session_id"], preview["entries_copied"]) == ("f", 5)
     assert [c["call_id"] for c in preview["truncated"]["dropped_calls"]] == ["c1", "c2"]
@@ -141,19 +140,7 @@ async def test_a_fork_continued_since_is_not_undone_from_under_its_runs(
     """Undoing it would take out the copied beginning and leave the run stored
     in the fork since without it: refused, saying how to remove it whole."""
     sessions, runs = two_files
-    out = await cli_json(
-        capsys,
-        "fork",
-        sessions,
-        runs,
-        "s",
-        "--keep",
-        "4",
-        "--as",
-        "f",
-        "--yes",
-        "--json",
-    )
+    out = await _fork_as_f(capsys, two_files, keep=4)
     await Runner.run(
         agent([text("Go on.")]), "And then?",
         session=SQLiteSession(sessions), session_id="f",

@@ -15,12 +15,12 @@ from lovia import (
     events,
 )
 from lovia.testing import call, text
+from support import resume as support_resume
 from support.resume import (
     FINAL,
     RUN,
     SESSION,
     Jobs,
-    build_crashed,
     copy_workspace,
     head_status,
     make_assistant,
@@ -38,16 +38,10 @@ from lovia_tui.core.store.workspace import Workspace
 TIMEOUT = 20  # bounded: a run that hangs fails the test instead
 
 
-@pytest.fixture(scope="module")
-def crashed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("crashed") / "ws"
-    build_crashed(directory)
-    return directory
-
-
-@pytest.fixture
-def ws_dir(crashed_template: Path, tmp_path: Path) -> Path:
-    return copy_workspace(crashed_template, tmp_path / "ws")
+crashed_template, ws_dir = (
+    support_resume.crashed_template,
+    support_resume.ws_dir,
+)  # fixtures
 
 
 @pytest.fixture

@@ -20,14 +20,13 @@ import pytest
 from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
 from lovia.testing import text
 from lovia.web.store import ChatStore
+from support import resume as support_resume
 from support.lovia_factory import integrity, rows
 from support.resume import (
     JOBS_ENV,
     RUN,
     SESSION,
     Jobs,
-    build_crashed,
-    copy_workspace,
     head_status,
     make_assistant,
     session_rows,
@@ -47,16 +46,10 @@ TESTS_DIR = Path(__file__).parents[1]
 TIMEOUT = 60  # bounded: a run that hangs fails the test instead
 
 
-@pytest.fixture(scope="module")
-def crashed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("crashed-journal") / "ws"
-    build_crashed(directory)
-    return directory
-
-
-@pytest.fixture
-def ws_dir(crashed_template: Path, tmp_path: Path) -> Path:
-    return copy_workspace(crashed_template, tmp_path / "ws")
+crashed_template, ws_dir = (
+    support_resume.crashed_template,
+    support_resume.ws_dir,
+)  # fixtures
 
 
 def _dump(ws_dir: Path) -> dict[str, dict[str, list[tuple[str, ...]]]]:
@@ -78,6 +71,16 @@ async def _resume(ws_dir: Path, **options) -> list:
     assert pf.ok, pf.problems
     async with asyncio.timeout(TIMEOUT):
         return [e async for e in resume(pf, RunControl(journal=Journal()))]
+
+
+async def _replay(ws_dir: Path) -> list:
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight_replay(ws, RUN, session_id=SESSION)
+    finally:
+        await ws.close()
+    async with asyncio.timeout(TIMEOUT):
+        return [e async for e in replay(pf, RunControl(journal=Journal()))]
 
 
 def _files(ws_dir: Path) -> list[Path]:
@@ -122,13 +125,7 @@ async def test_replay_of_a_lost_append_is_undone_too(
         conn.execute("DELETE FROM session_runs WHERE run_id = ?", (RUN,))
     conn.close()
     before = _dump(ws_dir)
-    ws = await Workspace.open([ws_dir])
-    try:
-        pf = await preflight_replay(ws, RUN, session_id=SESSION)
-    finally:
-        await ws.close()
-    async with asyncio.timeout(TIMEOUT):
-        seen = [e async for e in replay(pf, RunControl(journal=Journal()))]
+    seen = await _replay(ws_dir)
     [note] = [e for e in seen if "journal_id" in e.data]
     assert RUN in [row[1] for row in session_rows(ws_dir / "sessions.db")]
 
@@ -303,13 +300,7 @@ async def test_a_replay_that_changes_nothing_is_passed_over_by_undo(
     seen = await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
     [resumed] = [e.data["journal_id"] for e in seen if "journal_id" in e.data]
     before = _dump(ws_dir)
-    ws = await Workspace.open([ws_dir])
-    try:
-        pf = await preflight_replay(ws, RUN, session_id=SESSION)
-    finally:
-        await ws.close()
-    async with asyncio.timeout(TIMEOUT):
-        seen = [e async for e in replay(pf, RunControl(journal=Journal()))]
+    seen = await _replay(ws_dir)
 
     assert _dump(ws_dir) == before
     [note] = [e for e in seen if "journal_id" in e.data]

@@ -16,6 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from lovia import Agent, RunContext, Runner, SQLiteSession, tool
 from lovia.messages import AssistantTurn
 from lovia.testing import ScriptedProvider, call, text
@@ -154,6 +155,20 @@ def build_crashed(directory: Path) -> None:
 def copy_workspace(template: Path, destination: Path) -> Path:
     shutil.copytree(template, destination)
     return destination
+
+
+@pytest.fixture(scope="module")
+def crashed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`build_crashed` once per test module (copy it: :func:`ws_dir`)."""
+    directory = tmp_path_factory.mktemp("crashed") / "ws"
+    build_crashed(directory)
+    return directory
+
+
+@pytest.fixture
+def ws_dir(crashed_template: Path, tmp_path: Path) -> Path:
+    """A private copy of :func:`crashed_template`, free to resume."""
+    return copy_workspace(crashed_template, tmp_path / "ws")
 
 
 def session_rows(path: Path) -> list[tuple[str, str, str]]:
