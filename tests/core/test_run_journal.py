@@ -388,3 +388,23 @@ async def test_batches_another_process_saved_meanwhile_are_not_claimed(
 
     assert "its run moved on since" in capsys.readouterr().err
     assert _dump(ws_dir) == saved
+
+
+async def test_a_batch_seq_of_another_type_does_not_stop_the_resume(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """A file lovia did not write alone: a batch whose seq is text. The run
+    goes; its entry never claims batches it cannot name."""
+    with sqlite3.connect(ws_dir / "runs.db") as conn:
+        conn.execute(
+            "UPDATE snapshot_turns SET seq = 'zero' WHERE run_id = ? AND seq = 0",
+            (RUN,),
+        )
+    conn.close()
+    seen = await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
+    assert seen[-1].kind in ("run_completed", "run_failed")
+    assert [e for e in seen if "journal_id" in e.data]
+    assert [integrity(ws_dir / name) for name in ("sessions.db", "runs.db")] == [
+        "ok",
+        "ok",
+    ]

@@ -116,7 +116,9 @@ class RunJournal:
              "delete_on_success": pf.delete_on_success},
             None, before, subject=f"run {run!r}",
         )  # fmt: skip
-        next_seq = max(seqs, default=-1) + 1
+        # A seq stored as another type (not lovia's) makes lovia's own
+        # numbering differ: the batches then go unclaimed, never misnamed.
+        next_seq = max((q for q in seqs if type(q) is int), default=-1) + 1
         return cls(
             journal, entry_id, before, adding, turns_at, segment, next_seq, run_lock
         )
