@@ -408,3 +408,39 @@ async def test_a_batch_seq_of_another_type_does_not_stop_the_resume(
         "ok",
         "ok",
     ]
+
+
+async def test_an_action_during_a_resume_names_the_resume_when_its_undo_is_refused(
+    ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """delete-run --force while the run was being resumed; the resume saved
+    after it. The delete-run's undo is refused, and says which entry to undo
+    first though that one was begun before it."""
+    jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight(
+            ws, RUN, agent=load_agent("support.resume:two_jobs"),
+            deps=DepsSpec("jobs", jobs), session_id=SESSION, stale_after=0,
+        )  # fmt: skip
+    finally:
+        await ws.close()
+
+    async def resumed() -> list:
+        return [e async for e in resume(pf, RunControl(journal=Journal()))]
+
+    async with asyncio.timeout(TIMEOUT):
+        going = asyncio.create_task(resumed())
+        while "second" not in jobs.calls():
+            await asyncio.sleep(0.02)  # bounded by the timeout
+        delete = ["delete-run", str(ws_dir), RUN, "--force", "--yes"]
+        assert await asyncio.to_thread(main, delete) == 0
+        jobs.release.set()
+        await going
+    capsys.readouterr()
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
+
+    assert "journal entry 1 (resume), begun before it, may have written" in (
+        capsys.readouterr().err
+    )

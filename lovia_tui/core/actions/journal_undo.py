@@ -189,13 +189,28 @@ def _changed_by(journal: Journal, entry_id: int, group: RowGroup) -> str:
             "ORDER BY e.id DESC LIMIT 3",
             (str(group.file), group.table, group.key, entry_id),
         ).fetchall()
-    if not later:
-        return ""
-    named = ", ".join(
-        f"{i} (undo of entry {undoes})" if action == "undo" else f"{i} ({action})"
-        for i, action, undoes in later
-    )
-    return f"; changed since by journal entry {named}: undo that first"
+        # A resume begun before it writes for minutes: it may have come after.
+        running_on = conn.execute(
+            "SELECT e.id, e.action FROM groups g JOIN entries e ON e.id = g.entry_id "
+            "WHERE g.database = ? AND g.tbl = ? AND g.key = ? AND g.entry_id < ? "
+            f"AND e.action IN ({', '.join('?' * len(RUN_ACTIONS))}) "
+            "AND e.undone_by IS NULL AND e.status NOT IN ('rolled back', ?) "
+            "ORDER BY e.id DESC LIMIT 1",
+            (str(group.file), group.table, group.key, entry_id, *sorted(RUN_ACTIONS),
+             MOVED_ON),
+        ).fetchone()  # fmt: skip
+    if later:
+        named = ", ".join(
+            f"{i} (undo of entry {undoes})" if action == "undo" else f"{i} ({action})"
+            for i, action, undoes in later
+        )
+        return f"; changed since by journal entry {named}: undo that first"
+    if running_on:
+        return (
+            f"; journal entry {running_on[0]} ({running_on[1]}), begun before it, "
+            "may have written these rows after it: if so, undo that first"
+        )
+    return ""
 
 
 def settle_undos(journal: Journal, target: JournalEntry) -> UndoResult | None:
