@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
@@ -444,3 +445,66 @@ async def test_an_action_during_a_resume_names_the_resume_when_its_undo_is_refus
     assert "journal entry 1 (resume), begun before it, may have written" in (
         capsys.readouterr().err
     )
+
+
+async def _journaled_then_killed(ws_dir: Path, **options: Any) -> RunJournal:
+    """A resume's entry begun, left as a SIGKILL leaves it (pending, unlocked)
+    by the caller's ``release()``; nothing of lovia's run happens here."""
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight(
+            ws, RUN, agent=load_agent("support.resume:assistant"), stale_after=0,
+            **options,
+        )  # fmt: skip
+    finally:
+        await ws.close()
+    assert pf.ok, pf.problems
+    return await RunJournal.begin(Journal(), pf)
+
+
+async def test_a_run_killed_once_it_deleted_its_checkpoint_is_undone(
+    ws_dir: Path,
+) -> None:
+    """--no-session --delete-on-success, killed once lovia deleted the
+    checkpoint: no segment tells it was the run's own doing, the entry does
+    (said before the delete), and the undo puts the checkpoint back."""
+    before = _dump(ws_dir)
+    run = await _journaled_then_killed(ws_dir, no_session=True, delete_on_success=True)
+    await run.before_delete()
+    await SQLiteCheckpointer(ws_dir / "runs.db", wal=True).delete(RUN)
+    run.release()
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+
+    assert _dump(ws_dir) == before
+
+
+async def test_a_batch_named_but_never_written_is_not_taken_for_the_runs_own(
+    ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed after naming its next batch, before lovia wrote it; lovia then
+    went on with the run itself and saved a batch of that number. The batch
+    was never marked written by the entry: refused, lovia's batch kept."""
+
+    async def killed() -> None:
+        raise asyncio.CancelledError  # the process dies before lovia writes
+
+    run = await _journaled_then_killed(ws_dir, session_id=SESSION)
+    with pytest.raises(asyncio.CancelledError):
+        await run.save_batch(killed)
+    run.release()
+    with pytest.raises(Exception, match="."):  # no script left: the model fails
+        await Runner.run(
+            make_assistant([]), [], deps=Jobs(tmp_path / "jobs.log"),
+            checkpoint=CheckpointOptions(
+                SQLiteCheckpointer(ws_dir / "runs.db", wal=True), RUN,
+                if_run_exists="resume_only",
+            ),
+        )  # fmt: skip
+    saved = _dump(ws_dir)
+    capsys.readouterr()
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
+
+    assert "its run moved on since" in capsys.readouterr().err
+    assert _dump(ws_dir) == saved

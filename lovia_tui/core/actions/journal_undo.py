@@ -150,14 +150,15 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
 
 def _later_on_its_rows(conn: Any, entry: JournalEntry) -> str:
     """The newest later entry, not undone, whose change to rows of
-    ``entry``'s groups stands, as "N (action)"; "" when none does."""
+    ``entry``'s groups stands, as "N (action)"; "" when none does. One
+    that moved on stands in no one's way: what it left is another writer's."""
     later = conn.execute(
         "SELECT DISTINCT e.id, e.action FROM groups g JOIN entries e ON e.id = g.entry_id "
         "JOIN groups mine ON mine.entry_id = ?1 AND mine.database = g.database "
         "AND mine.tbl = g.tbl AND mine.key = g.key "
         "WHERE g.entry_id > ?1 AND e.undone_by IS NULL "
-        "AND e.status NOT IN ('rolled back', 'superseded') ORDER BY e.id DESC",
-        (entry.id,),
+        "AND e.status NOT IN ('rolled back', 'superseded', ?2) ORDER BY e.id DESC",
+        (entry.id, MOVED_ON),
     ).fetchall()
     for entry_id, action in later:
         if action != "undo" or not _cancels_a_later_action(conn, entry_id, entry.id):
@@ -185,9 +186,9 @@ def _changed_by(journal: Journal, entry_id: int, group: RowGroup) -> str:
         later = conn.execute(
             "SELECT e.id, e.action, e.undoes FROM groups g JOIN entries e "
             "ON e.id = g.entry_id WHERE g.database = ? AND g.tbl = ? AND g.key = ? "
-            "AND g.entry_id > ? AND e.undone_by IS NULL AND e.status != 'rolled back' "
-            "ORDER BY e.id DESC LIMIT 3",
-            (str(group.file), group.table, group.key, entry_id),
+            "AND g.entry_id > ? AND e.undone_by IS NULL "
+            "AND e.status NOT IN ('rolled back', ?) ORDER BY e.id DESC LIMIT 3",
+            (str(group.file), group.table, group.key, entry_id, MOVED_ON),
         ).fetchall()
         # A resume begun before it writes for minutes: it may have come after.
         running_on = conn.execute(

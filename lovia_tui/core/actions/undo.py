@@ -209,6 +209,13 @@ POINTER_COLUMNS = frozenset({"active_run_id", "updated_at"})
 """What a run's settling changes in its chat's row; anything else is the chat's."""
 
 
+WRITTEN = "written "
+"""Before a row's name in a resume's entry: lovia wrote it (named first, then
+written: a row named but not marked may be another writer's)."""
+DELETED = "checkpoint deleted by the run"
+"""In a resume's entry: the run deletes its checkpoint (``delete_on_success``)."""
+
+
 class MovedOnError(ChangedSinceError):
     """An interrupted resume or replay whose run another writer went on with."""
 
@@ -218,30 +225,31 @@ def _refuse_moved_on(
 ) -> None:
     """Refuse to undo an interrupted resume or replay over what others did
     since. Its rows are as journaled, as the run left them, or between; the
-    run named each row before adding it (core.runs.run_journal), and it
-    deletes its checkpoint or clears its chat's pointer only once its segment
-    is stored. Anything else is another writer's: lovia or lovia web went on
-    with the run, stopped it, started another in the chat, or the chat was
-    edited."""
+    run named each row before adding it and each batch again once written,
+    and its checkpoint's deletion before it (core.runs.run_journal); it
+    clears its chat's pointer only once its segment is stored. Anything else
+    is another writer's: lovia or lovia web went on with the run, stopped it,
+    started another in the chat, or the chat was edited."""
     found = {rows.group.table: (rows, added or (), now)
              for (rows, _, added), now in zip(groups, current, strict=True)}  # fmt: skip
-    heads, _, _ = found["snapshot_heads"]
+    heads, deleting, _ = found["snapshot_heads"]
     segment = identity("text", heads.group.key.encode())
     stored = "session_runs" in found and segment in found["session_runs"][1]
     for table, (rows, added, now) in found.items():
         journaled = dict(zip(rows.identities(), rows.rows, strict=True))
         present = dict(zip(now.identities(), now.rows, strict=True))
         if table == "snapshot_turns":
+            written = {n.removeprefix(WRITTEN) for n in added if n.startswith(WRITTEN)}
             moved = any(
                 name not in journaled
-                and name not in added
+                and name not in written
                 or journaled.get(name, row) != row
                 for name, row in present.items()
             )
         elif table == "session_runs":
             moved = segment in present and segment not in journaled and not stored
         elif table == "snapshot_heads":
-            moved = bool(journaled) and not present and not stored
+            moved = bool(journaled) and not present and DELETED not in deleting
         elif table == "chat_sessions" and rows.rows and now.rows:
             was = dict(zip(rows.columns, rows.rows[0], strict=True))
             cells = dict(zip(now.columns, now.rows[0], strict=True))

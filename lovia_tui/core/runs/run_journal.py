@@ -21,6 +21,7 @@ journaled.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from lovia_tui.core.actions.entry_locks import EntryLock, run_lock_name
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
+from lovia_tui.core.actions.undo import DELETED, WRITTEN
 from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
@@ -123,10 +125,23 @@ class RunJournal:
             journal, entry_id, before, adding, turns_at, segment, next_seq, run_lock
         )
 
-    async def before_batch(self) -> None:
-        """Name the batch lovia is about to save, before it is written."""
-        await self._name(self.turns_at, identity("integer", self.next_seq))
+    async def save_batch(self, write: Callable[[], Awaitable[None]]) -> None:
+        """Have lovia save a batch, named in the entry before it is written
+        and marked written once it is: a batch named but not marked may be
+        another writer's, saved after this run was killed."""
+        name = identity("integer", self.next_seq)
         self.next_seq += 1
+        await self._name(self.turns_at, name)
+        await write()
+        await self._name(self.turns_at, WRITTEN + name)
+
+    async def before_delete(self) -> None:
+        """Say in the entry that the run deletes its checkpoint (lovia's
+        ``delete_on_success``), before lovia does."""
+        heads_at = next(
+            at for at, r in enumerate(self.before) if r.group.table == "snapshot_heads"
+        )
+        await self._name(heads_at, DELETED)
 
     async def before_append(self, session_id: str, run_id: str | None) -> None:
         """Name the run's segment before lovia appends it to its session."""
@@ -152,16 +167,23 @@ class RunJournal:
             self.adding[at].append(name)
 
     def checkpointer(self, file: Path) -> SQLiteCheckpointer:
-        """lovia's checkpointer on ``file``, naming each batch in the entry first."""
+        """lovia's checkpointer on ``file``, saying in the entry what it is
+        about to write or delete first."""
         from lovia import SQLiteCheckpointer
 
         run_journal = self
 
         class Journaled(SQLiteCheckpointer):
             async def append(self, run_id: str, entries: Any, head: Any) -> None:
+                write = super().append
                 if entries:
-                    await run_journal.before_batch()
-                await super().append(run_id, entries, head)
+                    await run_journal.save_batch(lambda: write(run_id, entries, head))
+                else:
+                    await write(run_id, entries, head)
+
+            async def delete(self, run_id: str) -> None:
+                await run_journal.before_delete()
+                await super().delete(run_id)
 
         return Journaled(file, wal=True)
 
