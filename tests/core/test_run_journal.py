@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,17 @@ async def _replay(ws_dir: Path) -> list:
         await ws.close()
     async with asyncio.timeout(TIMEOUT):
         return [e async for e in replay(pf, RunControl(journal=Journal()))]
+
+
+async def _refused_as_moved_on(
+    capsys: pytest.CaptureFixture[str], directory: Path, read: Callable[[], object]
+) -> None:
+    """A bare undo refuses, saying the run moved on, and changes nothing ``read`` sees."""
+    kept = read()
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["undo", str(directory), "--yes"]) == 2
+    assert "its run moved on since" in capsys.readouterr().err
+    assert read() == kept
 
 
 def _files(ws_dir: Path) -> list[Path]:
@@ -206,12 +218,9 @@ async def test_a_killed_resume_that_lovia_went_on_with_is_not_undone_over_it(
     )  # fmt: skip
     assert result.output == "Finished by lovia."
     finished = _dump(ws_dir)
-    capsys.readouterr()
 
-    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
+    await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
 
-    assert "its run moved on since" in capsys.readouterr().err
-    assert _dump(ws_dir) == finished
     assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
     assert "nothing to undo" in capsys.readouterr().out
     assert _dump(ws_dir) == finished
@@ -333,13 +342,7 @@ async def test_an_interrupted_resume_leaves_a_chat_changed_since_alone(
         await store.set_title("chat-export", "Renamed since")
     else:
         await store.set_active_run_id("chat-export", "run-web-new")
-    changed = rows(web)
-    capsys.readouterr()
-
-    assert await asyncio.to_thread(main, ["undo", str(directory), "--yes"]) == 2
-
-    assert "its run moved on since" in capsys.readouterr().err
-    assert rows(web) == changed
+    await _refused_as_moved_on(capsys, directory, lambda: rows(web))
 
 
 async def test_a_journal_too_busy_to_name_a_batch_does_not_fail_the_run(
@@ -382,13 +385,7 @@ async def test_batches_another_process_saved_meanwhile_are_not_claimed(
     assert note.text.endswith(
         "another process saved batches of this run meanwhile; it cannot be undone"
     )
-    saved = _dump(ws_dir)
-    capsys.readouterr()
-
-    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
-
-    assert "its run moved on since" in capsys.readouterr().err
-    assert _dump(ws_dir) == saved
+    await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
 
 
 async def test_a_batch_seq_of_another_type_does_not_stop_the_resume(
@@ -501,10 +498,4 @@ async def test_a_batch_named_but_never_written_is_not_taken_for_the_runs_own(
                 if_run_exists="resume_only",
             ),
         )  # fmt: skip
-    saved = _dump(ws_dir)
-    capsys.readouterr()
-
-    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
-
-    assert "its run moved on since" in capsys.readouterr().err
-    assert _dump(ws_dir) == saved
+    await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
