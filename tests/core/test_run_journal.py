@@ -7,6 +7,7 @@ it) before the run and after its undo.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from lovia import CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
 from lovia.testing import text
+from lovia.transcript import AssistantTextEntry
 from lovia.web.store import ChatStore
 from support import resume as support_resume
 from support.lovia_factory import integrity, rows
@@ -38,6 +40,7 @@ from lovia_tui.cli import main
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.journal_undo import undo
+from lovia_tui.core.actions.undo import WRITTEN
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
 from lovia_tui.core.runs.preflight import preflight, preflight_replay
 from lovia_tui.core.runs.resume import RunControl, replay, resume
@@ -499,3 +502,33 @@ async def test_a_batch_named_but_never_written_is_not_taken_for_the_runs_own(
             ),
         )  # fmt: skip
     await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
+
+
+async def test_a_run_killed_between_lovias_write_and_the_mark_is_undone(
+    ws_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lovia saved the batch, the process died before the entry said so: the
+    checkpoint was saved last right when the batch was named, so it is the
+    run's own, and the undo puts everything back (a batch another writer
+    saves later carries a later time: see the test above)."""
+    before = _dump(ws_dir)
+    run = await _journaled_then_killed(ws_dir, session_id=SESSION)
+    named = run._name
+
+    async def dies_at_the_mark(at: int, *names: str) -> None:
+        if names[0].startswith(WRITTEN):
+            raise asyncio.CancelledError  # SIGKILL: the mark is never journaled
+        await named(at, *names)
+
+    monkeypatch.setattr(run, "_name", dies_at_the_mark)
+    lovias = SQLiteCheckpointer(ws_dir / "runs.db", wal=True)
+    snapshot = await lovias.load(RUN)
+    head = dataclasses.replace(snapshot.head, updated_at=time.time())
+    saved = AssistantTextEntry(content="saved before the kill")
+    with pytest.raises(asyncio.CancelledError):
+        await run.save_batch(lambda: lovias.append(RUN, [saved], head))
+    run.release()
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+
+    assert _dump(ws_dir) == before

@@ -180,7 +180,7 @@ class Journal:
         self._locks[entry_id] = lock
         return entry_id
 
-    async def adding(self, entry_id: int, position: int, name: str) -> None:
+    async def adding(self, entry_id: int, position: int, *names: str) -> None:
         """Name a row a pending entry's action is about to add (a resumed run's
         next checkpoint batch) before it is written: undoing the entry if it
         is interrupted then takes that row out too."""
@@ -193,7 +193,7 @@ class Journal:
                 ).fetchone()
                 conn.execute(
                     "UPDATE groups SET added_json = ? WHERE entry_id = ? AND position = ?",
-                    (_json([*orjson.loads(added or "[]"), name]), entry_id, position),
+                    (_json([*orjson.loads(added or "[]"), *names]), entry_id, position),
                 )
 
         await asyncio.to_thread(add)

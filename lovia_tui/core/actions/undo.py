@@ -212,6 +212,8 @@ POINTER_COLUMNS = frozenset({"active_run_id", "updated_at"})
 WRITTEN = "written "
 """Before a row's name in a resume's entry: lovia wrote it (named first, then
 written: a row named but not marked may be another writer's)."""
+NAMED_AT = "named at "
+"""Before the time a batch was named and its name, in a resume's entry."""
 DELETED = "checkpoint deleted by the run"
 """In a resume's entry: the run deletes its checkpoint (``delete_on_success``)."""
 
@@ -239,7 +241,7 @@ def _refuse_moved_on(
         journaled = dict(zip(rows.identities(), rows.rows, strict=True))
         present = dict(zip(now.identities(), now.rows, strict=True))
         if table == "snapshot_turns":
-            written = {n.removeprefix(WRITTEN) for n in added if n.startswith(WRITTEN)}
+            written = _written(added, found["snapshot_heads"][2])
             moved = any(
                 name not in journaled
                 and name not in written
@@ -273,6 +275,24 @@ def _refuse_moved_on(
                 "files are sound as they are, and undoing would lose that",
                 rows.group,
             )
+
+
+def _written(added: Sequence[str], head: Captured) -> set[str]:
+    """The batches a run wrote: those it marked written, and one it named
+    after the head saved last was made (killed between lovia's write and the
+    mark: lovia makes a save's head, stamped with its time, before it calls
+    the checkpointer that names the batch; another writer's save, made after
+    the run died, is stamped later)."""
+    written = {n.removeprefix(WRITTEN) for n in added if n.startswith(WRITTEN)}
+    cells = dict(zip(head.columns, head.rows[0], strict=True)) if head.rows else {}
+    kind, saved = cells.get("updated_at", ("null", None))
+    if kind != "real":
+        return written
+    for note in (n.removeprefix(NAMED_AT) for n in added if n.startswith(NAMED_AT)):
+        named, name = note.split(" ", 1)
+        if float(saved) <= float(named):
+            written.add(name)
+    return written
 
 
 def _put_back_names(plan: RowUndo, current: Captured) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ journaled.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from lovia_tui.core.actions.entry_locks import EntryLock, run_lock_name
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
-from lovia_tui.core.actions.undo import DELETED, WRITTEN
+from lovia_tui.core.actions.undo import DELETED, NAMED_AT, WRITTEN
 from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
@@ -126,12 +127,14 @@ class RunJournal:
         )
 
     async def save_batch(self, write: Callable[[], Awaitable[None]]) -> None:
-        """Have lovia save a batch, named in the entry before it is written
-        and marked written once it is: a batch named but not marked may be
-        another writer's, saved after this run was killed."""
+        """Have lovia save a batch, named in the entry (with the time) before
+        it is written and marked written once it is: a batch named but not
+        marked is the run's only if the head saved last was made before it
+        was named (killed between lovia's write and the mark), else another
+        writer's, saved after this run was killed."""
         name = identity("integer", self.next_seq)
         self.next_seq += 1
-        await self._name(self.turns_at, name)
+        await self._name(self.turns_at, name, f"{NAMED_AT}{time.time()!r} {name}")
         await write()
         await self._name(self.turns_at, WRITTEN + name)
 
@@ -155,16 +158,16 @@ class RunJournal:
         if self.segment not in self.before[at].identities():  # else lovia ignores it
             await self._name(at, self.segment)
 
-    async def _name(self, at: int, name: str) -> None:
+    async def _name(self, at: int, *names: str) -> None:
         """A row the run is about to add, named in its entry first. A journal
         too busy to say so does not fail the run (its tool calls have run):
         the row goes unnamed, and the run's end records it."""
         try:
-            await self.journal.adding(self.entry_id, at, name)
+            await self.journal.adding(self.entry_id, at, *names)
         except JournalError as exc:
             self.unnamed.append(str(exc))
         else:
-            self.adding[at].append(name)
+            self.adding[at] += names
 
     def checkpointer(self, file: Path) -> SQLiteCheckpointer:
         """lovia's checkpointer on ``file``, saying in the entry what it is
