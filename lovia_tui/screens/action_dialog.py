@@ -157,7 +157,7 @@ class ActionScreen(ModalScreen[ActionAnswer | None]):
                     options,
                     value=value,
                     id=f"field-{spec.name}",
-                    prompt=spec.label,
+                    prompt="choose one",  # its label is just above
                     compact=True,
                 )
             else:
