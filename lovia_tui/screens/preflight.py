@@ -66,6 +66,9 @@ IN_THE_APP = {
     "(--session SID)": "(below)",
     "(--no-session)": f"(choose {NO_SESSION})",
     "(--force overrides)": "(typing the run's id below overrides)",
+    "(if its process is gone, a shorter --stale-after says so; --force overrides)": (
+        "(if its process is gone, typing the run's id below overrides)"
+    ),
 }
 """The core's problems name the command line's flags; here, what the dialog offers."""
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -603,3 +605,23 @@ def test_a_completed_head_is_decided_as_head_fields_decides() -> None:
     ]
     for head in heads:
         assert head_completed(head, 1.0) == completed(head), head
+
+
+def test_the_doctors_commands_paste_as_they_are(demo_dir, capsys) -> None:
+    """Each suggested command, with the agent and a session filled in where
+    it says MODULE:ATTR and SID and without --yes, previews (exit 0): it
+    carries the files and the --stale-after the doctor judged runs by (it
+    left that out, and the command refused the run the doctor called stale)."""
+    main(["doctor", str(demo_dir.directory), "--stale-after", "2", "--json"])
+    fixes = [f["fix"] or "" for f in json.loads(capsys.readouterr().out)["findings"]]
+    commands = [
+        c for text in fixes for c in re.findall(r"lovia-tui [a-z-]+ [^;)]*--yes", text)
+    ]
+    assert len(commands) >= 3 and all(
+        "--stale-after 2" in c for c in commands if "resume" in c
+    )
+    for line in commands:
+        argv = shlex.split(line.replace("MODULE:ATTR", "lovia_tui.demo:agent"))
+        argv = [demo_dir.cli_completed_session if a == "SID" else a for a in argv]
+        assert main(argv[1:-1]) == 0, (line, capsys.readouterr())
+        capsys.readouterr()

@@ -109,7 +109,7 @@ async def diagnose(
     for db in ws.databases:
         if db.stores.session:
             await segment_findings(db, found, progress=report)
-    findings = (with_open_files(f, ws.paths) for f in found.finished())
+    findings = (with_open_files(f, ws.paths, stale_after) for f in found.finished())
     return Report(tuple(findings), tuple(files))
 
 

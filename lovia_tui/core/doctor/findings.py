@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lovia_tui.core.formatting import command_line
+from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.stored import non_text
 
 Severity = Literal["error", "warning", "info"]
@@ -162,16 +163,31 @@ OPEN_FILES = "\0files"
 the real ones there once the audit knows them."""
 
 
+STALE_AFTER = "\0stale-after"
+"""Where a suggested command says the staleness the audit used, if not the default."""
+WITHOUT_STALE_AFTER = frozenset({"undo", "replay"})
+"""Commands that judge no run live or stale: they take no ``--stale-after``."""
+
+
 def command(verb: str, *args: str) -> str:
     """How to do it from a shell, the open files still to be filled in."""
-    return " ".join(["lovia-tui", verb, OPEN_FILES, *args, "--yes"])
+    stale = [] if verb in WITHOUT_STALE_AFTER else [STALE_AFTER]
+    return " ".join(["lovia-tui", verb, OPEN_FILES, *args, *stale, "--yes"])
 
 
-def with_open_files(finding: Finding, paths: Iterable[Path]) -> Finding:
+def with_open_files(
+    finding: Finding, paths: Iterable[Path], stale_after: float = DEFAULT_STALE_AFTER
+) -> Finding:
     """``finding`` with the files the doctor read in its suggested command
-    (quoted for a shell): ``PATH...`` told a person nothing to paste."""
+    (quoted for a shell), and the staleness it judged runs by: ``PATH...``
+    told a person nothing to paste, and without ``--stale-after`` the
+    command refused the run the doctor had called stale."""
     if finding.fix is None or OPEN_FILES not in finding.fix.text:
         return finding
     files = command_line(*paths).removeprefix("lovia-tui ")
+    stale = (
+        "" if stale_after == DEFAULT_STALE_AFTER else f"--stale-after {stale_after:g}"
+    )
     text = finding.fix.text.replace(OPEN_FILES, files)
+    text = text.replace(f" {STALE_AFTER}", f" {stale}" if stale else "")
     return replace(finding, fix=replace(finding.fix, text=text))

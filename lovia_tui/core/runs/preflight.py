@@ -216,11 +216,11 @@ def _check_status(
         )
     elif run.is_live(now, stale_after):
         found.block(
-            f"it is running and saved {ago(now, run.updated_at)} (under "
-            f"the {stale_after:g}s staleness threshold): another process may still own it, "
-            "and resuming a live run corrupts it (--force overrides)",
-            unless=force,
-        )
+            f"it is running and saved {ago(now, run.updated_at)} (under the "
+            f"{stale_after:g}s staleness threshold): another process may still own it, and "
+            "resuming a live run corrupts it (if its process is gone, a shorter "
+            "--stale-after says so; --force overrides)", unless=force,
+        )  # fmt: skip
     elif run.is_stale(now, stale_after):
         found.warnings.append(
             f"running in its head, but not live: {stale_reason(run, now, stale_after)}"
