@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from lovia_tui.core.errors import ActionError, LiveRunError, RowsChangedError
+from lovia_tui.core.formatting import printable
 from lovia_tui.core.models import SessionKey
 from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.view.kinds import Group
@@ -257,7 +258,7 @@ class ActionFlows:
         choice in the dialog: fork the session there instead.
         """
         from lovia_tui.core.actions.describe import describe
-        from lovia_tui.core.actions.fork import ForkPreview, perform_fork
+        from lovia_tui.core.actions.fork import ForkPreview, ForkResult, perform_fork
         from lovia_tui.core.actions.perform import perform
         from lovia_tui.screens.action_dialog import (
             ActionScreen,
@@ -345,8 +346,17 @@ class ActionFlows:
             break
         from lovia_tui.core.actions.describe import counts_text
 
+        into = (
+            f" into {result.new_session_id}"
+            if isinstance(result, ForkResult) and result.new_session_id
+            else ""
+        )
         self.host.notify(
-            f"{preview.action}: {counts_text(result.counts) or 'done'} (journal #{result.journal_id}; u undoes it)"
+            printable(
+                f"{preview.action}{into}: {counts_text(result.counts) or 'done'} "
+                f"(journal #{result.journal_id}; u undoes it)"
+            ),
+            markup=False,
         )
         for warning in result.warnings:
             self.host.notify(warning, severity="warning")

@@ -107,6 +107,7 @@ async def test_the_rewind_dialog_offers_a_fork_that_undo_removes(
         await settle(pilot)
         store = ChatStore.sqlite(db)
         [fork] = [c for c in await store.list() if c.origin_session_id == "chat-kyoto"]
+        assert any(f"fork into {fork.id}: " in n.message for n in app._notifications)
         assert [s.run_id for s in await store.session.segments(fork.id)] == [
             "run-kyoto-1"
         ]
