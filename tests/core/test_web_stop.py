@@ -114,6 +114,7 @@ async def test_finalize_of_a_stranded_web_run_is_lovia_webs_stop(
     assert preview.entries_left_out == 3  # the user's message and two dangling calls
     assert result.counts == {"entries_appended": 0, "checkpoints_deleted": 1}
     assert "stranded run: its checkpoint goes, nothing is appended" in lines[0]
+    assert lines[-1].startswith("undo restores the checkpoint and web records")
     assert (
         "the web UI's run record stays interrupted"
         if restarted

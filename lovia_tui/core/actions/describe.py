@@ -312,4 +312,8 @@ def describe(preview: Preview | ForkPreview) -> list[str]:
         ForkPreview: describe_fork,
     }[type(preview)]
     lines = render(preview)  # type: ignore[operator]
-    return lines if preview.noop else [*lines, _UNDO[type(preview)]]
+    if preview.noop:
+        return lines
+    if isinstance(preview, FinalizePreview) and not preview.entries_appended:
+        return [*lines, f"undo restores the checkpoint and web records {_JOURNAL}"]
+    return [*lines, _UNDO[type(preview)]]
