@@ -118,8 +118,8 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     # What a pane's selection is acted on by: first, so the key bar shows them first.
     CommandDef("filter_sessions", "slash", "Filter", "Filter sessions by id and title as you type (from any pane)", footer=(SESSIONS,), typed_after=True),
     CommandDef("search_content", "s", "Search", "Search message text across all sessions (Esc cancels; from any pane)", footer=(SESSIONS,), typed_after=True),
-    CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit in this session", show=False, panes=(TRANSCRIPT,)),
-    CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit in this session", show=False, panes=(TRANSCRIPT,)),
+    CommandDef("next_hit(1)", "n", "Next hit", "Move the transcript cursor to the search's next hit, on to the next session found", show=False, panes=(SESSIONS, TRANSCRIPT)),
+    CommandDef("next_hit(-1)", "N", "Previous hit", "Move the transcript cursor to the search's previous hit, back to the previous session found", show=False, panes=(SESSIONS, TRANSCRIPT)),
     CommandDef("toggle_raw", "r", "Raw", "Raw JSON of the entry, run head or run meta under the cursor", panes=(TRANSCRIPT, RUNS), needs=(RAW,)),
     CommandDef("copy_id", "y", "Copy id", "Copy the whole id under the cursor (session, run or tool call) to the clipboard", needs=(UNDER_CURSOR,), footer=(RUNS,)),
     CommandDef("attachments", "i", "Attachments", "The images and files attached to the entry under the cursor: what each is, and each stored image drawn", panes=(TRANSCRIPT,), needs=(ATTACHED,), urgent=True),

@@ -128,6 +128,15 @@ class SessionsPane(WorkerErrors, Vertical):
             or bool(self.list.filter_text)
         )
 
+    def step_match(self, step: int) -> bool:
+        """Move to the next (1) or previous (-1) session a content search
+        found; False when there is none that way (or no search)."""
+        rows = self.row_list
+        if self.list.matches is None or not 0 <= rows.cursor + step < len(self.shown):
+            return False
+        rows.cursor += step
+        return True
+
     @property
     def filter_open(self) -> bool:
         return any(not box.has_class("hidden") for box in self.query("#session-filter"))

@@ -96,9 +96,18 @@ class Hits:
             return ""
         return f" · hit {self.at + 1}/{len(self.rows)}"
 
-    def step(self, step: int) -> None:
+    def step(self, step: int) -> bool:
+        """The next (1) or previous (-1) hit in this session; False past the
+        last or before the first (the caller moves on to another session)."""
+        if not 0 <= self.at + step < len(self.rows):
+            return False
+        self._show(self.at + step)
+        return True
+
+    def wrap(self, step: int) -> None:
+        """Back to the first hit (stepping on) or the last (stepping back)."""
         if self.rows:
-            self._show((self.at + step) % len(self.rows))
+            self._show(0 if step > 0 else len(self.rows) - 1)
 
     def _show(self, at: int) -> None:
         """Put the cursor on hit ``at`` (on the row standing for it, if its run

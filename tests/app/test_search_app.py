@@ -185,3 +185,42 @@ async def test_the_sessions_found_so_far_show_while_the_scan_goes_on(
         await settle(pilot)
         assert [key[1] for key in sessions.shown] == ["long"]
         assert "so far" not in sessions.progress
+
+
+async def test_n_steps_on_to_the_next_session_found(scratch: Path):
+    """From the results list too (`s beacon Enter n`): past a session's last
+    hit, `n` moves to the next session found; past the last one, back to the
+    first hit, saying so. It stopped at the pane's edge without a word."""
+    path = scratch / "two.db"
+    session = SQLiteSession(path, wal=True)
+    for sid, words in (
+        ("older", ["beacon one", "beacon two"]),
+        ("newer", ["beacon three"]),
+    ):
+        for n, said in enumerate(words):
+            await session.append(
+                sid,
+                [
+                    InputEntry(role="user", content=said),
+                    AssistantTextEntry(content="ok"),
+                ],
+                run_id=f"{sid}-{n}",
+            )
+    app = make_app([path])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("s", *"beacon", "enter")
+        await settle(pilot)
+        assert [key[1] for key in screen.sessions.shown] == ["newer", "older"]
+        hits = screen.transcript_pane.hits
+        await until(pilot, lambda: hits.title.endswith("1/1"), 10, "newer's hit")
+        await pilot.press("n")  # still in the results list
+        await until(pilot, lambda: screen.sessions.selected[1] == "older", 10, "older")
+        await until(pilot, lambda: hits.title.endswith("1/2"), 10, "older's first hit")
+        await pilot.press("n", "n")
+        await settle(pilot)
+        assert hits.title.endswith("1/2")
+        assert any(
+            "back to this one's first hit" in n.message for n in app._notifications
+        )
