@@ -279,13 +279,7 @@ class InspectorScreen(InspectorBase):
         await self.sessions.open_search()
 
     def action_next_hit(self, step: int) -> None:
-        """n / N: the next hit in this session, then in the next session found."""
-        hits = self.transcript_pane.hits
-        if hits.step(step) or self.sessions.step_match(step):
-            return
-        hits.wrap(step)
-        where = "first" if step > 0 else "last"
-        self.notify(f"no other session found that way: back to this one's {where} hit")
+        self.transcript_pane.hits.step(step, self.sessions.step_match)
 
     def action_back(self) -> None:
         """Esc: the Sessions pane's search or filter first, then a pane back."""

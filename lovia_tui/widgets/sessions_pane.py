@@ -1,18 +1,15 @@
 """The Sessions pane: the list of sessions across the open files, its reads,
-its filter and its content search.
-
-It owns its state and its workers: the newest page first, then every
-session in the background; summaries (title, runs, activity) only for the
-rows on screen; its :class:`~lovia_tui.widgets.search_box.SearchBox`
-filters ids and titles as you type (`/`) or searches the content (`s`,
-progress in the title).
+its filter and its content search. It owns its state and its workers: the
+newest page first, then every session in the background; summaries (title,
+runs, activity) only for the rows on screen; its SearchBox filters ids and
+titles as you type (`/`) or searches the content (`s`, progress in the title).
 
 Its interface: :meth:`load`, :meth:`renew`, :meth:`bring_to_front`,
-:meth:`set_badges`, :meth:`open_filter`, :meth:`open_search`, :meth:`show`
-and :meth:`back`; it posts :class:`Highlighted` when the cursor moves to
-another session, :class:`Chosen` on Enter and :class:`Searched` when a
-content search answered (the transcript then highlights and steps through
-its hits). Results read for a list since replaced are dropped.
+:meth:`set_badges`, :meth:`open_filter`, :meth:`open_search`,
+:meth:`step_match`, :meth:`show` and :meth:`back`; it posts
+:class:`Highlighted`, :class:`Chosen` (Enter) and :class:`Searched` (the
+transcript then highlights and steps through the hits). Results read for a
+list since replaced are dropped.
 """
 
 from __future__ import annotations
@@ -129,13 +126,11 @@ class SessionsPane(WorkerErrors, Vertical):
         )
 
     def step_match(self, step: int) -> bool:
-        """Move to the next (1) or previous (-1) session a content search
-        found; False when there is none that way (or no search)."""
-        rows = self.row_list
-        if self.list.matches is None or not 0 <= rows.cursor + step < len(self.shown):
-            return False
-        rows.cursor += step
-        return True
+        """To the next (1) or previous (-1) session a search found, if any."""
+        to = self.row_list.cursor + step
+        if found := self.list.matches is not None and 0 <= to < len(self.shown):
+            self.row_list.cursor = to
+        return found
 
     @property
     def filter_open(self) -> bool:
@@ -304,12 +299,9 @@ class SessionsPane(WorkerErrors, Vertical):
 
     def visible_keys(self, margin: int = 0) -> list[SessionKey]:
         """Keys on screen, and ``margin`` screenfuls above and below."""
-        rows = self.row_list
-        height = rows.size.height + 1
-        start = int(rows.scroll_offset.y)
-        return self.list.shown[
-            max(0, start - margin * height) : start + (margin + 1) * height
-        ]
+        rows, shown = self.row_list, self.list.shown
+        height, start = rows.size.height + 1, int(rows.scroll_offset.y)
+        return shown[max(0, start - margin * height) : start + (margin + 1) * height]
 
     # ----- narrowing: the filter and the content search -----
 

@@ -8,6 +8,7 @@ worker looks the hits up in the Sessions pane's search index.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -96,18 +97,17 @@ class Hits:
             return ""
         return f" · hit {self.at + 1}/{len(self.rows)}"
 
-    def step(self, step: int) -> bool:
-        """The next (1) or previous (-1) hit in this session; False past the
-        last or before the first (the caller moves on to another session)."""
-        if not 0 <= self.at + step < len(self.rows):
-            return False
-        self._show(self.at + step)
-        return True
-
-    def wrap(self, step: int) -> None:
-        """Back to the first hit (stepping on) or the last (stepping back)."""
-        if self.rows:
+    def step(self, step: int, next_session: Callable[[int], bool]) -> None:
+        """The next (1) or previous (-1) hit: in this session, else in the
+        next session found that way, else back to this one's first (last)."""
+        if 0 <= self.at + step < len(self.rows):
+            self._show(self.at + step)
+        elif not next_session(step) and self.rows:
             self._show(0 if step > 0 else len(self.rows) - 1)
+            where = "first" if step > 0 else "last"
+            self.pane.notify(
+                f"no other session found that way: back to this one's {where} hit"
+            )
 
     def _show(self, at: int) -> None:
         """Put the cursor on hit ``at`` (on the row standing for it, if its run

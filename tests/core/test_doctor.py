@@ -8,6 +8,7 @@ import contextlib
 import json
 import re
 import shlex
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -607,12 +608,15 @@ def test_a_completed_head_is_decided_as_head_fields_decides() -> None:
         assert head_completed(head, 1.0) == completed(head), head
 
 
-def test_the_doctors_commands_paste_as_they_are(demo_dir, capsys) -> None:
+def test_the_doctors_commands_paste_as_they_are(demo_dir, tmp_path, capsys) -> None:
     """Each suggested command, with the agent and a session filled in where
     it says MODULE:ATTR and SID and without --yes, previews (exit 0): it
     carries the files and the --stale-after the doctor judged runs by (it
     left that out, and the command refused the run the doctor called stale)."""
-    main(["doctor", str(demo_dir.directory), "--stale-after", "2", "--json"])
+    # A copy: the previews open the files read-write (the two-file layout's
+    # rollback-journal files would turn WAL under the other tests).
+    directory = shutil.copytree(demo_dir.directory, tmp_path / "demo")
+    main(["doctor", str(directory), "--stale-after", "2", "--json"])
     fixes = [f["fix"] or "" for f in json.loads(capsys.readouterr().out)["findings"]]
     commands = [
         c for text in fixes for c in re.findall(r"lovia-tui [a-z-]+ [^;)]*--yes", text)
