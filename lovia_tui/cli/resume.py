@@ -87,6 +87,7 @@ def _configure_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="override a refusal that can be overridden"
     )
+    parser.add_argument("--reason", metavar="TEXT", help="why, recorded in the journal")
     parser.add_argument(
         "--yes", action="store_true", help="do it (without: print the preflight only)"
     )
@@ -189,7 +190,7 @@ async def _carry_out(
             console().print(f"nothing done: add --yes to {pf.mode} it")
         return EXIT_OK
     assert answer is not None
-    control = RunControl(answering=answer, journal=Journal())
+    control = RunControl(answering=answer, journal=Journal(), reason=args.reason)
     asker = TerminalAnswers() if answer == "ask" else None
     last: ConsoleEvent | None = None
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from support.resume import (
 )
 
 from lovia_tui.cli import main
+from lovia_tui.core.actions.journal import Journal
 
 TESTS_DIR = Path(__file__).parents[1]
 TIMEOUT = 60  # bounded
@@ -62,9 +64,17 @@ def test_preflight_without_yes_changes_nothing(
 
 
 def test_yes_json_streams_json_lines_ending_with_completed(ws_dir: Path) -> None:
-    """A real process, importing the agent from its current directory as ``lovia web --app`` does."""
+    """A real process, importing the agent from its current directory as
+    ``lovia web --app`` does; the journal keeps the run with its reason."""
     done = subprocess.run(
-        [sys.executable, "-m", "lovia_tui", *_resume_args(ws_dir, "--yes", "--json")],
+        [
+            sys.executable,
+            "-m",
+            "lovia_tui",
+            *_resume_args(
+                ws_dir, "--yes", "--json", "--reason", "ticket 4711: the export stopped"
+            ),
+        ],
         cwd=TESTS_DIR,
         env={**os.environ, "PYTHONPATH": ""},
         capture_output=True,
@@ -81,6 +91,11 @@ def test_yes_json_streams_json_lines_ending_with_completed(ws_dir: Path) -> None
     assert lines[-1]["data"]["status"] == "completed"
     assert (ws_dir.parent / "jobs.log").read_text() == "nightly-export\n"
     assert _state(ws_dir)[1] == "completed"
+    [journaled] = [
+        line["data"]["journal_id"] for line in lines if "journal_id" in line["data"]
+    ]
+    entry = asyncio.run(Journal().get(journaled))
+    assert (entry.action, entry.reason) == ("resume", "ticket 4711: the export stopped")
 
 
 def test_run_ending_failed_exits_1(

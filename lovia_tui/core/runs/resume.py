@@ -63,14 +63,15 @@ class RunControl:
     tool call); the event stream keeps going to its end and the run ends
     ``interrupted``, resumable again. A cancel while an approval waits leaves
     that call unanswered (lovia stops there), so the next resume asks again.
-    Every answer lovia-tui gives is written to ``journal`` with its reason.
+    The run and every answer lovia-tui gives are written to ``journal``, the
+    run with ``reason``.
     """
 
     def __init__(
-        self, *, answering: Answering = "agent", journal: Journal | None = None
-    ) -> None:
-        self.answering = answering
-        self.journal = journal
+        self, *, answering: Answering = "agent", journal: Journal | None = None,
+        reason: str | None = None,
+    ) -> None:  # fmt: skip
+        self.answering, self.journal, self.reason = answering, journal, reason
         self._lock = threading.Lock()
         self._handle: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -175,9 +176,8 @@ async def _run(
         else placeholder_agent(pf.run.agent_name)
     )
     reasons = approval_reasons(agent)
-    journaled = (
-        None if control.journal is None else await RunJournal.begin(control.journal, pf)
-    )
+    journal, reason = control.journal, control.reason
+    journaled = None if journal is None else await RunJournal.begin(journal, pf, reason)
     try:  # the entry is locked from its start: let go however the run ends
         if pf.web_chat is not None:
             await reopen_record(pf.checkpoint_file, pf.run, pf.web_chat)

@@ -81,7 +81,9 @@ class RunJournal:
     entry's undo then refuses rather than leave them (core.actions.undo)."""
 
     @classmethod
-    async def begin(cls, journal: Journal, pf: Preflight) -> RunJournal:
+    async def begin(
+        cls, journal: Journal, pf: Preflight, reason: str | None = None
+    ) -> RunJournal:
         """Journal the run's rows as they are now; ActionError when another
         lovia-tui resumes the run, JournalError when the journal cannot be
         written: then the run does not start."""
@@ -90,14 +92,14 @@ class RunJournal:
             f"a resume or replay of run {pf.run.run_id!r}",
         )  # fmt: skip
         try:
-            return await cls._begin(journal, pf, run_lock)
+            return await cls._begin(journal, pf, run_lock, reason)
         except BaseException:
             run_lock.release(remove=True)
             raise
 
     @classmethod
     async def _begin(
-        cls, journal: Journal, pf: Preflight, run_lock: EntryLock
+        cls, journal: Journal, pf: Preflight, run_lock: EntryLock, reason: str | None
     ) -> RunJournal:
         groups = _run_groups(pf)
         captured = await asyncio.to_thread(capture_now, groups)
@@ -117,7 +119,7 @@ class RunJournal:
             pf.mode,
             {"run_id": run, "session_id": pf.session_id, "file": str(pf.checkpoint_file),
              "delete_on_success": pf.delete_on_success},
-            None, before, subject=f"run {run!r}",
+            reason, before, subject=f"run {run!r}",
         )  # fmt: skip
         # A seq stored as another type (not lovia's) makes lovia's own
         # numbering differ: the batches then go unclaimed, never misnamed.
