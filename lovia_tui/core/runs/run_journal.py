@@ -21,6 +21,7 @@ journaled.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -68,8 +69,6 @@ class RunJournal:
     before: list[Captured]
     adding: list[list[str]]
     """Per group, the rows the run adds: its segment, then each batch it saves."""
-    turns_at: int
-    """Which group holds the run's batches."""
     segment: str
     """The name of the run's segment in its session's group."""
     next_seq: int
@@ -110,10 +109,8 @@ class RunJournal:
             for rows in captured
         ]
         adding: list[list[str]] = [[] for _ in before]
-        turns_at = next(
-            at for at, r in enumerate(before) if r.group.table == "snapshot_turns"
-        )
-        seqs = before[turns_at].column("seq") if before[turns_at].rows else []
+        turns = next(r for r in before if r.group.table == "snapshot_turns")
+        seqs = turns.column("seq") if turns.rows else []
         run = pf.run.run_id
         entry_id = await journal.begin(
             pf.mode,
@@ -124,9 +121,12 @@ class RunJournal:
         # A seq stored as another type (not lovia's) makes lovia's own
         # numbering differ: the batches then go unclaimed, never misnamed.
         next_seq = max((q for q in seqs if type(q) is int), default=-1) + 1
-        return cls(
-            journal, entry_id, before, adding, turns_at, segment, next_seq, run_lock
-        )
+        return cls(journal, entry_id, before, adding, segment, next_seq, run_lock)
+
+    @functools.cached_property
+    def at(self) -> dict[str, int]:
+        """Each table's group, by position in :attr:`before`."""
+        return {rows.group.table: at for at, rows in enumerate(self.before)}
 
     async def save_batch(self, write: Callable[[], Awaitable[None]]) -> None:
         """Have lovia save a batch, named in the entry (with the time) before
@@ -136,24 +136,19 @@ class RunJournal:
         writer's, saved after this run was killed."""
         name = identity("integer", self.next_seq)
         self.next_seq += 1
-        await self._name(self.turns_at, name, f"{NAMED_AT}{time.time()!r} {name}")
+        turns = self.at["snapshot_turns"]
+        await self._name(turns, name, f"{NAMED_AT}{time.time()!r} {name}")
         await write()
-        await self._name(self.turns_at, WRITTEN + name)
+        await self._name(turns, WRITTEN + name)
 
     async def before_delete(self) -> None:
         """Say in the entry that the run deletes its checkpoint (lovia's
         ``delete_on_success``), before lovia does."""
-        heads_at = next(
-            at for at, r in enumerate(self.before) if r.group.table == "snapshot_heads"
-        )
-        await self._name(heads_at, DELETED)
+        await self._name(self.at["snapshot_heads"], DELETED)
 
     async def before_append(self, session_id: str, run_id: str | None) -> None:
         """Name the run's segment before lovia appends it to its session."""
-        at = next(
-            (i for i, r in enumerate(self.before) if r.group.table == "session_runs"),
-            None,
-        )
+        at = self.at.get("session_runs")
         ours = run_id is not None and identity("text", run_id.encode()) == self.segment
         if at is None or not ours or session_id != self.before[at].group.key:
             return
@@ -215,7 +210,8 @@ class RunJournal:
             [n for n in rows.identities() if n not in was.identities()]
             for rows, was in zip(now, self.before, strict=True)
         ]
-        foreign = set(new[self.turns_at]) - set(self.adding[self.turns_at])
+        turns = self.at["snapshot_turns"]
+        foreign = set(new[turns]) - set(self.adding[turns])
         if foreign and not self.unnamed:
             # Another process (a lovia-tui with another journal) saved batches
             # of this run meanwhile: which are whose is unknown, so the entry
@@ -224,11 +220,9 @@ class RunJournal:
             await self.journal.finish(self.entry_id, "failed", {}, note)
             return f"journal entry {self.entry_id}: {note}; it cannot be undone"
         if self.unnamed:  # then its new batches and segment are its own, named or not
-            for at, rows in enumerate(self.before):
-                if rows.group.table == "snapshot_turns":
-                    self.adding[at] = new[at]
-                elif rows.group.table == "session_runs":
-                    self.adding[at] = [n for n in new[at] if n == self.segment]
+            self.adding[turns] = new[turns]
+            if (at := self.at.get("session_runs")) is not None:
+                self.adding[at] = [n for n in new[at] if n == self.segment]
         after = [
             only_rows(rows, [*was.identities(), *added])
             for rows, was, added in zip(now, self.before, self.adding, strict=True)
