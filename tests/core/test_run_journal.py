@@ -40,7 +40,7 @@ from lovia_tui.cli import main
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.journal_undo import undo
-from lovia_tui.core.actions.undo import WRITTEN
+from lovia_tui.core.actions.run_undo import WRITTEN
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
 from lovia_tui.core.runs.preflight import preflight, preflight_replay
 from lovia_tui.core.runs.resume import RunControl, replay, resume

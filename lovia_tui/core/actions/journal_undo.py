@@ -26,9 +26,8 @@ from lovia_tui.core.actions.journal import (
     JournalEntry,
 )
 from lovia_tui.core.actions.row_undo import ChangedSinceError
+from lovia_tui.core.actions.run_undo import RUN_ACTIONS, MovedOnError
 from lovia_tui.core.actions.undo import (
-    RUN_ACTIONS,
-    MovedOnError,
     UndoResult,
     read_journaled,
     undo_rows,

@@ -33,7 +33,7 @@ from lovia_tui.core.actions.entry_locks import EntryLock, run_lock_name
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
-from lovia_tui.core.actions.undo import DELETED, NAMED_AT, WRITTEN
+from lovia_tui.core.actions.run_undo import DELETED, NAMED_AT, WRITTEN
 from lovia_tui.core.formatting import plural
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
@@ -77,7 +77,7 @@ class RunJournal:
     refused (its tool calls would run twice, and lovia mix both runs' batches)."""
     unnamed: list[str] = field(default_factory=list)
     """Why batches went unnamed (the journal was busy): interrupted, the
-    entry's undo then refuses rather than leave them (core.actions.undo)."""
+    entry's undo then refuses rather than leave them (core.actions.run_undo)."""
 
     @classmethod
     async def begin(
