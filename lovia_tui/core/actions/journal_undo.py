@@ -91,12 +91,12 @@ def undo_entry(
 def _run_held(journal: Journal, entry: JournalEntry, wait: float) -> Iterator[None]:
     """A resume or replay's run locked while its entry is undone: another
     resume of that run going meanwhile would save over the rows put back."""
-    if entry.action not in RUN_ACTIONS:
+    run, file = entry.params.get("run_id"), entry.params.get("file")
+    if entry.action not in RUN_ACTIONS or not isinstance(run, str) or not file:
         yield
         return
-    run = entry.params["run_id"]
     lock = EntryLock.take(
-        journal.path, run_lock_name(Path(entry.params["file"]), run), wait,
+        journal.path, run_lock_name(Path(str(file)), run), wait,
         f"a resume or replay of run {run!r}",
     )  # fmt: skip
     try:
