@@ -41,6 +41,7 @@ from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.journal_undo import undo
 from lovia_tui.core.actions.run_undo import WRITTEN
+from lovia_tui.core.errors import ActionError
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
 from lovia_tui.core.runs.preflight import preflight, preflight_replay
 from lovia_tui.core.runs.resume import RunControl, replay, resume
@@ -411,12 +412,14 @@ async def test_a_batch_seq_of_another_type_does_not_stop_the_resume(
     ]
 
 
-async def test_an_action_during_a_resume_names_the_resume_when_its_undo_is_refused(
+async def test_an_action_on_a_run_being_resumed_is_refused(
     ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """delete-run --force while the run was being resumed; the resume saved
-    after it. The delete-run's undo is refused, and says which entry to undo
-    first though that one was begun before it."""
+    """delete-run, even with --force, while the run is being resumed: lovia
+    would save the run's next batches into a checkpoint without its start
+    (an attacker's finding). Refused under the write lock, nothing changed;
+    once the run ended, its undo puts everything back."""
+    before = _dump(ws_dir)
     jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
     ws = await Workspace.open([ws_dir])
     try:
@@ -434,17 +437,21 @@ async def test_an_action_during_a_resume_names_the_resume_when_its_undo_is_refus
         going = asyncio.create_task(resumed())
         while "second" not in jobs.calls():
             await asyncio.sleep(0.02)  # bounded by the timeout
-        delete = ["delete-run", str(ws_dir), RUN, "--force", "--yes"]
-        assert await asyncio.to_thread(main, delete) == 0
+        during = _dump(ws_dir)
+        for action in (["delete-run"], ["finalize", "--session", SESSION]):
+            command = [*action, str(ws_dir), RUN, "--force", "--yes"]
+            assert await asyncio.to_thread(main, command) == 2
+            assert (
+                f"a resume or replay of run {RUN!r} is running in this lovia-tui"
+                in capsys.readouterr().err
+            )
+        assert _dump(ws_dir) == during
         jobs.release.set()
         await going
-    capsys.readouterr()
+    assert [e.action for e in await Journal().entries()][-1] == "resume"
 
-    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 2
-
-    assert "journal entry 1 (resume), begun before it, may have written" in (
-        capsys.readouterr().err
-    )
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+    assert _dump(ws_dir) == before
 
 
 async def _journaled_then_killed(ws_dir: Path, **options: Any) -> RunJournal:
@@ -532,3 +539,43 @@ async def test_a_run_killed_between_lovias_write_and_the_mark_is_undone(
     assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
 
     assert _dump(ws_dir) == before
+
+
+SWEEP = (
+    "CREATE TRIGGER sweep AFTER INSERT ON {table} "
+    "BEGIN DELETE FROM {table} WHERE {key} != NEW.{key}; END"
+)
+
+
+@pytest.mark.parametrize(
+    ("file", "table", "key"),
+    [
+        ("sessions.db", "session_runs", "session_id"),
+        ("runs.db", "snapshot_heads", "run_id"),
+    ],
+)
+async def test_a_file_with_triggers_is_refused_by_resume(
+    ws_dir: Path, file: str, table: str, key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trigger fires inside lovia's writes, on rows no entry journals (an
+    attacker's sweep emptied another chat for good): the preflight lists it
+    as a problem, and one added after the preflight stops the run before
+    anything is written or journaled."""
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight(
+            ws, RUN, agent=load_agent("support.resume:assistant"),
+            session_id=SESSION, stale_after=0,
+        )  # fmt: skip
+    finally:
+        await ws.close()
+    with sqlite3.connect(ws_dir / file) as conn:
+        conn.execute(SWEEP.format(table=table, key=key))
+    before = _dump(ws_dir)
+
+    with pytest.raises(ActionError, match="has triggers of its own .'sweep' on"):
+        [e async for e in resume(pf, RunControl(journal=Journal()))]
+    assert await asyncio.to_thread(main, _resume_args(ws_dir)) == 2
+    assert "has triggers of its own ('sweep' on" in capsys.readouterr().err
+    assert _dump(ws_dir) == before
+    assert await Journal().entries() == []

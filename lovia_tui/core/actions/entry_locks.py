@@ -23,9 +23,13 @@ import socket
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lovia_tui.core.errors import ActionError, os_error_text
 from lovia_tui.core.private_files import open_private_file
+
+if TYPE_CHECKING:
+    from lovia_tui.core.store.rows import RowGroup
 
 POLL_SECONDS = 0.05
 """How often a bounded wait for an entry's lock tries again."""
@@ -41,6 +45,37 @@ def run_lock_name(file: Path, run_id: str) -> str:
     goes, and its undo takes: one per file and run id, whatever they hold."""
     key = f"{Path(file).resolve()}\0{run_id}".encode()
     return "run-" + hashlib.sha256(key).hexdigest()[:32]
+
+
+class RunInUseError(ActionError):
+    """A resume or replay of the run is running: nothing was done."""
+
+
+RUN_TABLES = frozenset({"snapshot_heads", "snapshot_turns", "chat_runs"})
+"""Tables whose rows are a run's own (keyed by its id): a resume writes them."""
+
+
+def refuse_runs_in_use(journal: Path, groups: Iterable[RowGroup]) -> None:
+    """ActionError when a resume or replay of a run whose rows ``groups`` hold
+    is running (in any lovia-tui on ``journal``): lovia would go on saving
+    its batches over what the action or undo changes.
+
+    Called under the action's write lock. A resume that takes its run's lock
+    after this look waits for that write lock before it reads the run
+    (:meth:`~lovia_tui.core.runs.run_journal.RunJournal.begin`), so it
+    starts from what the action left."""
+    runs = {(Path(g.file), str(g.key)) for g in groups if g.table in RUN_TABLES}
+    try:
+        present = set(os.listdir(locks_directory(journal)))
+    except FileNotFoundError:
+        return
+    for file, run in sorted(runs):
+        name = run_lock_name(file, run)
+        if name in present and (holder := running_in(journal, name)):
+            raise RunInUseError(
+                f"a resume or replay of run {run!r} is running in {holder}: "
+                "let it end, or cancel it, first"
+            )
 
 
 def _lock_path(journal: Path, entry_id: int | str) -> Path:
@@ -128,12 +163,14 @@ class EntryLock:
 def _holder(fd: int) -> str:
     """ "pid N on HOST", as the holder wrote it into its lock file."""
     raw = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
-    if len(raw) == 2 and raw[0].isdigit():
-        return f"pid {raw[0]} on {raw[1]}"
-    return "another process"
+    if len(raw) != 2 or not raw[0].isdigit():
+        return "another process"
+    if raw == [str(os.getpid()), socket.gethostname()]:
+        return "this lovia-tui"
+    return f"pid {raw[0]} on {raw[1]}"
 
 
-def running_in(journal: Path, entry_id: int) -> str | None:
+def running_in(journal: Path, entry_id: int | str) -> str | None:
     """ "pid N on HOST" while a process holds the entry's lock, else None. Reads only."""
     path = _lock_path(journal, entry_id)
     fd = _open(path, create=False)

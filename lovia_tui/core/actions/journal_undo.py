@@ -12,12 +12,11 @@ the journal never lists as undoable what is already undone, nor prescribes a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lovia_tui.core.actions.entry_locks import EntryLock, run_lock_name
+from lovia_tui.core.actions.entry_locks import EntryLock, refuse_runs_in_use
 from lovia_tui.core.actions.journal import (
     MOVED_ON,
     UNDO_WAIT_SECONDS,
@@ -26,7 +25,7 @@ from lovia_tui.core.actions.journal import (
     JournalEntry,
 )
 from lovia_tui.core.actions.row_undo import ChangedSinceError
-from lovia_tui.core.actions.run_undo import RUN_ACTIONS, MovedOnError
+from lovia_tui.core.actions.run_undo import MovedOnError
 from lovia_tui.core.actions.undo import (
     UndoResult,
     read_journaled,
@@ -81,26 +80,7 @@ def undo_entry(
             raise ActionError(
                 f"journal entry {entry.id} changed {missing[0]}, which is not open"
             )
-        with _run_held(journal, entry, wait):
-            return _undo_rows(journal, entry)
-    finally:
-        lock.release(remove=True)
-
-
-@contextmanager
-def _run_held(journal: Journal, entry: JournalEntry, wait: float) -> Iterator[None]:
-    """A resume or replay's run locked while its entry is undone: another
-    resume of that run going meanwhile would save over the rows put back."""
-    run, file = entry.params.get("run_id"), entry.params.get("file")
-    if entry.action not in RUN_ACTIONS or not isinstance(run, str) or not file:
-        yield
-        return
-    lock = EntryLock.take(
-        journal.path, run_lock_name(Path(str(file)), run), wait,
-        f"a resume or replay of run {run!r}",
-    )  # fmt: skip
-    try:
-        yield
+        return _undo_rows(journal, entry)
     finally:
         lock.release(remove=True)
 
@@ -109,6 +89,11 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
     with journal.connect() as conn:
         groups = read_journaled(conn, entry.id)
         later = _later_on_its_rows(conn, entry) if entry.unfinished else ""
+
+    def runs_free() -> None:  # first, and again under the write lock
+        refuse_runs_in_use(journal.path, [rows.group for rows, _, _ in groups])
+
+    runs_free()
     if later:
         # Interrupted, it has no record of what it left to check against:
         # putting its rows back would undo the later action's change too.
@@ -137,7 +122,7 @@ def _undo_rows(journal: Journal, entry: JournalEntry) -> UndoResult:
     try:
         return undo_rows(
             entry.id, entry.action, entry.databases, entry.status in UNFINISHED,
-            groups, begin, finish,
+            groups, begin, finish, runs_free,
         )  # fmt: skip
     except MovedOnError as exc:
         # Settled for good: a bare undo passes over it to the action before.
@@ -189,27 +174,12 @@ def _changed_by(journal: Journal, entry_id: int, group: RowGroup) -> str:
             "AND e.status NOT IN ('rolled back', ?) ORDER BY e.id DESC LIMIT 3",
             (str(group.file), group.table, group.key, entry_id, MOVED_ON),
         ).fetchall()
-        # A resume begun before it writes for minutes: it may have come after.
-        running_on = conn.execute(
-            "SELECT e.id, e.action FROM groups g JOIN entries e ON e.id = g.entry_id "
-            "WHERE g.database = ? AND g.tbl = ? AND g.key = ? AND g.entry_id < ? "
-            f"AND e.action IN ({', '.join('?' * len(RUN_ACTIONS))}) "
-            "AND e.undone_by IS NULL AND e.status NOT IN ('rolled back', ?) "
-            "ORDER BY e.id DESC LIMIT 1",
-            (str(group.file), group.table, group.key, entry_id, *sorted(RUN_ACTIONS),
-             MOVED_ON),
-        ).fetchone()  # fmt: skip
     if later:
         named = ", ".join(
             f"{i} (undo of entry {undoes})" if action == "undo" else f"{i} ({action})"
             for i, action, undoes in later
         )
         return f"; changed since by journal entry {named}: undo that first"
-    if running_on:
-        return (
-            f"; journal entry {running_on[0]} ({running_on[1]}), begun before it, "
-            "may have written these rows after it: if so, undo that first"
-        )
     return ""
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lovia_tui.core.actions import journal_undo
+from lovia_tui.core.actions.entry_locks import RunInUseError, refuse_runs_in_use
 from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal
 from lovia_tui.core.actions.journal_file import JournalError, size_note
 from lovia_tui.core.actions.performers import PERFORMERS
@@ -99,6 +100,7 @@ async def perform(
     if preview.noop:
         return ActionResult(preview.action, None, {})
     journal = journal or Journal()
+    refuse_runs_in_use(journal.path, preview.plan.groups)  # again under the lock
     load_lovia()
     before = await capture_groups(ws, preview.plan.groups)
     if combined(before) != preview.plan.fingerprint:
@@ -123,12 +125,17 @@ async def _perform_journaled(
     """Act under the entry's lock, and record the outcome."""
     write_lock = load_lovia()
     try:
-        counts, after, held_ms = await asyncio.to_thread(_act_locked, preview, before)
+        counts, after, held_ms = await asyncio.to_thread(
+            _act_locked, preview, before, journal.path
+        )
     except _Changed:
         await journal.finish(
             entry_id, "rolled back", {}, "rows changed since the preview"
         )
         raise _changed(preview.action) from None
+    except RunInUseError as exc:
+        await journal.finish(entry_id, "rolled back", {}, str(exc))
+        raise
     except write_lock.PartlyCommitted as exc:
         await journal.finish(entry_id, "failed", {}, str(exc))
         raise ActionError(
@@ -178,12 +185,12 @@ def load_lovia() -> Any:
 
 
 def _act_locked(
-    preview: Preview, journaled: list[Captured]
+    preview: Preview, journaled: list[Captured], journal: Path
 ) -> tuple[dict[str, int], list[Captured], float]:
     """Check, act and read back under one write lock per file (on a worker thread).
 
     The check: every row exactly as journaled (which matched the preview),
-    under the same rowid.
+    under the same rowid, and no resume of a run whose rows they are running.
     """
     from lovia_tui.core.actions.locked_stores import Stores
     from lovia_tui.core.actions.write_lock import held_write, locked_since
@@ -199,6 +206,7 @@ def _act_locked(
 
     files = (g.file for g in preview.plan.groups)
     with held_write(files, check, stage) as held:
+        refuse_runs_in_use(journal, preview.plan.groups)
         stores = Stores(held)
         # A loop of its own: the locked stores run lovia's statements inline.
         counts = asyncio.run(PERFORMERS[type(preview)](preview, stores, prepared))

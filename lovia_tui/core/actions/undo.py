@@ -95,6 +95,7 @@ def undo_rows(
     groups: Sequence[Journaled],
     begin: Callable[[Sequence[Captured], Sequence[tuple[str, ...]]], int],
     finish: Callable[..., None],
+    runs_free: Callable[[], None],
 ) -> UndoResult:
     """Undo the groups in one transaction per file; ``begin``/``finish`` journal the undo.
 
@@ -104,7 +105,8 @@ def undo_rows(
     are still as read, and to change them — exactly them: a file whose
     triggers would change others is refused. ``unfinished``: the entry never recorded
     what the action left, so there is nothing to check against (its rows
-    are as journaled, as the action left them, or between).
+    are as journaled, as the action left them, or between). ``runs_free``
+    raises, under the lock, if a resume of a run in the groups is running.
     """
     from lovia_tui.core.actions.write_lock import PartlyCommitted, held_write
 
@@ -143,6 +145,7 @@ def undo_rows(
                 )
 
         with held_write((Path(d) for d in databases), check, stage) as held:
+            runs_free()
             applied = apply_groups(
                 by_name(held).__getitem__, plans, backs, current, what
             )

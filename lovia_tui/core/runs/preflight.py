@@ -8,12 +8,14 @@ shows it and asks; :mod:`lovia_tui.core.runs.resume` then carries it out.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lovia_tui.core.actions.previews import SessionSource
+from lovia_tui.core.actions.triggers import own_schema_problem
 from lovia_tui.core.actions.web_settle import afterwards, settled_chat
 from lovia_tui.core.entries import dangling_calls
 from lovia_tui.core.errors import ActionError, LoviaTuiError
@@ -23,17 +25,13 @@ from lovia_tui.core.run_status import DEFAULT_STALE_AFTER, RunStatus, stale_reas
 from lovia_tui.core.runs.agents import AgentSpec, DepsSpec, unreachable_reason
 from lovia_tui.core.runs.approvals import Approvals, approvals_of, nested_note
 from lovia_tui.core.runs.redact import error_line
+from lovia_tui.core.runs.run_session import Findings, Mode, RunSession, run_session
 from lovia_tui.core.store import checkpoint_reads
 from lovia_tui.core.store.workspace import Workspace
-from lovia_tui.core.stored import non_text, refuse_non_text
+from lovia_tui.core.stored import refuse_non_text
 
-Mode = Literal["resume", "replay"]
 LOVIA_MAX_TURNS = 50  # Runner.stream's default
 EXTRA_TURNS = 10
-_HOW_LINKED = {
-    "segment": "it is stored in that session",
-    "web": "the web UI's records say so",
-}
 
 
 @dataclass(frozen=True)
@@ -87,26 +85,6 @@ class Preflight:
         return self.run.file
 
 
-@dataclass
-class _Findings:
-    """What the checks found: warnings to show, problems that block."""
-
-    warnings: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    def block(self, message: str, *, unless: bool = False) -> None:
-        """A problem, or only a warning when the user forced it."""
-        (self.warnings if unless else self.problems).append(message)
-
-
-@dataclass(frozen=True)
-class _Session:
-    session_id: str | None
-    source: SessionSource | None
-    file: Path | None
-    already_in: bool
-
-
 async def _find_run(ws: Workspace, run_id: str) -> RunInfo:
     run = await ws.find_run(run_id)
     if run is None:
@@ -114,98 +92,24 @@ async def _find_run(ws: Workspace, run_id: str) -> RunInfo:
     return run
 
 
-def _check_run_file(ws: Workspace, run: RunInfo, found: _Findings) -> None:
+async def _check_files(
+    ws: Workspace, run: RunInfo, session: RunSession, found: Findings
+) -> None:
+    """The run's head readable; the files it writes writable, without triggers of their own."""
     if run.unreadable is not None:
         found.problems.append(
             f"the run's head is unreadable ({run.unreadable.reason}): lovia cannot load it"
         )
-    if ws.database(run.file).readonly:
-        found.problems.append(f"{run.file} was opened read-only, and this writes to it")
-
-
-async def _session_file(
-    ws: Workspace, run: RunInfo, session_id: str, found: _Findings
-) -> Path | None:
-    """The file holding ``session_id``, or the one a new session belongs in."""
-    holder = await ws.find_session(session_id)
-    if holder is not None:
-        return holder.path
-    found.warnings.append(
-        f"session {session_id!r} has no runs in the open files: the agent sees no history "
-        "and the run becomes the session's first"
-    )
-    run_db = ws.database(run.file)
-    if run_db.stores.session or run_db.stores.chat:
-        return run.file
-    stores = ws.session_dbs
-    if len(stores) == 1:
-        return stores[0].path
-    where = "none of the open files holds" if not stores else "several open files hold"
-    found.problems.append(
-        f"{where} a session store: open the one session {session_id!r} belongs in"
-    )
-    return None
-
-
-async def _session(
-    ws: Workspace,
-    run: RunInfo,
-    mode: Mode,
-    session_id: str | None,
-    no_session: bool,
-    force: bool,
-    found: _Findings,
-) -> _Session:
-    link = (await ws.links([run.run_id])).get(run.run_id)
-    if no_session:
-        if link is not None:
-            found.block(
-                f"the run belongs to session {link.session_id!r} ({_HOW_LINKED[link.kind]}); "
-                "without it the agent loses that history (--force overrides)",
-                unless=force,
-            )
-        return _Session(None, None, None, False)
-    if session_id is None and link is None:
-        found.problems.append(
-            "it is linked to no session (not stored in one, no web UI record): "
-            "choose its session (--session SID), or run it without one (--no-session)"
-        )
-        return _Session(None, None, None, False)
-    if link is not None and session_id in (None, link.session_id):
-        session = _Session(
-            link.session_id, link.kind, link.file, link.kind == "segment"
-        )
-    else:
-        assert session_id is not None
-        if link is not None:
-            found.block(
-                f"the run belongs to session {link.session_id!r} ({_HOW_LINKED[link.kind]}), "
-                f"not {session_id!r}: it would be appended to the wrong conversation (--force overrides)",
-                unless=force,
-            )
-        found.warnings.append(
-            f"session {session_id!r} was chosen by you, and lovia cannot check it: a wrong "
-            "session feeds the agent the wrong history and appends the run there"
-        )
-        session = _Session(
-            session_id, "given", await _session_file(ws, run, session_id, found), False
-        )
-    if reason := non_text("session", session.session_id):
-        found.problems.append(reason)
-    if session.file is not None and ws.database(session.file).readonly:
-        found.problems.append(
-            f"{session.file} was opened read-only, and this appends to it"
-        )
-    if session.already_in and mode == "resume":
-        found.problems.append(
-            f"it is already stored in session {session.session_id!r} (finalized, "
-            "e.g. by the web UI's Stop): resuming would repeat its entries and not store the result"
-        )
-    return session
+    writes = {session.file: "this appends to it"} if session.file else {}
+    for path, how in {**writes, run.file: "this writes to it"}.items():
+        if ws.database(path).readonly:
+            found.problems.append(f"{path} was opened read-only, and {how}")
+        elif problem := await asyncio.to_thread(own_schema_problem, path):
+            found.problems.append(problem)
 
 
 def _check_status(
-    run: RunInfo, stale_after: float, force: bool, found: _Findings
+    run: RunInfo, stale_after: float, force: bool, found: Findings
 ) -> bool:
     """Status checks for a resume; returns whether the run looks crashed (stale)."""
     now = time.time()
@@ -233,7 +137,7 @@ def _check_status(
     return run.is_stale(now, stale_after)
 
 
-def _max_turns(run: RunInfo, max_turns: int | None, found: _Findings) -> int:
+def _max_turns(run: RunInfo, max_turns: int | None, found: Findings) -> int:
     """Turns carry over into a resume, so the limit must exceed the turns already taken."""
     chosen = (
         max(LOVIA_MAX_TURNS, run.turns + EXTRA_TURNS)
@@ -254,7 +158,7 @@ def _max_turns(run: RunInfo, max_turns: int | None, found: _Findings) -> int:
 
 
 def _check_agent(
-    agent: AgentSpec, run: RunInfo, found: _Findings, *, strict: bool
+    agent: AgentSpec, run: RunInfo, found: Findings, *, strict: bool
 ) -> bool | None:
     try:
         entry = agent.build()
@@ -292,11 +196,11 @@ async def preflight(
     """
     refuse_non_text("run", run_id)
     run = await _find_run(ws, run_id)
-    found = _Findings()
-    _check_run_file(ws, run, found)
+    found = Findings()
     stale = _check_status(run, stale_after, force, found)
     chosen_turns = _max_turns(run, max_turns, found)
-    session = await _session(ws, run, "resume", session_id, no_session, force, found)
+    session = await run_session(ws, run, "resume", session_id, no_session, force, found)
+    await _check_files(ws, run, session, found)
     entries, unreadable = await checkpoint_reads.snapshot_entries(
         ws.database(run.file), run_id
     )
@@ -362,11 +266,11 @@ async def preflight_replay(
     one only names the agent the result is attributed to.
     """
     run = await _find_run(ws, run_id)
-    found = _Findings()
-    _check_run_file(ws, run, found)
+    found = Findings()
     if run.status != RunStatus.COMPLETED:
         found.problems.append(f"it is {run.status}, not completed: resume it instead")
-    session = await _session(ws, run, "replay", session_id, no_session, force, found)
+    session = await run_session(ws, run, "replay", session_id, no_session, force, found)
+    await _check_files(ws, run, session, found)
     if session.already_in:
         found.warnings.append(
             f"already stored in session {session.session_id!r}: the replay leaves it unchanged "

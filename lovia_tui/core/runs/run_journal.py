@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
 from lovia_tui.core.actions.run_undo import DELETED, NAMED_AT, WRITTEN
+from lovia_tui.core.actions.triggers import refuse_own_schema
+from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import plural
+from lovia_tui.core.store.connect import write_connection
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 if TYPE_CHECKING:
@@ -58,6 +62,28 @@ def _run_groups(pf: Preflight) -> list[RowGroup]:
     if pf.session_file is not None and pf.session_id is not None:
         groups.insert(0, RowGroup(pf.session_file, "session_runs", pf.session_id))
     return groups
+
+
+def _after_actions(files: list[Path]) -> None:
+    """Wait for an action holding a file's write lock to commit, and refuse a
+    file with triggers of its own (they would change rows no entry holds).
+
+    An action that found this run free before its lock was taken
+    (:func:`~lovia_tui.core.actions.entry_locks.refuse_runs_in_use`) looked
+    under that write lock: once it is let go, the capture and lovia's load
+    of the run see what the action left."""
+    for path in sorted({Path(f).resolve() for f in files}):
+        conn = write_connection(path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                refuse_own_schema(conn, path)
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            raise ActionError(f"{path}: {exc}; the run did not start") from exc
+        finally:
+            conn.close()
 
 
 @dataclass
@@ -84,8 +110,9 @@ class RunJournal:
         cls, journal: Journal, pf: Preflight, reason: str | None = None
     ) -> RunJournal:
         """Journal the run's rows as they are now; ActionError when another
-        lovia-tui resumes the run, JournalError when the journal cannot be
-        written: then the run does not start."""
+        lovia-tui resumes the run or a file has triggers of its own,
+        JournalError when the journal cannot be written: then the run does
+        not start."""
         run_lock = await asyncio.to_thread(
             EntryLock.take, journal.path, run_lock_name(pf.checkpoint_file, pf.run.run_id), 0.0,
             f"a resume or replay of run {pf.run.run_id!r}",
@@ -101,6 +128,7 @@ class RunJournal:
         cls, journal: Journal, pf: Preflight, run_lock: EntryLock, reason: str | None
     ) -> RunJournal:
         groups = _run_groups(pf)
+        await asyncio.to_thread(_after_actions, [g.file for g in groups])
         captured = await asyncio.to_thread(capture_now, groups)
         segment = identity("text", pf.run.run_id.encode())
         before = [
