@@ -31,6 +31,7 @@ def collector_paused() -> Iterator[None]:
 
 with collector_paused():
     import ctypes
+    import time
     from collections.abc import Iterable
     from functools import partial
     from pathlib import Path
@@ -55,6 +56,8 @@ M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameter: how many malloc arenas threads may share."""
 FIRST_PAGE_ROWS = 60
 """Sessions whose titles are read before the first frame: most terminals; the rest follow."""
+FAILURE_SECONDS = 10.0
+"""How long a read's failure is shown; the same failure meanwhile is not said again."""
 
 
 def share_malloc_arenas(arenas: int = 1) -> None:
@@ -99,6 +102,8 @@ class LoviaTui(App):
         """Why the files did not open (the app then exits before it draws)."""
         self.collecting = True
         """Whether the cyclic collector ran before the app paused it."""
+        self._failures_shown: dict[str, float] = {}
+        """Failures on screen now, with when their notification goes."""
 
     async def on_load(self) -> None:
         """Open the files and read the first page before anything is drawn:
@@ -167,6 +172,19 @@ class LoviaTui(App):
             timeout=timeout,
             markup=False,
         )
+
+    def say_failure(self, text: str) -> None:
+        """A read's failure, said once while its notification is up: every
+        read of a live view may meet the same one (a hot journal that
+        appeared under ``--readonly``), and a toast each would bury the screen."""
+        now = time.monotonic()
+        shown = {
+            said: until for said, until in self._failures_shown.items() if until > now
+        }
+        if text not in shown:
+            self.notify(text, severity="error", timeout=FAILURE_SECONDS)
+            shown[text] = now + FAILURE_SECONDS
+        self._failures_shown = shown
 
     def action_help_quit(self) -> None:
         """Ctrl+C does not quit (in a field it copies): say which key does.

@@ -26,7 +26,12 @@ EXPECTED = (LoviaTuiError, sqlite3.Error)
 """Failures caused by the files or other processes, not by the app."""
 
 if TYPE_CHECKING:
-    from textual.widget import Widget as _Node
+    from textual.widget import Widget
+
+    from lovia_tui.app import LoviaTui
+
+    class _Node(Widget):
+        app: LoviaTui  # mixed into lovia-tui's screens and panes only
 else:
     # A plain mixin at run time: Textual takes a widget's CSS, type names and
     # component classes along its *first* DOM base, which must stay the
@@ -65,7 +70,7 @@ class WorkerErrors(_Node):
                 if isinstance(error, LoviaTuiError)
                 else f"SQLite error: {error}"
             )
-            self.notify(" ".join(text.split()), severity="error", timeout=10)
+            self.app.say_failure(" ".join(text.split()))
             return
         if str(event.worker.group).startswith(Group.LIVE.of("")):
             # The live tail never ended the app; it stops and says why.

@@ -119,6 +119,27 @@ async def test_a_hot_journal_left_after_the_open_is_said_as_at_open(tmp_path):
     assert digests(tmp_path) == before, "--readonly wrote"
 
 
+async def test_a_hot_journal_met_by_every_read_is_said_once(tmp_path):
+    """In the app, every read meets it (Ctrl+R three times here): one
+    notification while it is up, not a toast a read (the live tail says once
+    that it waits)."""
+    from support.app import watched_app
+
+    from lovia_tui.app import make_app
+    from lovia_tui.pilot import settle
+
+    db_path = await asyncio.to_thread(_lovia_file, tmp_path / "sessions.db", wal=False)
+    app = make_app([db_path], readonly=True)
+    async with watched_app(app, (120, 30)) as (pilot, watch):
+        await asyncio.to_thread(_killed_mid_transaction, db_path, "delete")
+        for _ in range(3):
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+        said = [text for _, text in watch.notes if "mid-transaction" in text]
+    reads = [text for text in said if not text.endswith("once it is released")]
+    assert len(reads) == 1 and len(said) <= 2, [text[-60:] for text in said]
+
+
 def _without_dac_override() -> list[str]:
     """Run a command as root without the capability that ignores file modes."""
     setpriv = shutil.which("setpriv")
