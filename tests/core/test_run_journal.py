@@ -579,3 +579,26 @@ async def test_a_file_with_triggers_is_refused_by_resume(
     assert "has triggers of its own ('sweep' on" in capsys.readouterr().err
     assert _dump(ws_dir) == before
     assert await Journal().entries() == []
+
+
+async def test_a_resume_starts_from_what_an_action_under_way_leaves(
+    ws_dir: Path,
+) -> None:
+    """An action that found the run free holds its file's write lock until it
+    commits (core.actions.entry_locks.refuse_runs_in_use): a resume that
+    takes the run's lock meanwhile waits for that commit before it journals
+    the run, so the rows it journals are the ones lovia will load."""
+    holder = sqlite3.connect(ws_dir / "runs.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    seqs = [q for (q,) in holder.execute("SELECT seq FROM snapshot_turns ORDER BY seq")]
+    holder.execute("DELETE FROM snapshot_turns WHERE seq = ?", (seqs[-1],))
+    starting = asyncio.create_task(_journaled_then_killed(ws_dir, session_id=SESSION))
+    await asyncio.sleep(0.3)
+    assert not starting.done()
+    holder.execute("COMMIT")
+    holder.close()
+    async with asyncio.timeout(TIMEOUT):
+        run = await starting
+    run.release()
+    turns = next(c for c in run.before if c.group.table == "snapshot_turns")
+    assert sorted(turns.column("seq")) == seqs[:-1]
