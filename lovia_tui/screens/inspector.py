@@ -194,6 +194,7 @@ class InspectorScreen(InspectorBase):
         """Another process committed: each pane takes its part."""
         changes = message.feed.take()
         self.describe_files()
+        self.run_flows.check_undone()  # an undo by another process, perhaps
         if changes.stores_changed or changes.sessions_changed:
             self.action_refresh()
             return

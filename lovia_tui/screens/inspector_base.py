@@ -83,6 +83,7 @@ class InspectorBase(WorkerErrors, Screen):
         self._reload()
 
     def _reload(self) -> None:
+        self.run_flows.check_undone()  # after an undo here or in the doctor
         self.sessions.renew()
         self.sessions.load()
         self.runs.load()

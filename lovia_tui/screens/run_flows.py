@@ -183,7 +183,15 @@ class RunFlows:
             self.run_console.answer(what == "approve")
 
     async def toggle_console(self) -> None:
-        (await self.console()).toggle_class("hidden")
+        console = await self.console()
+        console.toggle_class("hidden")
+        if not console.has_class("hidden"):
+            console.check_undone()  # undone elsewhere while it was hidden
+
+    def check_undone(self) -> None:
+        """Have the console say whether its run was undone since (a journal read)."""
+        if self.run_console is not None:
+            self.run_console.check_undone()
 
     def cancel(self) -> None:
         """Cancel the run going in the console."""

@@ -67,6 +67,8 @@ class Group(StrEnum):
     ACTION = "action"
     PREFLIGHT = "preflight"
     CONSOLE = "console"
+    CONSOLE_UNDO = "console-undo"
+    """Whether the run the console showed was undone since (a journal read)."""
     DOCTOR = "doctor"
     DOCTOR_FIX = "action-doctor"
     LIVE = "live"

@@ -4,11 +4,15 @@ Owns the run's worker: lovia's events stream in as lines, text deltas grow
 the line in progress, and cancelling asks lovia to stop at its next safe point
 while the stream is drained to its end (the run ends ``interrupted``). A call
 that needs approval waits in a bar of its own (tool, arguments, why) until the
-user approves or denies it, with the reason typed there if any.
+user approves or denies it, with the reason typed there if any. Once the
+run is over, the console keeps an eye on the run's journal entry: when it is
+undone (here, from the doctor, the command line or another lovia-tui), or
+that undo is undone in turn, it says so in its log and its title.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +23,9 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, RichLog, Static
 
+from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.entries import shorten
+from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import printable
 from lovia_tui.core.runs.console import one_line
 from lovia_tui.view.kinds import Group
@@ -62,6 +68,13 @@ class RunConsole(Vertical):
         self.waiting: Mapping[str, Any] | None = None
         """The call waiting for the user's approval (its console event's data)."""
         self._partial = Text()
+        self.journal_id: int | None = None
+        """The journal entry of the run shown, once the run has recorded it."""
+        self.undone_by: int | None = None
+        """The undo that took the shown run's changes out, while it stands."""
+        self._heading = ""
+        self._status = ""
+        self._trouble = ""
 
     def compose(self) -> ComposeResult:
         yield PaneTitle("Console", id="console-title")
@@ -85,9 +98,9 @@ class RunConsole(Vertical):
 
         self.remove_class("hidden")
         self.query_one(RichLog).clear()
-        self.query_one("#console-title", PaneTitle).show(
-            f"Console · {pf.mode} {pf.run.run_id} · running (K cancels)"
-        )
+        self.journal_id = self.undone_by = None
+        self._heading = f"{pf.mode} {pf.run.run_id}"
+        self._retitle("running (K cancels)")
         self.control = RunControl(answering="ask", journal=Journal())
         self._run(pf, starter, self.control)
 
@@ -159,10 +172,60 @@ class RunConsole(Vertical):
         # an answer) and the console's widgets are gone or going.
         self._answered()
         self._flush()
-        self.query_one("#console-title", PaneTitle).show(
-            f"Console · {pf.mode} {pf.run.run_id} · {status}"
-        )
+        self._retitle(status)
         self.post_message(self.Finished(pf.run.run_id, status))
+
+    def _retitle(self, status: str) -> None:
+        self._status = status
+        undone = (
+            "" if self.undone_by is None else f" · undone (journal #{self.undone_by})"
+        )
+        self.query_one("#console-title", PaneTitle).show(
+            f"Console · {self._heading} · {status}{undone}"
+        )
+
+    def check_undone(self) -> None:
+        """Look in the journal whether the run shown was undone (or redone)
+        since: after an undo here, a commit by another process, or when
+        the console is shown again."""
+        if self.journal_id is not None and not self.running:
+            self._check_undone(self.journal_id)
+
+    @work(exclusive=True, group=Group.CONSOLE_UNDO)
+    async def _check_undone(self, entry_id: int) -> None:
+        from lovia_tui.core.actions.journal import Journal
+        from lovia_tui.core.runs.run_journal import undo_standing
+
+        try:
+            undone_by = await asyncio.to_thread(undo_standing, Journal(), entry_id)
+        except JournalError as exc:  # busy or unreadable: said once, tried again later
+            if self._trouble != str(exc):
+                self._trouble = str(exc)
+                self._line(Text(printable(f"journal: {one_line(exc)}"), style="yellow"))
+            return
+        except ActionError:  # pruned from the journal: nothing more to say
+            return
+        if entry_id != self.journal_id or undone_by == self.undone_by:
+            return  # another run is shown now, or nothing changed
+        self.undone_by = undone_by
+        if undone_by is None:
+            self._line(
+                Text(
+                    f"↷ its undo was undone: what this run did is back "
+                    f"(journal #{entry_id})",
+                    style="bold green",
+                )
+            )
+        else:
+            self._line(
+                Text(
+                    f"↶ this run was undone (journal #{entry_id}, by #{undone_by}): "
+                    "what it stored is taken out and its checkpoint is back as "
+                    "before it; what its tool calls did elsewhere stays done",
+                    style="bold yellow",
+                )
+            )
+        self._retitle(self._status)
 
     def _show(self, event: ConsoleEvent) -> None:
         style = STYLES.get(event.style, "")
@@ -172,6 +235,8 @@ class RunConsole(Vertical):
             return
         self._flush()
         self._line(Text(printable(event.text, multiline=True), style=style))
+        if isinstance(event.data.get("journal_id"), int):
+            self.journal_id = event.data["journal_id"]
         if event.kind == "approval_required" and event.data.get("asking"):
             self._ask(event.data)
         elif event.kind == "approval_decided":

@@ -306,3 +306,19 @@ def _counts(
         elif was.rows != now.rows:
             counts["web_records_changed"] += 1
     return counts
+
+
+def undo_standing(journal: Journal, entry_id: int) -> int | None:
+    """The undo whose rows stand for entry ``entry_id`` now, or None when
+    what the entry did stands (never undone, or its undo undone in turn).
+
+    An undo is an entry like any other, so it can be undone too (a redo):
+    the chain of ``undone_by`` is followed to its end, each link flipping
+    whether the entry's own changes are in the files. Raises ActionError
+    when the journal no longer holds the entry (pruned)."""
+    standing: int | None = None
+    entry = journal.get_sync(entry_id)
+    while entry.undone_by is not None and entry.undone_by > entry.id:  # ids grow
+        entry = journal.get_sync(entry.undone_by)
+        standing = entry.id if standing is None else None
+    return standing
