@@ -33,6 +33,12 @@ class Hits:
         self.index: WorkspaceSearch | None = None
         self.rows: list[str] = []
         self.at = -1
+        self._indexed: list[str] = []
+        """The hits the index found in the session's segments (``rows`` adds
+        those in its in-flight runs)."""
+        self._landed: tuple[SessionKey, str] | None = None
+        """The session and query whose first hit the cursor was put on: read
+        again (a commit), the cursor stays where the user left it."""
 
     def search_for(
         self,
@@ -44,13 +50,20 @@ class Hits:
         """Highlight ``needle``; in a session among ``matches``, go to its hits."""
         self.query, self.needle = query, needle
         self.matches, self.index = matches, index
+        self._landed = None
         self.pane.transcript.set_needle(needle)
         if self.pane.session_key:
             self.session_shown(self.pane.session_key)
 
+    def clear(self) -> None:
+        """Something other than a session is shown (a run alone): no hits."""
+        self.rows, self._indexed, self.at, self._landed = [], [], -1, None
+
     def session_shown(self, key: SessionKey) -> None:
         """A session is shown: its hits, if the search matched it."""
         self.rows, self.at = [], -1
+        if self._landed is not None and self._landed[0] != key:
+            self._landed = None
         if self.query and self.matches and key in self.matches:
             self.pane.run_worker(
                 partial(self._find, key, self.query),
@@ -67,9 +80,26 @@ class Hits:
         """The index's hits in the session's segments, then those in the
         entries of its in-flight runs below them (the index has those by run,
         not by session; they are loaded whole, so they are searched here)."""
-        if message.key == self.pane.session_key and message.needle == self.query:
-            self.rows = message.rows + self._inflight_hits()
+        if message.key != self.pane.session_key or message.needle != self.query:
+            return
+        self._indexed = message.rows
+        self.rows = message.rows + self._inflight_hits()
+        if self._landed != (message.key, self.query):
+            self._landed = (message.key, self.query)
             self._show(0)
+            return
+        row = self.pane.transcript.current_row
+        self.at = self.rows.index(row.key) if row and row.key in self.rows else -1
+        self.pane.show_title()
+
+    def entries_added(self) -> None:
+        """The followed run saved entries: hits among them count too (then
+        the pane's title is shown again)."""
+        if self._landed == (self.pane.session_key, self.query):
+            current = self.rows[self.at] if 0 <= self.at < len(self.rows) else None
+            self.rows = self._indexed + self._inflight_hits()
+            self.at = self.rows.index(current) if current in self.rows else -1
+        self.pane.show_title()
 
     def _inflight_hits(self) -> list[str]:
         # The search layer is imported by the first search: a first frame has none.
@@ -92,8 +122,12 @@ class Hits:
 
     @property
     def title(self) -> str:
-        """Where the cursor is among the hits, for the pane's title."""
-        if not self.rows or self.at < 0:
+        """Where the cursor is among the hits, for the pane's title; nothing
+        once the cursor left the hit (moved, or carried down by a follow)."""
+        if not 0 <= self.at < len(self.rows):
+            return ""
+        row, hit = self.pane.transcript.current_row, self.rows[self.at]
+        if row is None or row.key not in (hit, held_back_key(hit)):
             return ""
         return f" · hit {self.at + 1}/{len(self.rows)}"
 

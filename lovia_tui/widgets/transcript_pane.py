@@ -110,6 +110,7 @@ class TranscriptPane(WorkerErrors, Vertical):
     def open_run(self, run: RunInfo) -> None:
         """A run no record links to a session: its own entries, behind a seam."""
         self.session_key, self.run_view = None, run.run_id
+        self.hits.clear()
         self._load_run(run)
 
     def reload(self) -> None:
@@ -205,8 +206,8 @@ class TranscriptPane(WorkerErrors, Vertical):
             transcript.select_key(self._pending_row)
             self._pending_row = None
         self.focus_loaded()
+        self.hits.session_shown(message.key)  # before the title: the old hits go
         self.show_title()
-        self.hits.session_shown(message.key)
 
     def _seams(self, key: SessionKey) -> Seams:
         return Seams(self.workspace, self.runs.linked_to(key), self.runs.stale_after)
@@ -294,9 +295,8 @@ class TranscriptPane(WorkerErrors, Vertical):
         """The live tail watches the segments the transcript still holds."""
         held = held_ids(self.transcript.rows)
         if self.session_key and held:
-            file = Path(self.session_key[0])
             self.run_worker(
-                partial(self.live.watch_window, file, *held),
+                partial(self.live.watch_window, Path(self.session_key[0]), *held),
                 group=Group.WATCH,
                 exclusive=True,
             )
@@ -355,7 +355,7 @@ class TranscriptPane(WorkerErrors, Vertical):
             if run is not None:
                 offset = window.entries_of_run(run.run_id)
                 transcript.extend(run_entry_rows(run, entries, offset))
-                self.show_title()
+                self.hits.entries_added()  # and the title
 
     # ----- the title and the cursor -----
 

@@ -224,3 +224,63 @@ async def test_n_steps_on_to_the_next_session_found(scratch: Path):
         assert any(
             "back to this one's first hit" in n.message for n in app._notifications
         )
+
+
+def _title(app) -> str:
+    return str(app.screen.query_one("#transcript-title", PaneTitle).content)
+
+
+async def test_the_hit_counter_goes_when_its_hits_no_longer_apply(scratch: Path):
+    """ "hit 1/1" says where the cursor is among the hits of the session shown.
+    It stayed in the title over a run opened alone, over rows a commit by
+    another writer carried the cursor to, and after the cursor moved away."""
+    from lovia.testing import call, text
+    from support.lovia_factory import abandoned_run
+
+    path = scratch / "hits.db"
+    session = SQLiteSession(path, wal=True)
+    await session.append(
+        "talk",
+        [InputEntry(role="user", content="beacon here"), AssistantTextEntry("ok")],
+        run_id="t1",
+    )
+    await abandoned_run(path, "lone", [call("echo", {"message": "hi"}), text("x")])
+    app = make_app([path], stale_after=3600)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        hits = screen.transcript_pane.hits
+        await pilot.press("s", *"beacon", "enter")
+        await until(pilot, lambda: "hit 1/1" in _title(app), 10, "the hit")
+        await pilot.press("2", "end")
+        assert "hit" not in _title(app), "the cursor left the hit"
+        await pilot.press("n")
+        assert "· hit 1/1 ·" in _title(app)
+        # Another writer appends to the session: it is read again, the cursor
+        # stays on the hit, and a new hit counts.
+        await append_entries(path, "talk", 1, prefix="beacon again")
+        await until(pilot, lambda: len(hits.rows) == 2, 10, "the new hit")
+        assert "· hit 1/2 ·" in _title(app), _title(app)
+        assert screen.transcript.current_row.key == hits.rows[0]
+        # On the newest row, the next commit carries the cursor down with it.
+        await pilot.press("end")
+        await append_entries(path, "talk", 1, prefix="later")
+        await until(pilot, lambda: "later 0" in str(_entries(screen)), 10, "later")
+        await settle(pilot)
+        assert "hit" not in _title(app), _title(app)
+        # A run opened alone has none of the session's hits.
+        await pilot.press("3")
+        await until(pilot, lambda: screen.runs.select_run("lone"), 10, "lone")
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.transcript_pane.run_view == "lone", 10)
+        await settle(pilot)
+        assert _title(app).startswith("Run lone"), _title(app)
+        assert "hit" not in _title(app) and hits.rows == []
+
+
+def _entries(screen) -> list[str]:
+    return [
+        str(row.entry.data.get("content"))
+        for row in screen.transcript.rows
+        if row.kind == "entry" and row.entry is not None
+    ]
