@@ -1,8 +1,11 @@
-"""``runs``: every checkpoint for scripts, most recently saved first, streamed."""
+"""``runs``: every checkpoint for scripts, streamed in the Runs pane's order
+(:data:`~lovia_tui.core.run_status.LIST_ORDER`: running heads first, each
+status most recently saved first, completed last)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,7 +28,13 @@ from lovia_tui.cli.json_output import (
 from lovia_tui.cli.option_types import count, since_time
 from lovia_tui.core.formatting import age_since, plural
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_status import STATUS_FILTERS, stale_reason
+from lovia_tui.core.run_status import (
+    LIST_ORDER,
+    STATUS_FILTERS,
+    RunStatus,
+    list_rank,
+    stale_reason,
+)
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import RunFilter, dangling_by_run, stream_runs
 from lovia_tui.core.store.workspace import Workspace
@@ -68,15 +77,40 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
 async def stream_records(
     ws: Workspace, wanted: RunFilter, limit: int | None = None
 ) -> AsyncIterator[dict[str, Any]]:
-    """One plain record per checkpoint, as ``runs --json`` prints it: most
-    recently saved first across the files, one head range of each in memory."""
-    streams = [_file_records(ws, db, wanted, limit) for db in ws.checkpoint_dbs]
+    """One plain record per checkpoint, as ``runs --json`` prints it, in the
+    Runs pane's order: one pass over the heads per status group (each one
+    head range of each file in memory), newest first across the files,
+    completed runs file by file."""
     emitted = 0
-    async for record in merge_newest(streams):
-        if limit is not None and emitted >= limit:
-            return
-        yield record
-        emitted += 1
+    for rank in _ranks(wanted.status):
+        group = dataclasses.replace(wanted, rank=rank)
+        left = None if limit is None else limit - emitted
+        streams = [_file_records(ws, db, group, left) for db in ws.checkpoint_dbs]
+        merged = (
+            _one_after_another(streams)
+            if LIST_ORDER[rank] == RunStatus.COMPLETED
+            else merge_newest(streams)
+        )
+        async for record in merged:
+            if limit is not None and emitted >= limit:
+                return
+            yield record
+            emitted += 1
+
+
+def _ranks(status: str | None) -> list[int]:
+    """The groups of the list a ``--status`` can find runs in."""
+    if status is None:
+        return list(range(len(LIST_ORDER)))
+    return [list_rank(RunStatus.RUNNING if status == RunStatus.STALE else status)]
+
+
+async def _one_after_another(
+    streams: list[AsyncIterator[dict[str, Any]]],
+) -> AsyncIterator[dict[str, Any]]:
+    for stream in streams:
+        async for record in stream:
+            yield record
 
 
 async def _file_records(
@@ -179,7 +213,7 @@ async def _runs(args: argparse.Namespace) -> int:
     console().print_table(table)
     if len(records) > shown:
         note(
-            f"the newest {plural(shown, 'run')} only; more exist "
+            f"the first {plural(shown, 'run')} only (running first); more exist "
             "(--limit N, --status, --since or --json show more)"
         )
     return EXIT_OK

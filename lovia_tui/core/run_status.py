@@ -45,6 +45,20 @@ OTHER = "other"
 foreign writer's: ``"bogus"``, a number, an object); shown as it is stored."""
 STATUS_GROUPS = frozenset({*STATUS_FILTERS, UNREADABLE})
 """The statuses counted under their own name; any other is :data:`OTHER`."""
+LIST_ORDER: tuple[str | None, ...] = (
+    RunStatus.RUNNING.value,
+    RunStatus.INTERRUPTED.value,
+    RunStatus.FAILED.value,
+    None,
+    RunStatus.COMPLETED.value,
+)
+"""The order of every list of runs (the Runs pane, ``lovia-tui runs``), by the
+status the head stores: running heads first (live or crashed: what a person
+diagnosing a crash comes to look at), then interrupted, failed, any other or
+unreadable status (None), completed last. Each group is most recently saved
+first across the files, but completed runs go file by file (the pane finds a
+position in one file's walk; interleaving files would hold every completed
+head). Stored status, not staleness: a run going stale keeps its place."""
 DEFAULT_STALE_AFTER = 300.0
 """Seconds without a save after which a running head counts as stale (``--stale-after``)."""
 WEB_SETTLED = frozenset({"interrupted", "failed", "cancelled", "completed"})
@@ -64,6 +78,11 @@ def status_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return orjson.dumps(value).decode()
+
+
+def list_rank(status: str) -> int:
+    """Where a head that stores ``status`` goes in :data:`LIST_ORDER`."""
+    return LIST_ORDER.index(status if status in LIST_ORDER else None)
 
 
 def status_group(label: str) -> str:

@@ -23,6 +23,7 @@ from support.lovia_factory import copy_files, raw
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.cli import runs as runs_cli
+from lovia_tui.core.run_status import list_rank
 from lovia_tui.core.store.workspace import Workspace, resolve_paths
 from lovia_tui.pilot import settle
 
@@ -79,8 +80,19 @@ def test_runs_json_reports_every_checkpoint(
     assert all(set(record) == RUN_KEYS for record in records)
     by_id = {record["run_id"]: record for record in records}
     assert set(by_id) == {*demo.web_runs, *demo.cli_runs}
-    saved = [record["updated_at"] for record in records]
-    assert saved == sorted(saved, reverse=True)
+    # The Runs pane's order: by status (running first), newest first in each
+    # group; completed runs file by file.
+    ranks = [list_rank(record["status"]) for record in records]
+    assert ranks == sorted(ranks) and ranks[0] == 0
+    for rank in set(ranks):
+        for file in {record["file"] for record in records}:
+            saved = [
+                r["updated_at"]
+                for r in records
+                if list_rank(r["status"]) == rank
+                and (r["file"] == file or r["status"] != "completed")
+            ]
+            assert saved == sorted(saved, reverse=True)
     for record in records:
         # With --stale-after 0 every running run is stale, and only those.
         assert record["stale"] is (record["status"] == "running")
@@ -211,21 +223,26 @@ def test_runs_of_one_file_and_as_a_table(
     assert "run_job" in out and "unlinked" in out
 
 
-def test_the_runs_table_shows_the_newest_and_says_there_are_more(
+def test_the_runs_table_shows_the_first_and_says_there_are_more(
     demo: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A table is laid out whole (minutes for 200,000 runs): it shows the
-    newest ``TABLE_ROWS`` and says how to see the rest; ``--json`` has all."""
+    first ``TABLE_ROWS`` (running first) and says how to see the rest;
+    ``--json`` has all."""
     monkeypatch.setattr(runs_cli, "TABLE_ROWS", 1)
-    [newest, older] = cli_json(capsys, "runs", demo.runs_db, "--json")["runs"]
+    [first, second] = cli_json(capsys, "runs", demo.runs_db, "--json")["runs"]
     code, out, err = cli(capsys, "runs", demo.runs_db)
-    assert code == 0 and newest["run_id"] in out and older["run_id"] not in out
-    assert err.startswith("lovia-tui: note: the newest 1 run only; more exist")
+    assert code == 0 and first["run_id"] in out and second["run_id"] not in out
+    assert err.startswith(
+        "lovia-tui: note: the first 1 run only (running first); more exist"
+    )
     code, out, err = cli(capsys, "runs", demo.runs_db, "--limit", "1")
-    assert code == 0 and older["run_id"] not in out
-    assert err.startswith("lovia-tui: note: the newest 1 run only; more exist")
+    assert code == 0 and second["run_id"] not in out
+    assert err.startswith(
+        "lovia-tui: note: the first 1 run only (running first); more exist"
+    )
     code, out, err = cli(capsys, "runs", demo.runs_db, "--limit", "2")
-    assert (code, err) == (0, "") and older["run_id"] in out
+    assert (code, err) == (0, "") and second["run_id"] in out
 
 
 # -------------------------------------------------------------- sessions

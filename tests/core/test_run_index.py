@@ -137,7 +137,10 @@ def test_runs_json_streams_the_same_object_and_jsonl_one_per_line(
     text = capsys.readouterr().out
     records = json.loads(text)["runs"]
     assert text == json.dumps({"runs": records}, indent=2) + "\n"
-    assert [r["run_id"] for r in records] == [w[0] for w in reversed(written)]
+    # The Runs pane's order: by status (running first), newest first in each.
+    groups = ["running", "interrupted", "failed", "completed"]
+    in_order = sorted(reversed(written), key=lambda w: groups.index(w[1]))
+    assert [r["run_id"] for r in records] == [w[0] for w in in_order]
     assert main(["runs", str(path), "--jsonl", "--limit", "3", "--readonly"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line) for line in lines] == [
@@ -177,3 +180,60 @@ async def test_first_rows_come_before_their_sessions_are_looked_up(tmp_path):
         assert not await runs.read(0, 10)  # nothing left to read or link
     finally:
         await workspace.close()
+
+
+def test_runs_lists_in_the_runs_panes_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`lovia-tui runs` and the Runs pane list the same runs in the same order
+    (LIST_ORDER): running heads first, then interrupted, failed, any other
+    status, each newest first across the files; completed last, file by file.
+    The CLI listed everything newest first, crashed runs among completed ones."""
+    monkeypatch.setattr(head_reads, "RANGE", 7)
+    now = time.time()
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    asyncio.run(write_heads(first, 30, now))
+    asyncio.run(write_heads(second, 20, now - 150))  # saves interleave a.db's
+    bogus = sqlite3.connect(second)
+    with bogus:
+        bogus.execute(
+            "UPDATE snapshot_heads SET head_json = json_set(head_json, '$.status', "
+            "'paused') WHERE run_id = 'run-005'"
+        )
+    bogus.close()
+
+    async def pane_order() -> list[tuple[str, str]]:
+        workspace = await Workspace.open([first, second], readonly=True)
+        try:
+            runs = RunList(workspace.checkpoint_dbs, workspace.links, 300)
+            async for _ in runs.walk():
+                pass
+            await runs.read(0, len(runs))
+            return [
+                (str(run.file), run.run_id) for run in map(runs.at, range(len(runs)))
+            ]
+        finally:
+            await workspace.close()
+
+    def cli_order(*options: str) -> list[tuple[str, str]]:
+        assert main(["runs", str(first), str(second), "--json", *options]) == 0
+        records = json.loads(capsys.readouterr().out)["runs"]
+        return [(record["file"], record["run_id"]) for record in records]
+
+    in_pane = asyncio.run(pane_order())
+    assert len(in_pane) == 50 and in_pane[0][1] != in_pane[1][1]
+    statuses = [
+        json.loads(head)["status"]
+        for file, run_id in in_pane
+        for (head,) in sqlite3.connect(file).execute(
+            "SELECT head_json FROM snapshot_heads WHERE run_id = ?", (run_id,)
+        )
+    ]
+    groups = ["running", "interrupted", "failed", "paused", "completed"]
+    assert statuses == sorted(statuses, key=groups.index), statuses
+    assert cli_order() == in_pane
+    assert cli_order("--limit", "7") == in_pane[:7]
+    failed = [
+        key for key, status in zip(in_pane, statuses, strict=True) if status == "failed"
+    ]
+    assert cli_order("--status", "failed") == failed

@@ -1,11 +1,11 @@
 """The runs pane's rows: every open checkpoint file's runs, read a page at a time.
 
-Unfinished runs come first: heads saved as running (live or crashed: what a
-person comes to look at), then interrupted, failed and unreadable ones, each
-group most recently saved first across the files; then the completed ones,
-most recently saved first, file by file. The groups go by the stored status,
-not by staleness: a run going stale keeps its row, so the same keys reach the
-same run. What is held in full is the
+The order is :data:`~lovia_tui.core.run_status.LIST_ORDER`, which ``lovia-tui
+runs`` follows too: unfinished runs first (running, live or crashed, then
+interrupted, failed and unreadable ones), each group most recently saved first
+across the files; then the completed ones, most recently saved first, file by
+file. A run going stale keeps its row, so the same keys reach the same run.
+What is held in full is the
 unfinished runs linked to a session and the web UI's linked ones (the badges
 and seams need them); any other run is read when its row is on screen, and
 let go of when the cache fills.
@@ -20,7 +20,7 @@ from typing import Any
 
 from lovia_tui.core.errors import DamagedError
 from lovia_tui.core.models import RunInfo, SessionLink
-from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus
+from lovia_tui.core.run_status import ALL_RUNS, UNREADABLE, RunStatus, list_rank
 from lovia_tui.core.runs.index import UNFINISHED, Mark, RunOrder
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.head_reads import SAFE_STATUS, runs_at, status_rows
@@ -311,17 +311,10 @@ class RunList:
         ]
 
 
-HEAD_ORDER = {
-    RunStatus.RUNNING.value: 0,
-    RunStatus.INTERRUPTED.value: 1,
-    RunStatus.FAILED.value: 2,
-}
-
-
 def _list_order(item: tuple[Mark, RunOrder]) -> tuple[int, float]:
-    """Running heads first, then interrupted, failed, unreadable; newest first in each."""
+    """:data:`~lovia_tui.core.run_status.LIST_ORDER`: by status, newest first in each."""
     mark = item[0]
-    return HEAD_ORDER.get(mark.status, len(HEAD_ORDER)), -time_order(mark.updated_at)
+    return list_rank(mark.status), -time_order(mark.updated_at)
 
 
 async def _web_linked(db: Database) -> list[int]:

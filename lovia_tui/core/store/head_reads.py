@@ -17,7 +17,7 @@ from typing import Any
 
 from lovia_tui.core.entries import UnreadableError, dangling_calls, parse_entries
 from lovia_tui.core.models import DanglingCall, RunInfo
-from lovia_tui.core.run_status import WEB_SETTLED, RunStatus
+from lovia_tui.core.run_status import LIST_ORDER, WEB_SETTLED, RunStatus
 from lovia_tui.core.store.checkpoint_reads import RUN_COLUMNS, RUNS_CHUNK, run_info
 from lovia_tui.core.store.database import Database
 from lovia_tui.core.store.pace import Cut, Pace, paced
@@ -114,17 +114,28 @@ class RunFilter:
     """What ``runs --status/--since`` ask for, answered in SQL range by range.
 
     ``status`` is a head status, or "stale" (running with no save since
-    ``now - stale_after``); ``since`` keeps heads saved at or after it.
+    ``now - stale_after``); ``since`` keeps heads saved at or after it;
+    ``rank``, one group of :data:`~lovia_tui.core.run_status.LIST_ORDER`.
     """
 
     status: str | None = None
     since: float | None = None
     now: float = 0.0
     stale_after: float = 0.0
+    rank: int | None = None
 
     def sql(self, db: Database) -> tuple[str, tuple[Any, ...]]:
         where: list[str] = []
         params: list[Any] = []
+        if self.rank is not None and (named := LIST_ORDER[self.rank]) is not None:
+            where.append("{status} IS ?")
+            params.append(named)
+        elif self.rank is not None:  # any status the list does not name
+            named_ones = [status for status in LIST_ORDER if status is not None]
+            where.append(
+                f"({{status}} IS NULL OR {{status}} NOT IN ({','.join('?' * len(named_ones))}))"
+            )
+            params.extend(named_ones)
         if self.status == RunStatus.STALE:
             where.append(
                 f"{{status}} IS 'running' AND (updated_at <= ? OR {web_settled_sql(db)})"
