@@ -163,3 +163,35 @@ async def test_at_100_columns_the_transcript_stays_readable(demo_dir):
         }
         assert widths["transcript"] >= 40, widths
         assert min(widths.values()) >= 24, widths
+
+
+async def test_a_long_id_in_a_pane_title_uses_the_panes_width(tmp_path):
+    """A pane title cut each id to 48 cells however wide the pane: at 250
+    columns a 59-character session id showed as `support-…-end`. It is whole
+    where the pane has room, cut in the middle to what is left where it has
+    not, and the counts after it stay either way."""
+    from lovia import SQLiteSession
+    from lovia.transcript import AssistantTextEntry, InputEntry
+
+    session_id = f"support-thread-{'0123456789' * 4}-end"
+    path = tmp_path / "long.db"
+    await SQLiteSession(path, wal=True).append(
+        session_id,
+        [InputEntry(role="user", content="hi"), AssistantTextEntry(content="ok")],
+        run_id="r1",
+    )
+    app = make_app([path])
+    async with app.run_test(size=(250, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        title = app.screen.query_one("#transcript-title")
+        shown = str(title.content)
+        assert shown == f"Transcript · {session_id} · 2 entries shown · 3/3", shown
+        await pilot.resize_terminal(160, 30)
+        await settle(pilot)
+        shown = str(title.content)
+        width = title.content_region.width
+        assert shown.endswith(" · 2 entries shown · 3/3") and "…" in shown, shown
+        assert len(shown) == width and len(shown.split(" · ")[1]) > 24, shown
+        assert shown.startswith("Transcript · support-thread") and "9-end · 2" in shown
