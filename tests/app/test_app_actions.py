@@ -217,3 +217,36 @@ async def test_through_serve_confirm_without_a_reason_keeps_the_dialog_and_asks(
     assert [row[2] for row in _rows(db)] == ["run-kyoto-1", "run-export-1"]
     [entry] = await Journal().entries(None, 1)
     assert (entry.reason, entry.user) == ("ticket 7", "alice from 10.0.0.7 (serve)")
+
+
+async def test_a_placeholder_reads_as_one_typed_text_does_not(snap_dir, monkeypatch):
+    """The clear dialog's fields show what to type as placeholders ("why",
+    the session's id): drawn italic and faint; text typed is drawn plain."""
+    from textual.widgets import Input
+
+    def drawn(field: Input) -> list:
+        return [
+            segment.style
+            for segment in field.render_line(0)
+            if segment.text.strip() and segment.style is not None
+        ]
+
+    async with _kyoto(snap_dir, monkeypatch) as pilot:
+        await pilot.press("C")
+        await settle(pilot)
+        screen = pilot.app.screen
+        reason, typed = (
+            screen.query_one("#reason", Input),
+            screen.query_one("#typed", Input),
+        )
+        assert (reason.placeholder, typed.placeholder) == ("why", "chat-kyoto")
+        for field in (reason, typed):
+            shown = drawn(field)
+            assert shown and all(s.italic and s.dim for s in shown), shown
+        assert pilot.app.focused is reason
+        await pilot.press(*"why not")
+        await settle(pilot)
+        shown = drawn(reason)
+        assert reason.value == "why not"
+        assert shown and not any(s.italic or s.dim for s in shown), shown
+        await pilot.press("escape")
