@@ -95,7 +95,8 @@ async def act_until(path: Path, stop: threading.Event, gap: float) -> dict:
     """Rewind, trim and bulk-delete beside the writer until ``stop``; what happened."""
     from lovia_tui.core.actions.perform import load_lovia, perform, undo
     from lovia_tui.core.actions.run_plans import preview_delete_runs
-    from lovia_tui.core.actions.session_plans import preview_rewind, preview_trim
+    from lovia_tui.core.actions.session_plans import preview_rewind
+    from lovia_tui.core.actions.trim_plan import preview_trim
     from lovia_tui.core.errors import ActionError
     from lovia_tui.core.store.workspace import Workspace
 

@@ -34,11 +34,8 @@ from lovia_tui.core.actions.describe import counts_text, describe
 from lovia_tui.core.actions.perform import load_lovia, perform
 from lovia_tui.core.actions.previews import Preview, preview_dict
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
-from lovia_tui.core.actions.session_plans import (
-    preview_clear,
-    preview_rewind,
-    preview_trim,
-)
+from lovia_tui.core.actions.session_plans import preview_clear, preview_rewind
+from lovia_tui.core.actions.trim_plan import preview_trim
 from lovia_tui.core.formatting import command_line
 from lovia_tui.core.run_status import STATUS_FILTERS
 from lovia_tui.core.store.workspace import Workspace

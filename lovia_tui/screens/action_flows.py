@@ -117,7 +117,7 @@ class ActionFlows:
             )
 
     def trim(self, selection: Selection) -> None:
-        from lovia_tui.core.actions.session_plans import preview_trim
+        from lovia_tui.core.actions.trim_plan import preview_trim
         from lovia_tui.screens.action_dialog import FormField
 
         key = selection.session

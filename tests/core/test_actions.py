@@ -46,9 +46,9 @@ from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finali
 from lovia_tui.core.actions.session_plans import (
     preview_clear,
     preview_rewind,
-    preview_trim,
     user_turn_start,
 )
+from lovia_tui.core.actions.trim_plan import preview_trim
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.store.workspace import Workspace
 

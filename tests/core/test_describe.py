@@ -11,7 +11,8 @@ from support.lovia_factory import copy_db
 
 from lovia_tui.core.actions.describe import describe
 from lovia_tui.core.actions.run_plans import preview_delete_runs
-from lovia_tui.core.actions.session_plans import preview_rewind, preview_trim
+from lovia_tui.core.actions.session_plans import preview_rewind
+from lovia_tui.core.actions.trim_plan import preview_trim
 from lovia_tui.core.store.workspace import Workspace
 
 

@@ -32,9 +32,9 @@ from support.lovia_factory import scratch_directory, write_session
 from lovia_tui.core.actions.session_plans import (
     preview_clear,
     preview_rewind,
-    preview_trim,
     user_turn_start,
 )
+from lovia_tui.core.actions.trim_plan import preview_trim
 from lovia_tui.core.entries import (
     UnreadableError,
     dangling_calls,

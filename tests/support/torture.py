@@ -30,8 +30,8 @@ from lovia_tui.core.actions.run_plans import preview_delete_runs
 from lovia_tui.core.actions.session_plans import (
     preview_clear,
     preview_rewind,
-    preview_trim,
 )
+from lovia_tui.core.actions.trim_plan import preview_trim
 from lovia_tui.core.doctor.audit import diagnose
 from lovia_tui.core.doctor.fixes import RUN_FIXES, fix_preview
 from lovia_tui.core.errors import ActionError
