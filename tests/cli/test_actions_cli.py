@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,65 @@ def test_a_web_chat_run_stops_or_keeps_its_partial_turn(
     }
     assert [r[4] for r in rows(web_file)["chat_runs"]] == [record]
     assert raw(web_file, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_trim_says_why_it_has_nothing_to_trim(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    """ "nothing to trim" said only which runs it kept. It names why: no run
+    before the kept ones, no tool result in them, or the threshold (characters
+    kept plus lovia's marker) with the largest result found, and how many
+    results were trimmed already."""
+    sessions, runs = two_files
+    trim = ["trim", sessions, runs, "s", "--stale-after", "0"]
+
+    def why(*options: str) -> str:
+        code, out, err = run(capsys, *trim, *options)
+        assert (code, err) == (0, ""), err
+        [line] = [line for line in out.splitlines() if "nothing to trim" in line]
+        return line
+
+    assert why("--keep-runs", "3") == (
+        "trim s: nothing to trim: it keeps the last 3 runs, and the session has "
+        "no run before them"
+    )
+    # s-0 holds one result, "one": 3 characters.
+    line = why("--keep-runs", "2")
+    assert re.fullmatch(
+        "trim s: nothing to trim: no tool result in the 1 run before the last "
+        "2 runs \\(kept\\) is over the threshold of 400 characters kept plus "
+        "lovia's marker: the largest has 3 characters, cut only past 5[0-9][0-9]",
+        line,
+    ), line
+    # s-1's dump (60 lines) is the largest; kept whole under 5,000.
+    code, out, _ = run(capsys, *trim, "--keep-chars", "5000", "--json")
+    preview = json.loads(out)["preview"]
+    assert (preview["results_trimmed"], preview["older_runs"]) == (0, 2)
+    assert preview["older_results"] == 3 and preview["already_trimmed"] == 0
+    largest = preview["largest_result"]
+    assert 1_000 < largest < 5_000 < preview["largest_cut_above"]
+    assert f"the largest has {largest:,} characters" in why("--keep-chars", "5000")
+    # Trimmed once, the dump is counted as such.
+    assert run(capsys, *trim, "--yes")[0] == 0
+    line = why()
+    assert "the largest has 3 characters" in line, line
+    assert line.endswith("(1 trimmed already)"), line
+    asyncio.run(_text_runs(sessions))  # a session of two runs without a tool
+    code, out, err = run(capsys, "trim", sessions, runs, "quiet")
+    assert (code, err) == (0, "")
+    assert (
+        "trim quiet: nothing to trim: no tool result in the 1 run before the "
+        "last 1 run (kept)"
+    ) in out, out
+
+
+async def _text_runs(path: Path) -> None:
+    from lovia.transcript import AssistantTextEntry, InputEntry
+
+    session = SQLiteSession(path)
+    for n in range(2):
+        await session.append(
+            "quiet",
+            [InputEntry(role="user", content="hi"), AssistantTextEntry(content="ok")],
+            run_id=f"q{n}",
+        )

@@ -464,7 +464,7 @@ def test_counts_agree_in_number(
     path = tmp_path / "one.db"
     asyncio.run(append_entries(path, "s", 1))
     assert cli_main(["trim", str(path), "s", "--keep-runs", "1"]) == 0
-    assert "(keeping the last 1 run)" in capsys.readouterr().out
+    assert "it keeps the last 1 run, and" in capsys.readouterr().out
     assert cli_main(["export", str(path), "s", "-o", str(tmp_path / "s.md")]) == 0
     assert "_1 run, from " in (tmp_path / "s.md").read_text()
 

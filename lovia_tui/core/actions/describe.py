@@ -119,9 +119,7 @@ def _rewind(p: RewindPreview) -> list[str]:
 
 def _trim(p: TrimPreview) -> list[str]:
     if p.noop:
-        return [
-            f"trim {p.session_id}: nothing to trim (keeping the last {plural(p.keep_runs, 'run')})"
-        ]
+        return [f"trim {p.session_id}: nothing to trim: {_why_no_trim(p)}"]
     lines = [
         f"trim {p.session_id}: cut {plural(p.results_trimmed, 'tool result')} to "
         f"{p.keep_chars} chars, reclaim {size(p.bytes_reclaimed)}"
@@ -147,6 +145,26 @@ def _trim(p: TrimPreview) -> list[str]:
             "journal keeps the full text"
         )
     return lines
+
+
+def _why_no_trim(p: TrimPreview) -> str:
+    """Why a trim cuts nothing, with the numbers that decide it."""
+    last = f"the last {plural(p.keep_runs, 'run')}"
+    if not p.older_runs:
+        return f"it keeps {last}, and the session has no run before them"
+    before = f"in the {plural(p.older_runs, 'run')} before {last} (kept)"
+    if not p.older_results:
+        return f"no tool result {before}"
+    if p.largest_result is None or p.largest_cut_above is None:
+        trimmed = plural(p.already_trimmed, "tool result")
+        verb = "is" if p.already_trimmed == 1 else "are"
+        return f"the {trimmed} {before} {verb} trimmed already"
+    return (
+        f"no tool result {before} is over the threshold of {p.keep_chars:,} "
+        f"characters kept plus lovia's marker: the largest has "
+        f"{p.largest_result:,} characters, cut only past {p.largest_cut_above:,}"
+        + (f" ({p.already_trimmed:,} trimmed already)" if p.already_trimmed else "")
+    )
 
 
 def _delete(p: DeleteRunsPreview) -> list[str]:

@@ -155,6 +155,16 @@ class TrimPreview:
     cuts: tuple[TrimCut, ...]
     runs: tuple[TrimRun, ...]
     plan: Plan
+    # What the runs before the last ``keep_runs`` hold: why nothing is cut.
+    older_runs: int = 0
+    older_results: int = 0
+    """Tool results in those runs, trimmed already or not."""
+    already_trimmed: int = 0
+    largest_result: int | None = None
+    """Characters of the longest result not trimmed yet, if any."""
+    largest_cut_above: int | None = None
+    """The length past which that result would be cut: ``keep_chars`` plus
+    lovia's marker (lovia skips a result where the marker outweighs the saving)."""
 
     @property
     def noop(self) -> bool:

@@ -25,6 +25,7 @@ from lovia_tui.core.actions.plans import (
 from lovia_tui.core.actions.previews import TrimCut, TrimPreview, TrimRun
 from lovia_tui.core.entries import (
     UnreadableError,
+    is_trimmed,
     known_only,
     output_text,
     trimmed_output,
@@ -66,12 +67,13 @@ async def preview_trim(
         for run_id, raw, meta in stored_values(rows)
     ]
     kept = max(0, len(segments) - keep_runs)
-    cut_ids = {
-        str(entry.get("call_id"))
-        for _, entries, _, _ in segments[:kept]
-        for entry in entries
-        if trimmed_output(entry, keep_chars) is not None
-    }
+    cut_ids: set[str] = set()
+    seen = Seen()
+    for _, entries, _, _ in segments[:kept]:
+        for entry in entries:
+            seen.add(entry)
+            if trimmed_output(entry, keep_chars) is not None:
+                cut_ids.add(str(entry.get("call_id")))
     for _, entries, _, _ in segments[kept:]:
         for _ in entries:  # read whole, as every preview reads every segment
             pass
@@ -121,7 +123,41 @@ async def preview_trim(
         cuts=tuple(cuts),
         runs=tuple(runs),
         plan=await make_plan(ws, [rows.group], False, [rows]),
+        older_runs=kept,
+        older_results=seen.results,
+        already_trimmed=seen.trimmed,
+        largest_result=None if seen.largest is None else len(output_text(seen.largest)),
+        largest_cut_above=seen.cut_above(keep_chars),
     )
+
+
+class Seen:
+    """The tool results of the runs trim may cut: how many, how many it cut
+    before, and the longest of the others (what decides "nothing to trim")."""
+
+    def __init__(self) -> None:
+        self.results = self.trimmed = 0
+        self.largest: dict[str, Any] | None = None
+
+    def add(self, entry: dict[str, Any]) -> None:
+        if entry.get("type") != "tool_result":
+            return
+        self.results += 1
+        if is_trimmed(entry):
+            self.trimmed += 1
+        elif self.largest is None or len(output_text(entry)) > len(
+            output_text(self.largest)
+        ):
+            self.largest = entry
+
+    def cut_above(self, keep_chars: int) -> int | None:
+        """The length past which the longest result would be cut."""
+        if self.largest is None:
+            return None
+        from lovia_tui.core.lovia_private import trim_marker
+
+        dropped = max(0, len(output_text(self.largest)) - keep_chars)
+        return keep_chars + len(trim_marker(self.largest.get("call_id"), dropped))
 
 
 def _readable(rows: Captured, run_id: str, raw: Any) -> Iterable[dict[str, Any]]:
