@@ -19,6 +19,7 @@ from lovia_tui.cli.command import (
     Command,
     CommandParser,
     fail,
+    json_errors,
     run_command,
 )
 from lovia_tui.cli.json_output import (
@@ -120,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             command = load_command(argv[0])
+            json_errors(command, argv[1:])  # a usage error too, with --json
             return run_command(command, _parsed(command_parser(command), argv[1:]))
+        json_errors(None)
         from lovia_tui.cli.launch import launch_app
 
         return launch_app(_parsed(_app_parser(), argv))
     except _Parsed as done:  # --help, --version, or a usage error said on stderr
         return done.code
     except KeyboardInterrupt:  # outside a command's body: importing, parsing
-        fail("interrupted")
-        return EXIT_INTERRUPTED
+        return fail("interrupted", EXIT_INTERRUPTED, "interrupted")

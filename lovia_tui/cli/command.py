@@ -44,11 +44,12 @@ class CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("lovia-tui").strip()
-        self.exit(
-            EXIT_ERROR,
-            f"lovia-tui: {where + ': ' if where else ''}{printable(message)} "
-            f"(see {self.prog} --help)\n",
-        )
+        said = f"{where + ': ' if where else ''}{message} (see {self.prog} --help)"
+        if _JsonErrors.lines is not None:
+            from lovia_tui.cli.json_output import print_json_error
+
+            print_json_error("usage", said, EXIT_ERROR, lines=_JsonErrors.lines)
+        self.exit(EXIT_ERROR, f"lovia-tui: {printable(said)}\n")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], Coroutine[Any, Any, int] | int]
+    json_lines: bool = False
+    """``--json`` prints one object per line (an error ends it as one more)."""
 
 
 def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
@@ -228,10 +231,44 @@ def console(*, stderr: bool = False) -> DataConsole:
     )
 
 
-def fail(message: str) -> int:
-    text = clipped(printable(message))
-    print(f"lovia-tui: {text}", file=sys.stderr)
-    return EXIT_ERROR
+class _JsonErrors:
+    """How the command running prints JSON, if it does: its errors too."""
+
+    lines: bool | None = None
+    """None: no ``--json``; True: one object per line; False: one object."""
+
+
+def fail(message: str, code: int = EXIT_ERROR, kind: str = "refused") -> int:
+    """Say why the command stops, as one line on stderr and, with ``--json``,
+    as a JSON error object on stdout (see :func:`print_json_error`); ``code``."""
+    print(f"lovia-tui: {clipped(printable(message))}", file=sys.stderr)
+    if _JsonErrors.lines is not None:
+        from lovia_tui.cli.json_output import print_json_error
+
+        print_json_error(kind, clipped(message), code, lines=_JsonErrors.lines)
+    return code
+
+
+def wants_json(args: argparse.Namespace | list[str]) -> bool:
+    """Whether a command was asked for JSON (its parsed or its raw arguments)."""
+    if isinstance(args, list):
+        return "--json" in args or "--jsonl" in args
+    return bool(getattr(args, "json", False) or getattr(args, "jsonl", False))
+
+
+def json_errors(
+    command: Command | None, args: argparse.Namespace | list[str] | None = None
+) -> None:
+    """From now on, :func:`fail` and usage errors also print JSON if the
+    command's ``args`` (parsed, or as typed before parsing) ask for it."""
+    from lovia_tui.cli.json_output import json_started
+
+    json_started()
+    if command is None or args is None or not wants_json(args):
+        _JsonErrors.lines = None
+        return
+    jsonl = "--jsonl" in args if isinstance(args, list) else getattr(args, "jsonl", 0)
+    _JsonErrors.lines = command.json_lines or bool(jsonl)
 
 
 def reader_gone() -> None:
@@ -252,21 +289,25 @@ def printed(status: int, show: Callable[[], object]) -> int:
 
 
 def run_command(command: Command, args: argparse.Namespace) -> int:
-    """Run a subcommand's body (sync or async); known errors become one line, exit 2."""
+    """Run a subcommand's body (sync or async); known errors become one line
+    (and a JSON error object with ``--json``), exit 2."""
+    json_errors(command, args)
     try:
         require_text_arguments(args)
         result = command.run(args)
         return result if isinstance(result, int) else asyncio.run(result)
     except UsageError as exc:
-        return fail(f"{command.name}: {exc} (see lovia-tui {command.name} --help)")
+        return fail(
+            f"{command.name}: {exc} (see lovia-tui {command.name} --help)",
+            kind="usage",
+        )
     except LoviaTuiError as exc:
         return fail(str(exc))
     except sqlite3.Error as exc:
         # Raised where no file is known (the read layer names it when it can).
         return fail(f"SQLite error: {exc}")
     except KeyboardInterrupt:
-        fail("interrupted")
-        return EXIT_INTERRUPTED
+        return fail("interrupted", EXIT_INTERRUPTED, "interrupted")
     except BrokenPipeError:
         reader_gone()
         return EXIT_OK

@@ -52,8 +52,40 @@ def json_text(data: Any, *, indent: int | None = 2) -> str:
     )
 
 
+class _Stdout:
+    """What this command printed of its JSON so far (an error after a
+    document begun would make stdout unreadable: it is left out then)."""
+
+    written = False
+
+
+def json_started() -> None:
+    """A command starts: nothing of its JSON is on stdout yet."""
+    _Stdout.written = False
+
+
 def print_json(data: Any) -> None:
+    _Stdout.written = True
     print(json_text(data))
+
+
+def print_json_line(data: Any) -> None:
+    """One compact object on a line of its own (``resume --json``'s events)."""
+    _Stdout.written = True
+    print(json_text(data, indent=None), flush=True)
+
+
+def print_json_error(kind: str, message: str, code: int, *, lines: bool) -> None:
+    """How a ``--json`` command that fails ends on stdout, beside its line on
+    stderr: ``{"error": {"kind", "message", "exit"}}``. Where the output is
+    one object per line it is one more line, whatever came before; otherwise
+    it is the whole output, unless an object was begun (stdout would not read
+    as JSON either way: the stderr line says what happened)."""
+    error = {"error": {"kind": kind, "message": message, "exit": code}}
+    if lines:
+        print_json_line(error)
+    elif not _Stdout.written:
+        print_json(error)
 
 
 def _dumper(*, indent: bool) -> Callable[[Any], bytes]:
@@ -86,6 +118,7 @@ class _Bytes:
 
     def write(self, data: bytes | memoryview | str) -> None:
         raw = data.encode() if isinstance(data, str) else data
+        _Stdout.written = _Stdout.written or self._held is None
         if self._held is not None:
             self._held.append(bytes(raw))
         elif self._buffer is None:

@@ -36,9 +36,7 @@ from lovia_tui.cli.command import (
     open_workspace,
     split_paths_and_id,
 )
-from lovia_tui.cli.json_output import (
-    json_text,
-)
+from lovia_tui.cli.json_output import print_json_line
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.errors import LoviaTuiError
@@ -201,8 +199,10 @@ async def _carry_out(
                 if asker and event.kind == "approval_required" and event.data["asking"]:
                     await asker.answer(event.data, control)
     except asyncio.CancelledError:
-        fail(f"stopped at once: run {pf.run.run_id!r} is left interrupted")
-        return EXIT_INTERRUPTED
+        return fail(
+            f"stopped at once: run {pf.run.run_id!r} is left interrupted",
+            EXIT_INTERRUPTED,
+        )
     if control.cancelled:  # Ctrl+C: lovia stopped it at its next safe point
         return EXIT_INTERRUPTED
     completed = last is not None and last.kind == "run_completed"
@@ -286,7 +286,7 @@ def _preflight_data(
 
 
 def _print_json(event: ConsoleEvent) -> None:
-    print(json_text(event.to_json(), indent=None), flush=True)
+    print_json_line(event.to_json())
 
 
 class _TextPrinter:
@@ -355,11 +355,13 @@ COMMANDS = [
         "resume an unfinished run through lovia (preflight first)",
         _configure_resume,
         _resume,
+        json_lines=True,
     ),
     Command(
         "replay",
         "replay a completed run: its output, and its lost session append",
         _configure_replay,
         _replay,
+        json_lines=True,
     ),
 ]

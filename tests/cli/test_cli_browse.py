@@ -554,6 +554,12 @@ def test_errors_are_one_line_exit_2(
     build, fragment = ERRORS[kind]
     argv = build(demo, tmp_path)
     code, out, err = cli(capsys, *argv)
+    if "--json" in argv:  # the same error as an object on stdout
+        message = err.removeprefix("lovia-tui: ").removesuffix("\n")
+        assert json.loads(out) == {
+            "error": {"kind": "refused", "message": message, "exit": 2}
+        }
+        out = ""
     assert_one_line_error(code, out, err)
     assert fragment in err
 

@@ -169,7 +169,7 @@ def _json_runs(d: Any) -> dict[str, tuple[list[Any], int, set[str]]]:
         "doctor": ([d.directory], 1, {"findings"}),
         "search": ([d.directory, "Kinkaku"], 0, {"query", "results"}),
         "index": ([d.directory, "--status"], 0, {"files"}),
-        "resume": ([d.directory, d.cli_crashed_run, "--session", d.cli_session, *age], 2, set()),  # refused (no --agent): nothing on stdout
+        "resume": ([d.directory, d.cli_crashed_run, "--session", d.cli_session, *age], 2, {"error"}),  # refused (no --agent): the error object
         "replay": ([d.directory, d.crash_window_run], 0, {"kind"}),
     }  # fmt: skip
 
@@ -203,6 +203,48 @@ def test_json_is_an_object_and_the_exit_code_as_documented(
         )
     if code == 2:
         assert err.startswith("lovia-tui: ") and err.count("\n") == 1
+        assert objects == [{"error": _error("refused", err)}]
+
+
+def _error(kind: str, err: str, code: int = 2) -> dict[str, Any]:
+    """The JSON error object of a failure whose stderr line is ``err``."""
+    message = err.removeprefix("lovia-tui: ").removesuffix("\n")
+    return {"kind": kind, "message": message, "exit": code}
+
+
+@pytest.mark.parametrize("name", JSON_COMMANDS)
+def test_with_json_a_usage_error_is_a_json_object_too(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script reading stdout got nothing when a command failed: with
+    ``--json`` the failure is an object there too, ``{"error": {...}}``, the
+    same words as the line on stderr, with the same exit code."""
+    code, out, err = cli(capsys, name, "--json", "--no-such-option")
+    assert code == 2 and err.startswith("lovia-tui: ") and err.count("\n") == 1
+    assert json.loads(out) == {"error": _error("usage", err)}
+    if name in ("resume", "replay"):  # one object per line: one line
+        assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "lines"),
+    [
+        (["runs", "{d}/nope.db", "--json"], False),
+        (["runs", "{d}/nope.db", "--jsonl"], True),
+        (["rewind", "{d}", "no-such-session", "--keep", "1", "--json"], False),
+        (["undo", "{d}", "9223372036854775808", "--json"], False),
+        (["replay", "{d}", "no-such-run", "--json"], True),
+    ],
+)
+def test_with_json_a_refusal_is_a_json_object_on_stdout(
+    argv: list[str], lines: bool, demo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The human line stays on stderr; stdout holds the error object (one
+    compact line where the output is one object per line)."""
+    code, out, err = cli(capsys, *(a.format(d=demo.directory) for a in argv))
+    assert code == 2 and err.startswith("lovia-tui: ") and err.count("\n") == 1
+    assert json.loads(out) == {"error": _error("refused", err)}
+    assert (out.count("\n") == 1) is lines, out
 
 
 @pytest.mark.parametrize(

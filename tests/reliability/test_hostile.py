@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from support.app import watched_app
+from support.cli_errors import without_json_error
 from support.hostile_db import (
     BAD_HEADS,
     BAD_META_SESSION,
@@ -183,6 +184,7 @@ async def test_a_file_that_cannot_open_is_one_line_everywhere(
     ]
     for argv in commands:
         code, out, err = await asyncio.to_thread(cli, capsys, *argv)
+        out = without_json_error(argv, out, err)
         assert_one_line_error(code, out, err, fragment)
         assert str(bad) in err
     for argv in ([bad], ["--readonly", bad.parent]):  # refused before it draws
