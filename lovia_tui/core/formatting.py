@@ -4,8 +4,11 @@ show, times, ages and sizes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
+import sys
 import time
 
 from lovia_tui.core.stored import UNREADABLE_SHOWN
@@ -206,5 +209,44 @@ def _tokens(value: object) -> str:
 
 def command_line(*words: object) -> str:
     """A lovia-tui command to suggest, with the real paths and ids (quoted for
-    a shell): ``PATH...`` told a person nothing they could paste."""
-    return " ".join(["lovia-tui", *(shlex.quote(str(word)) for word in words)])
+    a shell): ``PATH...`` told a person nothing they could paste; and started
+    as this lovia-tui can be (:func:`program`)."""
+    return f"{program()} {shell_words(*words)}"
+
+
+def shell_words(*words: object) -> str:
+    """``words`` quoted for a shell, one space between them."""
+    return " ".join(shlex.quote(str(word)) for word in words)
+
+
+def program() -> str:
+    """How the person can start the running lovia-tui again, as a shell
+    command: ``lovia-tui`` where their shell finds this one by that name;
+    else the script's path (``.venv/bin/lovia-tui`` after ``make demo``, not
+    on PATH until the virtualenv is activated); ``python -m lovia_tui`` with
+    the interpreter running it, when started so. Inside another program (the
+    tests), ``lovia-tui``."""
+    script = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(script)
+    if name in ("lovia-tui", "lovia-tui.exe"):
+        found = shutil.which(name)
+        same = found is not None and os.path.abspath(found) == os.path.abspath(script)
+        return "lovia-tui" if same else shlex.quote(_from_here(script))
+    package = os.path.basename(os.path.dirname(os.path.abspath(script)))
+    if name == "__main__.py" and package == "lovia_tui":
+        python = sys.executable
+        for bare in ("python3", "python"):
+            found = shutil.which(bare)
+            if found and os.path.abspath(found) == os.path.abspath(python):
+                return f"{bare} -m lovia_tui"
+        return f"{shlex.quote(_from_here(python))} -m lovia_tui"
+    return "lovia-tui"
+
+
+def _from_here(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it, else whole."""
+    whole = os.path.abspath(path)
+    here = os.path.relpath(whole)
+    if here.startswith(os.pardir):
+        return whole
+    return here if os.sep in here else os.path.join(os.curdir, here)

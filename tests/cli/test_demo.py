@@ -539,3 +539,58 @@ async def test_a_web_run_cancelled_at_any_point_ends_cancelled(tmp_path: Path) -
             outcomes.append("finished")
             break
     assert outcomes[0] == "cancelled" and outcomes[-1] == "finished", outcomes
+
+
+def _script(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_suggested_commands_name_lovia_tui_as_it_can_be_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `make demo` lovia-tui lives in .venv/bin, not on PATH: the
+    command to paste names that path; on PATH, plain `lovia-tui`; started with
+    `python -m lovia_tui`, that."""
+    from lovia_tui.core.formatting import command_line, program
+
+    monkeypatch.chdir(tmp_path)
+    script = _script(tmp_path / ".venv" / "bin" / "lovia-tui")
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(sys, "argv", [str(script), "demo"])
+    assert program() == ".venv/bin/lovia-tui"
+    assert command_line("undo", "my file.db") == ".venv/bin/lovia-tui undo 'my file.db'"
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    assert program() == str(script)  # not below the working directory: whole
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert program() == "lovia-tui"
+    main_py = Path(sys.modules["lovia_tui"].__file__).with_name("__main__.py")
+    monkeypatch.setattr(sys, "argv", [str(main_py), "demo"])
+    python = _script(tmp_path / "py" / "python3")
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert program() == f"{python} -m lovia_tui"
+    monkeypatch.setenv("PATH", str(python.parent))
+    assert program() == "python3 -m lovia_tui"
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/some-host-program"])
+    assert program() == "lovia-tui"
+
+
+def test_the_demo_says_how_to_open_it_with_the_script_that_made_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from lovia_tui.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    script = _script(tmp_path / ".venv" / "bin" / "lovia-tui")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(sys, "argv", [str(script), "demo"])
+    directory = tmp_path / "demo"
+    assert main(["demo", "--dir", str(directory), "--no-tui"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"open it with:  .venv/bin/lovia-tui {directory} --stale-after 2 "
+        "--agent lovia_tui.demo:agent"
+    ) in out, out

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from lovia_tui.core.formatting import command_line
+from lovia_tui.core.formatting import program, shell_words
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.stored import non_text
 
@@ -161,6 +161,9 @@ def summary(findings: Iterable[Finding]) -> str:
 OPEN_FILES = "\0files"
 """Where a suggested command names the files: :func:`with_open_files` puts
 the real ones there once the audit knows them."""
+PROGRAM = "\0program"
+"""Where it names lovia-tui: filled in with how this one is started
+(:func:`~lovia_tui.core.formatting.program`) in the process that shows it."""
 
 
 STALE_AFTER = "\0stale-after"
@@ -172,7 +175,7 @@ WITHOUT_STALE_AFTER = frozenset({"undo", "replay"})
 def command(verb: str, *args: str) -> str:
     """How to do it from a shell, the open files still to be filled in."""
     stale = [] if verb in WITHOUT_STALE_AFTER else [STALE_AFTER]
-    return " ".join(["lovia-tui", verb, OPEN_FILES, *args, *stale, "--yes"])
+    return " ".join([PROGRAM, verb, OPEN_FILES, *args, *stale, "--yes"])
 
 
 def with_open_files(
@@ -184,10 +187,10 @@ def with_open_files(
     command refused the run the doctor had called stale."""
     if finding.fix is None or OPEN_FILES not in finding.fix.text:
         return finding
-    files = command_line(*paths).removeprefix("lovia-tui ")
+    files = shell_words(*paths)
     stale = (
         "" if stale_after == DEFAULT_STALE_AFTER else f"--stale-after {stale_after:g}"
     )
-    text = finding.fix.text.replace(OPEN_FILES, files)
+    text = finding.fix.text.replace(OPEN_FILES, files).replace(PROGRAM, program())
     text = text.replace(f" {STALE_AFTER}", f" {stale}" if stale else "")
     return replace(finding, fix=replace(finding.fix, text=text))
