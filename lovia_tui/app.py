@@ -73,6 +73,13 @@ def share_malloc_arenas(arenas: int = 1) -> None:
     libc.mallopt(M_ARENA_MAX, arenas)
 
 
+DONE_BY_OURS = frozenset({"Keys", "Quit"})
+"""Textual's palette entries one of the inspector's commands does, left out
+there so that each has one entry: Keys (a panel of the focused widget's keys)
+is Help (every key and command, from the command list); Quit is `q`, which
+first asks while a run is going in the console."""
+
+
 class LoviaTui(App):
     """A terminal run inspector and debugger for lovia."""
 
@@ -201,7 +208,11 @@ class LoviaTui(App):
             self.push_screen(Palette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for textuals in super().get_system_commands(screen):
+            if not (
+                isinstance(screen, InspectorScreen) and textuals.title in DONE_BY_OURS
+            ):
+                yield textuals
         if not isinstance(screen, InspectorScreen):
             return
         for command in INSPECTOR_COMMANDS:

@@ -393,3 +393,22 @@ async def test_the_key_bar_dims_rewind_off_an_entry(demo):
         await pilot.press("down")
         await settle(pilot)
         assert screen.active_bindings["w"].enabled is True
+
+
+async def test_the_palette_has_one_entry_for_help_and_one_for_quit(demo_dir):
+    """Textual's "Keys" (a panel of the focused widget's keys) sat beside Help,
+    and its "Quit" beside ours (which first asks while a run is going in the
+    console): one entry each, the inspector's."""
+    app = make_app(demo_dir.files, readonly=True)  # the shared demo: never written
+    async with watched_app(app, (160, 40)) as (pilot, _):
+        inspector = app.screen
+        titles = [c.title for c in app.get_system_commands(inspector)]
+        assert len(titles) == len(set(titles)), titles
+        assert "Keys" not in titles and {"Help", "Quit", "Theme"} <= set(titles)
+        prompts = await palette_prompts(pilot, "keys")
+        assert not any(prompt.startswith("Keys") for prompt in prompts), prompts
+        await until(pilot, lambda: app.screen is inspector)
+        listed = {c.title: c for c in app.get_system_commands(inspector)}
+        await listed["Help"].callback()
+        await settle(pilot)
+        assert type(app.screen).__name__ == "HelpScreen"
