@@ -9,6 +9,7 @@ another process, then refuses saying where it runs; ``--json`` prints
 from __future__ import annotations
 
 import argparse
+import asyncio
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from lovia_tui.cli.json_output import (
     print_json,
 )
 from lovia_tui.cli.option_types import DAY, count, duration, duration_text
-from lovia_tui.core.actions.describe import counts_text
+from lovia_tui.core.actions.describe import counts_text, undo_effect
 from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal, JournalEntry
 from lovia_tui.core.actions.journal_file import size_note
 from lovia_tui.core.actions.journal_prune import DEFAULT_DAYS, prune
@@ -249,7 +250,7 @@ async def _undo(args: argparse.Namespace) -> int:
             "now missing or altered are put back, the others left as they are",
             style="yellow",
         )
-    undone = counts_text(entry.counts, undone=True)
+    undone = await asyncio.to_thread(undo_effect, entry, journal.get_sync)
     out.print(
         f"restores its rows in {', '.join(entry.databases)}"
         + (f": {undone}" if undone else "")

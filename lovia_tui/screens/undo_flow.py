@@ -7,6 +7,7 @@ of its host screen.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual.screen import Screen
@@ -20,7 +21,7 @@ from lovia_tui.core.store.workspace import Workspace
 async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) -> bool:
     """Undo an action (the newest on the open files), after saying what it
     was; whether it was undone."""
-    from lovia_tui.core.actions.describe import counts_text
+    from lovia_tui.core.actions.describe import undo_effect
     from lovia_tui.core.actions.journal import Journal
     from lovia_tui.core.actions.perform import undo
     from lovia_tui.screens.action_dialog import ActionScreen
@@ -65,9 +66,9 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
             "missing or altered, leaves the others as they are"
         )
     else:
-        state = (
-            "restores the rows exactly as they were before it "
-            f"({counts_text(entry.counts, undone=True)})"
+        effect = await asyncio.to_thread(undo_effect, entry, journal.get_sync)
+        state = "restores the rows exactly as they were before it" + (
+            f" ({effect})" if effect else ""
         )
     lines = [
         f"undo journal entry #{entry.id}: {what} by {entry.user}",
@@ -96,9 +97,10 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
         else ""
     )
     restored = plural(result.rows_restored, "row")
+    effect = await asyncio.to_thread(undo_effect, entry, journal.get_sync)
     host.notify(
         f"undone: journal #{entry.id} ("
-        + (f"{counts_text(entry.counts, undone=True)}; " if entry.counts else "")
+        + (f"{effect}; " if effect else "")
         + f"{restored} restored{in_place})"
     )
     return True

@@ -328,3 +328,44 @@ async def _text_runs(path: Path) -> None:
             [InputEntry(role="user", content="hi"), AssistantTextEntry(content="ok")],
             run_id=f"q{n}",
         )
+
+
+def test_an_undo_of_an_undo_says_what_it_does_in_the_actions_units(
+    capsys: pytest.CaptureFixture[str], two_files: tuple[Path, Path]
+) -> None:
+    """The undo of a rewind restores its entries; undoing that undo (a redo)
+    said "N rows removed", the undo's own row count read backwards, though it
+    wrote rows back too. It says what the rewind did, redone; undoing the
+    redo, what the undo did, again."""
+    sessions, runs = two_files
+    files = [sessions, runs]
+    rewound = rows(sessions)
+    code, out, _ = run(capsys, "rewind", *files, "s", "--keep", "3", "--yes", "--json")
+    rewind = json.loads(out)["result"]
+    removed = rewind["counts"]["entries_removed"]
+    assert code == 0 and removed > 1 and rewind["counts"]["checkpoints_deleted"] == 2
+    checkpoints = "2 checkpoints deleted"
+    rewound = rows(sessions)
+    code, out, _ = run(capsys, "undo", *files, "--yes", "--json")
+    undo_id = json.loads(out)["result"]["undo_entry_id"]
+    redone = f"the rewind again, {removed} entries removed, {checkpoints}"
+    again = (
+        f"the rewind's undo again, {removed} entries restored, 2 checkpoints restored"
+    )
+
+    def undoing(entry_id: int) -> tuple[str, str]:
+        code, preview, _ = run(capsys, "undo", *files, str(entry_id))
+        assert code == 0
+        code, done, _ = run(capsys, "undo", *files, str(entry_id), "--yes")
+        assert code == 0
+        return preview, done
+
+    preview, done = undoing(undo_id)
+    assert f"sessions.db: {redone}\n" in preview, preview
+    assert f"\ndone: {redone} (" in done, done
+    assert "rows removed (" not in done and "restored" not in preview
+    assert rows(sessions) == rewound
+    code, out, _ = run(capsys, "journal", *files, "--json")
+    redo_id = json.loads(out)["entries"][0]["id"]
+    preview, done = undoing(redo_id)
+    assert f": {again}\n" in preview and f"\ndone: {again} (" in done, done

@@ -6,7 +6,8 @@ Each line is plain text; the first is the headline. Lines starting with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from lovia_tui.core.actions.fork import ForkPreview, describe_fork
 from lovia_tui.core.actions.previews import (
@@ -19,7 +20,11 @@ from lovia_tui.core.actions.previews import (
     ToolCallRef,
     TrimPreview,
 )
+from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import plural, size, timestamp
+
+if TYPE_CHECKING:
+    from lovia_tui.core.actions.journal import JournalEntry
 
 _SOURCES = {
     "segment": "its stored segment",
@@ -317,6 +322,33 @@ def counts_text(counts: dict[str, int], *, undone: bool = False) -> str:
         else:  # a count an older lovia-tui journaled
             parts.append(f"{what.replace('_', ' ')}: {count}")
     return ", ".join(parts)
+
+
+UNDONE_CHAIN_MOST = 1_000
+"""Undos of undos followed down to the action (each undoes an older entry)."""
+
+
+def undo_effect(entry: JournalEntry, get: Callable[[int], JournalEntry]) -> str:
+    """What undoing ``entry`` does, in the units of the action at the bottom
+    of its chain of undos (``get`` reads an entry by id): undoing a rewind
+    that removed 14 entries restores them ("14 entries restored"); undoing
+    that undo removes them again ("the rewind again, 14 entries removed"),
+    though the undo's own counts are rows, which a redo may remove or write
+    back; and so on ("the rewind's undo again, ..."). Empty when the action
+    counted nothing (or is pruned from the journal)."""
+    base, depth = entry, 0
+    while base.action == "undo" and base.undoes is not None:
+        if depth >= UNDONE_CHAIN_MOST:
+            break
+        try:
+            base, depth = get(base.undoes), depth + 1
+        except ActionError:  # pruned from the journal: no units to say it in
+            return ""
+    text = counts_text(base.counts, undone=depth % 2 == 0)
+    if not (depth and text):
+        return text
+    again = f"the {base.action}" if depth % 2 else f"the {base.action}'s undo"
+    return f"{again} again, {text}"
 
 
 def describe(preview: Preview | ForkPreview) -> list[str]:
