@@ -195,3 +195,29 @@ async def test_a_long_id_in_a_pane_title_uses_the_panes_width(tmp_path):
         assert shown.endswith(" · 2 entries shown · 3/3") and "…" in shown, shown
         assert len(shown) == width and len(shown.split(" · ")[1]) > 24, shown
         assert shown.startswith("Transcript · support-thread") and "9-end · 2" in shown
+
+
+async def test_a_long_title_fills_the_sessions_column_to_its_edge(tmp_path):
+    """A session's title was cut to 60 characters when read, so a wide list
+    (maximized, on a wide screen) showed it cut mid-column: it runs to the
+    column's edge, and ends there in "…"."""
+    from lovia import SQLiteSession
+    from lovia.transcript import AssistantTextEntry, InputEntry
+
+    words = " ".join(f"word{n:03d}" for n in range(40))  # 319 characters
+    path = tmp_path / "titles.db"
+    await SQLiteSession(path, wal=True).append(
+        "s1",
+        [InputEntry(role="user", content=words), AssistantTextEntry(content="ok")],
+        run_id="r1",
+    )
+    app = make_app([path])
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot)
+        row_list = app.screen.sessions.row_list
+        row_list.focus()
+        app.screen.maximize(row_list)
+        await settle(pilot)
+        [line] = [line for line in rows(row_list) if "s1" in line]
+        title = "word000" + line.split("word000", 1)[1].rsplit(" 1r", 1)[0].rstrip()
+        assert title.endswith("…") and cell_len(title) > 150, line

@@ -223,9 +223,10 @@ async def test_two_file_titles_come_from_the_first_user_message(demo: Any) -> No
     async with opened(demo.sessions_db) as db:
         summaries = await newest_summaries(db, 50)
         assert [(s.session_id, s.runs, s.title) for s in summaries] == [
-            # A message with attachments is titled by its text part.
+            # A message with attachments is titled by its text part (whole:
+            # the list cuts it at its column's edge).
             (demo.attachments_session, 1,
-             "Here is the error chart and the incident log. What stands o…"),
+             "Here is the error chart and the incident log. What stands out?"),
             (demo.compacted_session, 3, "Why do the API and the worker fail?"),
             (demo.cli_completed_session, 1, "Write the daily report."),
             (demo.cli_session, 2, "What's on today? 今日の予定は?"),

@@ -38,7 +38,11 @@ WALK_CHUNK = 1_000
 INDEX_CHUNK = 4_000
 """Most sessions per statement of the session index walk (424 ms cold at a
 million segments: it starts smaller)."""
-TITLE_WIDTH = 60
+TITLE_WIDTH = 500
+"""Characters of a session's title kept (one line, whitespace collapsed):
+wider than a list's title column gets, even maximized, so the list cuts it
+with "…" at the column's real edge (60 cut it mid-column on a wide screen);
+bounded, as a first message may be megabytes."""
 # The first user message, as lovia serialises it, near the start of a segment.
 _FIRST_USER = re.compile(
     r'"role":\s*"user",\s*"content":\s*(?:\[\{"text":\s*)?("(?:[^"\\]|\\.)*")'
