@@ -60,10 +60,11 @@ class Hits:
         self.rows, self._indexed, self.at, self._landed = [], [], -1, None
 
     def session_shown(self, key: SessionKey) -> None:
-        """A session is shown: its hits, if the search matched it."""
-        self.rows, self.at = [], -1
-        if self._landed is not None and self._landed[0] != key:
-            self._landed = None
+        """A session is shown: its hits, if the search matched it (the same
+        session read again keeps the hit `n` and `N` step from)."""
+        self.rows = []
+        if self._landed is None or self._landed[0] != key:
+            self._landed, self.at = None, -1
         if self.query and self.matches and key in self.matches:
             self.pane.run_worker(
                 partial(self._find, key, self.query),
@@ -89,7 +90,9 @@ class Hits:
             self._show(0)
             return
         row = self.pane.transcript.current_row
-        self.at = self.rows.index(row.key) if row and row.key in self.rows else -1
+        if row is not None and row.key in self.rows:
+            self.at = self.rows.index(row.key)
+        self.at = min(self.at, len(self.rows) - 1)
         self.pane.show_title()
 
     def entries_added(self) -> None:
@@ -98,7 +101,7 @@ class Hits:
         if self._landed == (self.pane.session_key, self.query):
             current = self.rows[self.at] if 0 <= self.at < len(self.rows) else None
             self.rows = self._indexed + self._inflight_hits()
-            self.at = self.rows.index(current) if current in self.rows else -1
+            self.at = self.rows.index(current) if current in self.rows else self.at
         self.pane.show_title()
 
     def _inflight_hits(self) -> list[str]:

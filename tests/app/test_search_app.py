@@ -262,6 +262,12 @@ async def test_the_hit_counter_goes_when_its_hits_no_longer_apply(scratch: Path)
         await until(pilot, lambda: len(hits.rows) == 2, 10, "the new hit")
         assert "· hit 1/2 ·" in _title(app), _title(app)
         assert screen.transcript.current_row.key == hits.rows[0]
+        # Off the hits, n and N step from the last one visited (N from the
+        # first goes round to the last, this file holding no other session).
+        await pilot.press("end")
+        assert "hit" not in _title(app)
+        await pilot.press("N")
+        assert "· hit 2/2 ·" in _title(app), _title(app)
         # On the newest row, the next commit carries the cursor down with it.
         await pilot.press("end")
         await append_entries(path, "talk", 1, prefix="later")
