@@ -3,6 +3,7 @@ show, times, ages and sizes."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -225,8 +226,14 @@ def program() -> str:
     else the script's path (``.venv/bin/lovia-tui`` after ``make demo``, not
     on PATH until the virtualenv is activated); ``python -m lovia_tui`` with
     the interpreter running it, when started so. Inside another program (the
-    tests), ``lovia-tui``."""
+    tests), ``lovia-tui``. Worked out once per script, PATH and directory: a
+    doctor's thousands of fixes each name it."""
     script = sys.argv[0] if sys.argv else ""
+    return _program(script, os.environ.get("PATH", ""), os.getcwd(), sys.executable)
+
+
+@functools.lru_cache(maxsize=8)
+def _program(script: str, _path: str, _cwd: str, python: str) -> str:
     name = os.path.basename(script)
     if name in ("lovia-tui", "lovia-tui.exe"):
         found = shutil.which(name)
@@ -234,7 +241,6 @@ def program() -> str:
         return "lovia-tui" if same else shlex.quote(_from_here(script))
     package = os.path.basename(os.path.dirname(os.path.abspath(script)))
     if name == "__main__.py" and package == "lovia_tui":
-        python = sys.executable
         for bare in ("python3", "python"):
             found = shutil.which(bare)
             if found and os.path.abspath(found) == os.path.abspath(python):
