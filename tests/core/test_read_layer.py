@@ -1224,3 +1224,29 @@ async def test_reads_that_can_wait_give_way_to_an_opening_session(
             assert 0.09 <= time.perf_counter() - started < 1.0
     finally:
         await db.close()
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["ä" * 5000, "x" * 3990 + "ä" * 10, "a\n" * 3000],
+    ids=["escapes", "cut-in-an-escape", "lines"],
+)
+async def test_a_first_message_longer_than_the_start_read_is_still_the_title(
+    tmp_path: Path, said: str
+) -> None:
+    """Titles are read from the first 4,000 characters of a segment's JSON; a
+    message running past them (cut anywhere, even inside an escape) is
+    titled by its start, not left untitled."""
+    from lovia import SQLiteSession
+    from lovia.transcript import InputEntry
+
+    db_path = tmp_path / "long.db"
+    await SQLiteSession(db_path, wal=True).append(
+        "long", [InputEntry(role="user", content=said)], run_id="r1"
+    )
+    async with opened(db_path) as db:
+        [summary] = await newest_summaries(db, 5)
+        title = await session_reads.session_title(db, "long")
+    assert summary.title == title
+    shown = " ".join(said.split())  # a title is one line
+    assert len(title) > 100 and shown.startswith(title.rstrip("…")), title[:80]

@@ -45,10 +45,13 @@ with "…" at the column's real edge (60 cut it mid-column on a wide screen);
 bounded, as a first message may be megabytes."""
 # The first user message, as lovia serialises it, near the start of a segment.
 _FIRST_USER = re.compile(
-    r'"role":\s*"user",\s*"content":\s*(?:\[\{"text":\s*)?("(?:[^"\\]|\\.)*")'
+    r'"role":\s*"user",\s*"content":\s*(?:\[\{"text":\s*)?"((?:[^"\\]|\\.)*)(")?'
 )
 """A user message's text, or the text of its first part (lovia stores a text
-part's ``text`` first): an attachment after it may run past the start read."""
+part's ``text`` first): an attachment after it may run past the start read,
+and so may a long message itself (its start is the title)."""
+_CUT_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
+"""A ``\\uXXXX`` escape the start read cut short."""
 
 
 async def recent_session_ids(
@@ -244,9 +247,12 @@ def _title_from(head: Any) -> str:
     if isinstance(head, str):
         match = _FIRST_USER.search(head)
         if match:
+            text, closed = match.groups()
+            if not closed:
+                text = _CUT_ESCAPE.sub("", text)
             try:
-                return shorten(text_of(orjson.loads(match.group(1))), TITLE_WIDTH)
-            except orjson.JSONDecodeError:
+                return shorten(text_of(orjson.loads(f'"{text}"')), TITLE_WIDTH)
+            except orjson.JSONDecodeError:  # a surrogate pair cut in two
                 return ""
     return ""
 
