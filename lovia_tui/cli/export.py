@@ -14,12 +14,8 @@ from lovia_tui.cli.command import (
     opened_session,
 )
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.export import (
-    FORMATS,
-    export_session,
-    export_to_file,
-    target_state,
-)
+from lovia_tui.core.export import FORMATS, export_session, export_to_file
+from lovia_tui.core.export_target import target_state
 from lovia_tui.core.formatting import plural, printable
 
 
@@ -47,7 +43,7 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
         "--force",
         action="store_true",
         help="replace an existing file, keeping its permissions (never a "
-        "symbolic link, nor a file of the database being read)",
+        "symbolic link, a SQLite database or one of its -wal/-shm/-journal)",
     )
     add_readonly(parser)
 

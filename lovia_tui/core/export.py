@@ -11,9 +11,9 @@ A file is only ever created new (``O_EXCL``), 0600 like every file the tool
 writes (the transcript is the user's conversation): an existing name is
 replaced only when the caller says so (after asking the user), by a new file
 with the replaced one's mode moved over it, never by writing through it; a
-symbolic link at the name is never followed or replaced, and the files of
-the open databases (their ``-wal``, ``-shm``, ``-journal`` too) are never a
-target. Markdown keeps stored text from acting as markup or HTML
+symbolic link at the name is never followed or replaced, and no SQLite
+database's file is ever a target (:mod:`lovia_tui.core.export_target`).
+Markdown keeps stored text from acting as markup or HTML
 (:mod:`lovia_tui.core.markdown_text`).
 """
 
@@ -25,17 +25,17 @@ import json
 import os
 import re
 import stat
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Any
 
 from lovia_tui.core.entries import UnreadableError
-from lovia_tui.core.errors import LoviaTuiError
+from lovia_tui.core.export_target import refusal, target_state
 from lovia_tui.core.formatting import plural, printable, printable_json, timestamp
 from lovia_tui.core.huge_text import expand, holds_huge, json_piece
 from lovia_tui.core.markdown_text import code_span, plain
 from lovia_tui.core.markdown_transcript import context_block, entry_block, run_header
-from lovia_tui.core.private_files import COMPANIONS, FILE_MODE, create_new_file
+from lovia_tui.core.private_files import FILE_MODE, create_new_file
 from lovia_tui.core.run_status import DEFAULT_STALE_AFTER
 from lovia_tui.core.store import segment_reads, web_chats, web_records
 from lovia_tui.core.store.database import Database
@@ -57,11 +57,6 @@ WRITE_BYTES = 1 << 18
 """Characters gathered before one write (through a thread) to the target."""
 
 
-class ExportError(LoviaTuiError):
-    """The export target is refused (it exists, or is a link, a directory or
-    a file of an open database)."""
-
-
 def export_name(session_id: str, fmt: str) -> str:
     """A file name for ``session_id``'s export: safe on every file system, and
     distinct for distinct ids (``a/b`` and ``a_b``, or two ids sharing their
@@ -79,64 +74,6 @@ def free_path(directory: Path, session_id: str, fmt: str) -> Path:
     while target_state(path) not in ("free", "no folder"):
         path, number = directory / f"{stem}-{number}.{fmt}", number + 1
     return path
-
-
-def target_state(path: Path, databases: Iterable[Path] = ()) -> str:
-    """``"free"``, ``"file"`` (a regular file: replaceable once confirmed), or
-    ``"database"`` (a file of one of ``databases``, existing or not), ``"link"``,
-    ``"other"`` (never written to), ``"no folder"`` (nothing at the name, and
-    no directory to hold it). Never follows a link at the name."""
-    try:
-        status: os.stat_result | None = os.lstat(path)
-    except FileNotFoundError:
-        status = None
-    if _of_a_database(path, status, databases):
-        return "database"
-    if status is None:
-        return "free" if os.path.isdir(path.parent) else "no folder"
-    if stat.S_ISLNK(status.st_mode):
-        return "link"
-    return "file" if stat.S_ISREG(status.st_mode) else "other"
-
-
-def _of_a_database(
-    path: Path, status: os.stat_result | None, databases: Iterable[Path]
-) -> bool:
-    """Whether ``path`` is a database's file or one of its SQLite companions:
-    by name (SQLite names companions after the resolved file), or, for an
-    existing file, by being the same file under another name. Stat only."""
-    name = os.path.join(os.path.realpath(path.parent), path.name)
-    for database in databases:
-        for suffix in ("", *COMPANIONS):
-            companion = os.path.realpath(database) + suffix
-            if name == companion:
-                return True
-            if status is not None and not stat.S_ISLNK(status.st_mode):
-                try:
-                    other = os.stat(companion)
-                except OSError:
-                    continue
-                if (other.st_dev, other.st_ino) == (status.st_dev, status.st_ino):
-                    return True
-    return False
-
-
-def refusal(path: Path, state: str) -> ExportError:
-    """Why nothing is written to ``path`` in ``state`` (:func:`target_state`)."""
-    if state == "database":
-        return ExportError(
-            f"{path} is a file of a database being read: writing it would destroy "
-            "its data; choose another name"
-        )
-    if state == "link":
-        return ExportError(f"{path} is a symbolic link: not followed, not replaced")
-    if state == "file":
-        return ExportError(f"{path} exists: not replaced without a confirmation")
-    if state == "no folder":
-        return ExportError(
-            f"cannot write {path}: no directory {path.parent}; choose another name"
-        )
-    return ExportError(f"{path} exists and is not a regular file; choose another name")
 
 
 def _create(path: Path, mode: int) -> IO[str]:

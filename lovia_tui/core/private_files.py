@@ -34,6 +34,8 @@ FILE_MODE = 0o600
 DIRECTORY_MODE = 0o700
 COMPANIONS = ("-journal", "-wal", "-shm")
 """SQLite's files beside a database: they hold its pages too."""
+DATABASE_NAMES = (".db", ".sqlite", ".sqlite3")
+"""How a database's name ends: such a file is only ever opened by SQLite."""
 APP_DIRECTORY = "lovia-tui"
 
 

@@ -26,14 +26,12 @@ from textual.widgets import Button, Input, Label, Static
 from lovia_tui.core.actions.actor import serving
 from lovia_tui.core.errors import os_error_text
 from lovia_tui.core.export import (
-    ExportError,
     export_name,
     export_session,
     export_to_file,
     free_path,
-    refusal,
-    target_state,
 )
+from lovia_tui.core.export_target import ExportError, refusal, target_state
 from lovia_tui.core.formatting import plural, printable
 
 if TYPE_CHECKING:

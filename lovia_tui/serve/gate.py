@@ -19,14 +19,13 @@ import stat
 from pathlib import Path
 
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.private_files import COMPANIONS, create_new_file
+from lovia_tui.core.private_files import COMPANIONS, DATABASE_NAMES, create_new_file
 
 COOKIE = "lovia_tui_session"
 TOKEN_USER = "token"
 """The journal's name for whoever opened the start URL in single-token mode."""
 
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
-DATABASE_NAMES = (".db", ".sqlite", ".sqlite3", *COMPANIONS)
 
 
 def hash_password(password: str) -> str:
@@ -61,7 +60,7 @@ def _not_a_database(path: Path) -> None:
     """Refuse a users file named as a database or one of SQLite's companions:
     never opened but by SQLite (closing a descriptor of it drops its locks),
     and a ``-wal`` written beside one would be taken for its log."""
-    if path.name.endswith(DATABASE_NAMES):
+    if path.name.endswith((*DATABASE_NAMES, *COMPANIONS)):
         raise LoviaTuiError(f"users file {path} is named as a database: not used")
 
 

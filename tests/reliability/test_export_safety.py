@@ -11,6 +11,8 @@ import asyncio
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -248,3 +250,100 @@ def test_a_link_to_a_database_is_never_written_through(
         assert "symbolic link" in capsys.readouterr().err
     assert (hostile_markdown.read_bytes(), _mode(hostile_markdown)) == before
     assert link.is_symlink()
+
+
+WAL_WRITER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], timeout=10, isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("PRAGMA wal_autocheckpoint=50")
+conn.execute("CREATE TABLE IF NOT EXISTS t (x)")
+print("ready", flush=True)
+count, end = 0, time.time() + float(sys.argv[2])
+while time.time() < end:
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO t VALUES (?)", ("x" * 2000,))
+    conn.execute("COMMIT")
+    count += 1
+    time.sleep(0.005)
+print(count, flush=True)
+"""
+"""Another program's database, written on in WAL mode for a few seconds."""
+
+
+def test_another_databases_files_are_never_an_export_target(
+    web_file: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While another process writes a WAL database, an export with --force
+    to it, to its -shm/-wal/-journal (also through a linked directory), or to
+    any name SQLite uses beside an existing file is refused in one line: the
+    live -shm is the same file after, and the database checks whole."""
+    (scratch / "other").mkdir()
+    (scratch / "linked").symlink_to(scratch / "other")
+    live = scratch / "other" / "live"  # no telling name: known by its companions
+    notes = scratch / "other" / "notes.md"
+    notes.write_text("kept")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WAL_WRITER, str(live), "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        shm = Path(f"{live}-shm")
+        inode = os.stat(shm).st_ino
+        why = {live: "is a SQLite database"}
+        for suffix in ("-shm", "-wal", "-journal", "-wal2", "-mj1A2B3C9D4"):
+            why[Path(f"{live}{suffix}")] = f"the {suffix} file of {live}:"
+        why[scratch / "linked" / shm.name] = f"the -shm file of {live}:"
+        why[Path(f"{notes}-wal")] = f"the -wal file of {notes}:"
+        for target, reason in why.items():
+            for force in ([], ["--force"]):
+                argv = ["export", str(web_file), "chat", "-o", str(target), *force]
+                assert main(argv) == 2, target
+                err = capsys.readouterr().err
+                assert err.count("\n") == 1 and reason in err, err
+        assert os.stat(shm).st_ino == inode
+        out, _ = writer.communicate(timeout=60)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert writer.returncode == 0
+    assert not Path(f"{notes}-wal").exists() and notes.read_text() == "kept"
+    conn = sqlite3.connect(live)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == int(out)
+    finally:
+        conn.close()
+
+
+def test_a_database_is_never_replaced_nor_unlocked(
+    web_file: Path, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database with no companion is known by its name, or by its first
+    bytes; one this process holds a lock on is refused without being opened
+    by Python (closing that descriptor would drop the lock)."""
+    history = scratch / "history"  # a rollback-journal database, no telling name
+    named = scratch / "empty.sqlite"
+    named.touch()
+    made = "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE t (x)')"
+    subprocess.run([sys.executable, "-c", made, str(history)], check=True)
+    for target in (history, named):
+        argv = ["export", str(web_file), "chat", "-o", str(target), "--force"]
+        assert main(argv) == 2
+        assert "is a SQLite database" in capsys.readouterr().err
+    held = sqlite3.connect(history, isolation_level=None)
+    try:
+        held.execute("BEGIN IMMEDIATE")
+        argv = ["export", str(web_file), "chat", "-o", str(history), "--force"]
+        assert main(argv) == 2
+        assert "is a SQLite database" in capsys.readouterr().err
+        begin = "import sqlite3, sys; sqlite3.connect(sys.argv[1], timeout=0).execute('BEGIN IMMEDIATE')"
+        probe = subprocess.run(
+            [sys.executable, "-c", begin, str(history)], capture_output=True, text=True
+        )
+        assert "database is locked" in probe.stderr  # the lock held here holds
+    finally:
+        held.close()
+    assert [p.name for p in scratch.iterdir() if p.name.startswith(".")] == []
