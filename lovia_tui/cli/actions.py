@@ -23,6 +23,7 @@ from lovia_tui.cli.command import (
     console,
     not_done,
     open_workspace,
+    print_preview,
     split_paths_and_id,
     split_paths_and_ids,
 )
@@ -36,18 +37,9 @@ from lovia_tui.core.actions.previews import Preview, preview_dict
 from lovia_tui.core.actions.run_plans import preview_delete_runs, preview_finalize
 from lovia_tui.core.actions.session_plans import preview_clear, preview_rewind
 from lovia_tui.core.actions.trim_plan import preview_trim
-from lovia_tui.core.formatting import command_line
+from lovia_tui.core.formatting import command_line, printable
 from lovia_tui.core.run_status import STATUS_FILTERS
 from lovia_tui.core.store.workspace import Workspace
-
-
-def _print_lines(lines: list[str]) -> None:
-    out = console()
-    for number, line in enumerate(lines):
-        style = (
-            "bold" if number == 0 else "yellow" if line.startswith("WARNING") else ""
-        )
-        out.print(line, style=style)
 
 
 def _configure_action(
@@ -87,7 +79,7 @@ async def _act(
             }
         )
         return EXIT_OK
-    _print_lines(describe(preview))
+    print_preview(describe(preview))
     if result is None:
         if not preview.noop:
             console().print(not_done(args), style="dim")
@@ -99,7 +91,7 @@ async def _act(
             markup=False,
         )
         for warning in result.warnings:
-            console().print(warning, style="yellow", markup=False)
+            console().print(printable(warning), style="yellow", markup=False)
     return EXIT_OK
 
 

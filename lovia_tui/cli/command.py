@@ -231,6 +231,18 @@ def console(*, stderr: bool = False) -> DataConsole:
     )
 
 
+def print_preview(lines: list[str]) -> None:
+    """An action's preview, its first line bold and warnings yellow: each line
+    one line, whatever ids, titles or reasons it quotes (a newline stored in
+    an id shows as ␊ instead of forging a line of the preview)."""
+    out = console()
+    for number, line in enumerate(lines):
+        style = (
+            "bold" if number == 0 else "yellow" if line.startswith("WARNING") else ""
+        )
+        out.print(printable(line), style=style)
+
+
 class _JsonErrors:
     """How the command running prints JSON, if it does: its errors too."""
 

@@ -126,9 +126,10 @@ def _print_report(report: Report) -> None:
                 ],
             )
         )
-        text = Text(printable(finding.message, multiline=True))
+        # One line each, whatever ids they quote: a stored newline shows as ␊.
+        text = Text(printable(finding.message))
         if finding.fix:
-            text.append(printable(f"\n→ {finding.fix.text}", multiline=True), "cyan")
+            text.append(f"\n→ {printable(finding.fix.text)}", "cyan")
         kind = Text(finding.severity, style=SEVERITY_STYLES[finding.severity]).append(
             f"\n{finding.kind}", style=""
         )

@@ -16,6 +16,7 @@ from lovia_tui.cli.command import (
     console,
     not_done,
     open_workspace,
+    print_preview,
     split_paths_and_id,
 )
 from lovia_tui.cli.json_output import (
@@ -64,9 +65,8 @@ async def _fork(args: argparse.Namespace) -> int:
             {"preview": preview.as_dict(), "result": asdict(result) if result else None}
         )
         return EXIT_OK
+    print_preview(describe(preview))
     out = console()
-    for number, line in enumerate(describe(preview)):
-        out.print(line, style="bold" if number == 0 else "")
     if result is None:
         if not preview.noop:
             out.print(not_done(args), style="dim")

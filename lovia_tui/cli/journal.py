@@ -36,7 +36,7 @@ from lovia_tui.core.actions.journal_file import size_note
 from lovia_tui.core.actions.journal_prune import DEFAULT_DAYS, prune
 from lovia_tui.core.actions.perform import undo
 from lovia_tui.core.errors import ActionError, LoviaTuiError
-from lovia_tui.core.formatting import plural, timestamp
+from lovia_tui.core.formatting import plural, printable, timestamp
 from lovia_tui.core.store.workspace import resolve_paths
 
 
@@ -233,14 +233,17 @@ async def _undo(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = console()
     out.print(
-        f"undo journal entry {entry.id}: {entry.action} of {_subject(entry)} "
-        f"at {timestamp(entry.created_at)} by {entry.user}"
-        + (f" ({entry.reason})" if entry.reason else ""),
+        # Each stored value on one line: an id or reason holding a newline
+        # must not add a line of its own to what the undo says it does.
+        f"undo journal entry {entry.id}: {printable(entry.action)} of "
+        f"{printable(_subject(entry))} at {timestamp(entry.created_at)} by "
+        f"{printable(entry.user)}"
+        + (f" ({printable(entry.reason)})" if entry.reason else ""),
         style="bold",
     )
     if entry.unfinished and running:
         out.print(
-            f"it is running right now in {running}: an undo waits up to "
+            f"it is running right now in {printable(running)}: an undo waits up to "
             f"{duration_text(args.wait)} for it to finish, then refuses",
             style="yellow",
         )
@@ -252,7 +255,7 @@ async def _undo(args: argparse.Namespace) -> int:
         )
     undone = await asyncio.to_thread(undo_effect, entry, journal.get_sync)
     out.print(
-        f"restores its rows in {', '.join(entry.databases)}"
+        f"restores its rows in {printable(', '.join(entry.databases))}"
         + (f": {undone}" if undone else "")
     )
     if result is None:
@@ -277,7 +280,7 @@ async def _undo(args: argparse.Namespace) -> int:
         markup=False,
     )
     if entry.unfinished and result.rows_in_place:
-        shown = ", ".join(result.in_place)
+        shown = printable(", ".join(result.in_place))
         more = result.rows_in_place - len(result.in_place)
         out.print(
             f"{plural(result.rows_in_place, 'journaled row')} "

@@ -79,6 +79,8 @@ def confirm_token(preview: Preview | ForkPreview) -> tuple[str, str] | None:
 
 
 def preview_text(lines: list[str]) -> Text:
+    """An action's preview: each line one line, whatever ids, titles or
+    reasons it quotes (a stored newline shows as ␊, as in the CLI)."""
     text = Text()
     for number, line in enumerate(lines):
         style = (
@@ -86,7 +88,7 @@ def preview_text(lines: list[str]) -> Text:
             if number == 0
             else ("bold red" if line.startswith("WARNING") else "")
         )
-        text.append(printable(line, multiline=True) + "\n", style=style)
+        text.append(printable(line) + "\n", style=style)
     return text
 
 
@@ -276,7 +278,7 @@ class ForceScreen(ModalScreen[bool]):
         with Vertical(classes="dialog"):
             yield from dialog_head(
                 "Refused: a run looks live",
-                Text(printable(self.message, multiline=True), style="bold red"),
+                Text(printable(self.message), style="bold red"),
             )
             with VerticalScroll(classes="dialog-form"):
                 yield Label(

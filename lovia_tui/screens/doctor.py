@@ -212,15 +212,12 @@ class DoctorScreen(WorkerErrors, Screen):
         # has four lines and the fix was cut off.
         if finding.fix is not None:
             text.append(
-                printable(
-                    f"x (or enter) applies the fix: {finding.fix.text}", multiline=True
-                )
-                + "\n",
+                printable(f"x (or enter) applies the fix: {finding.fix.text}") + "\n",
                 style="cyan",
             )
         else:
             text.append("no one-key fix for this finding\n", style="dim")
-        text.append(printable(finding.message, multiline=True))
+        text.append(printable(finding.message))
         detail.update(text)
 
     # ----- fixes -----
