@@ -145,6 +145,8 @@ class Gate:
     def __init__(self, users: dict[str, str] | None = None) -> None:
         self.token = secrets.token_urlsafe(16)  # 128 bits, new at every start
         self.users = users
+        self._spent: list[str] = []
+        """Tokens used once already: told apart from wrong ones, never let in."""
         self._sessions: dict[str, str] = {}
         self._unknown = hash_password(secrets.token_hex(16))
         """What an unknown name's password is checked against: the same one scrypt."""
@@ -158,6 +160,19 @@ class Gate:
     def token_matches(self, offered: str) -> bool:
         return self.users is None and hmac.compare_digest(
             offered.encode(), self.token.encode()
+        )
+
+    def spend_token(self) -> None:
+        """The start token lets one browser in, once: a URL left in a browser's
+        history, a chat or a screenshot lets no one else in. A new token takes
+        its place, for the next browser the server's owner opens."""
+        self._spent.append(self.token)
+        self.token = secrets.token_urlsafe(16)
+
+    def token_spent(self, offered: str) -> bool:
+        return any(
+            hmac.compare_digest(offered.encode(), spent.encode())
+            for spent in self._spent
         )
 
     async def login(self, name: str, password: str) -> bool:

@@ -212,18 +212,33 @@ class LockedServer(Server):
         if request.path == "/login" and self.gate.users is not None:
             return await handler(request)
         offered = request.query.get("token")
+        who = self.gate.who(request.cookies.get(COOKIE))
+        if offered is not None and who is not None:
+            # In already (a URL from the history): the token is not looked at.
+            raise web.HTTPSeeOther(location=f"{self.public_url}{request.path}")
         if offered is not None:
             raise self._swap_token(request, offered)
-        who = self.gate.who(request.cookies.get(COOKIE))
         if who is None:
             raise web.HTTPUnauthorized(text="lovia-tui serve: open the printed URL\n")
         request[WHO] = who
         return await handler(request)
 
     def _swap_token(self, request: web.Request, offered: str) -> web.HTTPSeeOther:
-        """The start token becomes a cookie, and the URL loses it."""
+        """The start token becomes a cookie, and the URL loses it; the token is
+        spent, and the server prints a new URL for the next browser."""
+        if self.gate.token_spent(offered):
+            raise web.HTTPUnauthorized(
+                text="lovia-tui serve: this URL was used already (each printed URL "
+                "lets one browser in, once): open the newest URL the server printed\n"
+            )
         if not self.gate.token_matches(offered):
             raise web.HTTPUnauthorized(text="lovia-tui serve: wrong or expired token\n")
+        self.gate.spend_token()
+        self.console.print(
+            f"lovia-tui serve: that URL is used; for another browser, open {self.start_url}",
+            highlight=False,
+            soft_wrap=True,  # the URL whole on one line, to copy
+        )
         return self._enter(request.path, TOKEN_USER)
 
     def _enter(self, path: str, who: str) -> web.HTTPSeeOther:

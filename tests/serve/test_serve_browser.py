@@ -5,6 +5,7 @@ Skipped, with the reason, where chromium or its driver is missing.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,17 +18,23 @@ pytestmark = page.needs_chromium
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """``lovia-tui serve`` on the demo, as started on a host; yields the printed URL."""
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     demo = tmp_path_factory.mktemp("demo")
     build_demo(demo)
-    with page.serve([demo], demo) as (url, _):
+    return demo
+
+
+@pytest.fixture
+def served(demo: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
+    """``lovia-tui serve`` on the demo, as started on a host (a start URL lets
+    one browser in, once): the printed URL, the demo, the server."""
+    with page.serve([demo], demo) as (url, server):
         assert "?token=" in url
-        yield url, demo
+        yield url, demo, server
 
 
 def test_printed_url_shows_the_demo_sessions(served, tmp_path: Path) -> None:
-    url, _ = served
+    url, _, _ = served
     driver = page.browser(tmp_path / "profile")
     try:
         driver.get(url)
@@ -39,25 +46,37 @@ def test_printed_url_shows_the_demo_sessions(served, tmp_path: Path) -> None:
         driver.quit()
 
 
-def test_a_second_browser_without_the_token_is_refused(served, tmp_path: Path) -> None:
-    url, _ = served
-    driver = page.browser(tmp_path / "profile")
+def test_a_second_browser_needs_a_url_of_its_own(served, tmp_path: Path) -> None:
+    """Without the token, or with a URL another browser used: refused, saying
+    what to do; the URL the server printed after that use lets it in."""
+    url, _, server = served
+    first = page.browser(tmp_path / "first")
+    second = page.browser(tmp_path / "second")
     try:
-        driver.get(url.split("?", 1)[0])
+        first.get(url)
+        page.wait_for(first, "chat-weekly")
+        second.get(url.split("?", 1)[0])
         # Chromium may hand back the plain-text page before its text is in it.
         page.until(
-            lambda: "open the printed URL" in driver.page_source,
+            lambda: "open the printed URL" in second.page_source,
             "the refusal never showed",
             timeout=10,
         )
-        driver.get(url)  # the token works once per browser, not only once at all
-        page.wait_for(driver, "chat-weekly")
+        second.get(url)
+        page.until(
+            lambda: "open the newest URL the server printed" in second.page_source,
+            f"the used URL let a second browser in: {second.page_source[:300]!r}",
+            timeout=10,
+        )
+        second.get(page.next_url(server))
+        page.wait_for(second, "chat-weekly")
     finally:
-        driver.quit()
+        first.quit()
+        second.quit()
 
 
 def test_export_arrives_as_a_download(served, tmp_path: Path) -> None:
-    url, demo = served
+    url, demo, _ = served
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     driver = page.browser(tmp_path / "profile", downloads)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import WSServerHandshakeError, test_utils
+from aiohttp import ClientSession, CookieJar, WSServerHandshakeError, test_utils
 from support.lovia_factory import SCRIPTS, write_session
 from support.ports import free_port
 
@@ -99,11 +99,57 @@ async def test_wrong_token_is_401_and_sets_no_cookie(served) -> None:
     assert (await client.get("/")).status == 401
 
 
+async def test_the_start_url_lets_one_browser_in_once(served) -> None:
+    """A used URL (browser history, a chat, a screenshot) lets no one else in
+    and says what to do; the server prints a new one for the next browser,
+    and a browser already in that meets a token URL is just sent on."""
+    server, client = served
+    used = server.gate.token
+    server.console.begin_capture()
+    await _enter(server, client)
+    printed = server.console.end_capture()
+    fresh = server.gate.token
+    assert fresh != used and f"open {server.public_url}/?token={fresh}\n" in printed
+    # Other browsers: their own cookie jars, on the same server.
+    other, third = (ClientSession(cookie_jar=CookieJar(unsafe=True)) for _ in "ab")
+    try:
+        response = await other.get(
+            client.make_url(f"/?token={used}"), allow_redirects=False
+        )
+        assert response.status == 401 and "Set-Cookie" not in response.headers
+        why = await response.text()
+        assert "used already" in why and "open the newest URL the server printed" in why
+        assert why.count("\n") == 1
+        response = await other.get(client.make_url("/"), allow_redirects=False)
+        assert response.status == 401
+        # The one already in keeps its session, and spends no token on the way.
+        again = await client.get(f"/?token={used}", allow_redirects=False)
+        assert again.status == 303 and "Set-Cookie" not in again.headers
+        assert again.headers["Location"] == f"{server.public_url}/"
+        assert server.gate.token == fresh
+        assert (await client.get("/")).status == 200
+        # The newest printed URL lets one more in, once.
+        response = await other.get(
+            client.make_url(f"/?token={fresh}"), allow_redirects=False
+        )
+        assert response.status == 303
+        response = await other.get(client.make_url("/"), allow_redirects=False)
+        assert response.status == 200
+        response = await third.get(
+            client.make_url(f"/?token={fresh}"), allow_redirects=False
+        )
+        assert response.status == 401 and "used already" in await response.text()
+    finally:
+        await other.close()
+        await third.close()
+
+
 async def test_old_token_and_cookie_refused_after_restart(db: Path) -> None:
     first = _server([db])
     client = await _client(first)
+    old_token = first.gate.token
     await _enter(first, client)
-    old_token, old_cookie = first.gate.token, client.session.cookie_jar
+    old_cookie = client.session.cookie_jar
     cookies = {c.key: c.value for c in old_cookie}
     await client.close()
 

@@ -8,6 +8,7 @@ missing (``.ci/run`` installs both).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -80,6 +81,25 @@ def serve(
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
         server.stdout.close()
+
+
+def next_url(server: subprocess.Popen[str], timeout: float = 30) -> str:
+    """The next URL a :func:`serve` server prints: a start URL lets one browser
+    in once, and the server then prints a new one for the next browser."""
+    assert server.stdout is not None
+    stdout = server.stdout
+
+    def read() -> str:
+        for line in stdout:
+            if "open http" in line:
+                return line.split("open ", 1)[1].strip()
+        raise AssertionError("the server ended without printing another URL")
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(read).result(timeout=timeout)
+    finally:
+        pool.shutdown(wait=False)  # a read still waiting ends with the server
 
 
 def browser(profile: Path, downloads: Path | None = None):
