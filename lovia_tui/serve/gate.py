@@ -11,6 +11,7 @@ which names exist.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import hmac
 import os
@@ -64,29 +65,46 @@ def _not_a_database(path: Path) -> None:
         raise LoviaTuiError(f"users file {path} is named as a database: not used")
 
 
-def read_users(path: Path) -> dict[str, str]:
-    """Name → hash from a ``name:hash`` file; refused if others may read it,
-    or if a line is not a login this command wrote (never guessed at: it may
-    be another file)."""
-    _not_a_database(path)
+def _users_text(path: Path) -> str:
+    """The users file's text, checked on the file that is read (opened once,
+    never through a link): a regular file of this user's that no one else
+    may read. Another user's file is refused: it chooses who may sign in."""
     try:
-        mode = path.lstat().st_mode
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LoviaTuiError(f"users file {path} is not a regular file") from None
         raise LoviaTuiError(f"users file {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(mode):
-        raise LoviaTuiError(f"users file {path} is not a regular file")
-    if mode & 0o077:
-        raise LoviaTuiError(
-            f"users file {path} is readable by others (mode {stat.S_IMODE(mode):o}): "
-            "chmod 600 it"
-        )
-    users: dict[str, str] = {}
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise LoviaTuiError(f"users file {path} is not a regular file")
+        if status.st_uid != os.geteuid():
+            raise LoviaTuiError(
+                f"users file {path} belongs to another user (uid {status.st_uid}): "
+                "it says who may sign in, so only your own is used"
+            )
+        if status.st_mode & 0o077:
+            raise LoviaTuiError(
+                f"users file {path} is readable by others "
+                f"(mode {stat.S_IMODE(status.st_mode):o}): chmod 600 it"
+            )
+        data = handle.read()
     try:
-        text = path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise LoviaTuiError(
             f"users file {path} is not text: not a users file"
         ) from None
+
+
+def read_users(path: Path) -> dict[str, str]:
+    """Name → hash from a ``name:hash`` file; refused if it is someone else's
+    or others may read it, or if a line is not a login this command wrote
+    (never guessed at: it may be another file)."""
+    _not_a_database(path)
+    text = _users_text(path)
+    users: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

@@ -15,6 +15,7 @@ from aiohttp import ClientSession, CookieJar, WSServerHandshakeError, test_utils
 from support.lovia_factory import SCRIPTS, write_session
 from support.ports import free_port
 
+from lovia_tui.cli import main
 from lovia_tui.core.errors import LoviaTuiError
 from lovia_tui.serve import gate
 from lovia_tui.serve.gate import COOKIE, Gate, add_user, read_users
@@ -270,6 +271,28 @@ def test_users_file_must_be_private(tmp_path: Path) -> None:
     with pytest.raises(LoviaTuiError, match="not a regular file"):
         add_user(link, "bob", "pw")
     assert link.is_symlink()
+
+
+def test_a_users_file_of_another_user_is_refused(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It chooses who may sign in: someone else's is never used, nor rewritten
+    (as the journal, index and caches of another user are refused)."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    users = tmp_path / "users"
+    add_user(users, "alice", "correct horse")
+    os.chown(users, 65534, -1)
+    before = users.read_bytes()
+    for act in (lambda: read_users(users), lambda: add_user(users, "bob", "pw")):
+        with pytest.raises(
+            LoviaTuiError, match=r"belongs to another user \(uid 65534\)"
+        ):
+            act()
+    assert main(["serve", str(db), "--users", str(users), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "belongs to another user" in err, err
+    assert users.read_bytes() == before and users.stat().st_uid == 65534
 
 
 def test_add_user_changes_only_a_users_file(tmp_path: Path) -> None:
