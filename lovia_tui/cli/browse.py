@@ -28,7 +28,7 @@ from lovia_tui.cli.json_output import (
 from lovia_tui.cli.option_types import MOST, count
 from lovia_tui.core.context_meta import STATE_KEY, context_line, notice_line, notice_of
 from lovia_tui.core.entries import UnreadableError, entry_text
-from lovia_tui.core.formatting import PIN, plural, printable, timestamp
+from lovia_tui.core.formatting import PIN, plural, printable, printable_id, timestamp
 from lovia_tui.core.huge_text import shortened
 from lovia_tui.core.models import SegmentInfo, SessionSummary
 from lovia_tui.core.run_status import (
@@ -127,7 +127,9 @@ async def _sessions(args: argparse.Namespace) -> int:
     table = DataTable("session", "title", "runs", "last activity", "file")
     for s in summaries:
         table.add_row(
-            f"↳ {s.session_id}" if s.parent_id else s.session_id,
+            f"↳ {printable_id(s.session_id)}"
+            if s.parent_id
+            else printable_id(s.session_id),
             f"{PIN}{s.title}" if s.pinned else s.title,
             str(s.runs),
             timestamp(s.last_activity, UNREADABLE_SHOWN),

@@ -59,6 +59,27 @@ def printable(text: object, *, multiline: bool = False) -> str:
     return pattern.sub(_visible, text) if pattern.search(text) else text
 
 
+_EDGE_SPACE = re.compile(r"^\s+|\s+$")
+
+
+def _edge_visible(match: re.Match[str]) -> str:
+    """A space as ␠ (the control picture for space), other whitespace escaped."""
+    return "".join(
+        "\u2420" if char == " " else f"\\u{ord(char):04x}" for char in match.group()
+    )
+
+
+def printable_id(text: object) -> str:
+    """An id as lists show it: :func:`printable`, and whitespace at either end
+    visible (``mix `` as ``mix␠``, a no-break space as ``\\u00a0``), so ids
+    that differ only there never look the same. Spaces inside, and every
+    id without such whitespace, look as they are."""
+    shown = printable(text)
+    if not (shown[:1].isspace() or shown[-1:].isspace()):
+        return shown  # every ordinary id, at no cost to a long list
+    return _EDGE_SPACE.sub(_edge_visible, shown)
+
+
 SELECTORS = "\ufe0e\ufe0f"
 """Emoji and text presentation selectors: terminals disagree on whether
 ``🗓️`` takes one cell or two (most draw one where Rich counts two), so a line

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from rich.text import Text
 
-from lovia_tui.core.formatting import PIN, age_since, printable
+from lovia_tui.core.formatting import PIN, age_since, printable, printable_id
 from lovia_tui.core.models import SessionKey, SessionSummary
 from lovia_tui.core.stored import unbindable
 from lovia_tui.widgets.columns import Column, cell, fit, longest, widest
@@ -151,7 +151,7 @@ class SessionList:
             # A subagent task chat, listed under its parent chat as lovia web groups it.
             text.append(TASK, style="dim")
             room -= len(TASK)
-        text.append(cell(printable(key[1]), room, middle=True), style="bold")
+        text.append(cell(printable_id(key[1]), room, middle=True), style="bold")
         if summary is None:
             # Not read yet, or never: no read can bind an id that is not UTF-8.
             unread = unbindable("session", key[1])
