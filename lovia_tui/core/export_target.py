@@ -94,11 +94,11 @@ def companion_of(path: Path) -> tuple[str, str] | None:
     """(the existing file, the suffix) when ``path`` is named as a SQLite
     companion of a file that exists (a link there counts: SQLite follows
     it); else None. Stat only."""
-    name = _resolved(path)
-    found = SQLITE_SUFFIX.search(name)
-    if found is None or not os.path.lexists(name[: found.start()]):
+    found = SQLITE_SUFFIX.search(path.name)
+    if found is None or found.start() == 0:
         return None
-    return name[: found.start()], found.group()
+    base = _resolved(path.with_name(path.name[: found.start()]))
+    return (base, found.group()) if os.path.lexists(base) else None
 
 
 def _a_database(path: Path, status: os.stat_result) -> bool:

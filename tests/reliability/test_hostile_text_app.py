@@ -387,6 +387,18 @@ async def test_the_app_asks_where_and_never_overwrites_or_follows(
             dialog.query_one("#export-problem").content
         )
         assert _identity(hostile_text) == database
+        # Any other SQLite database, and a name SQLite uses beside a file.
+        other = scratch / "other.sqlite"
+        other.touch()
+        for target, why in (
+            (other, "is a SQLite database"),
+            (Path(f"{other}-shm"), f"the -shm file of {other}"),
+        ):
+            await _submit(pilot, target)
+            dialog = app.screen
+            assert isinstance(dialog, ExportScreen) and not dialog.taken
+            assert why in str(dialog.query_one("#export-problem").content)
+        assert other.stat().st_size == 0 and not Path(f"{other}-shm").exists()
         # No such directory: asked again, the typed name kept (it was lost to
         # an error notification, the dialog closed).
         missing = scratch / "missing" / "x.md"
