@@ -40,7 +40,7 @@ from lovia_tui.cli.json_output import print_json_line
 from lovia_tui.cli.option_types import count
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.errors import LoviaTuiError
-from lovia_tui.core.formatting import plural
+from lovia_tui.core.formatting import plural, printable
 from lovia_tui.core.runs.agents import load_agent, load_deps
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
@@ -309,44 +309,49 @@ class _TextPrinter:
     def _line(self, text: str, style: str = "", end: str = "\n") -> None:
         self._console.print(text, style=style, end=end, markup=False, soft_wrap=True)
 
+    def _fact(self, text: str, style: str = "") -> None:
+        """A line of the preflight: one line whatever ids, names or arguments
+        it quotes (a stored newline shows as ␊, never as a line of its own)."""
+        self._line(printable(text), style)
+
     def _preflight(self, data: Mapping[str, Any]) -> None:
         status = (
             f"{data['status']} (stale: {data['stale_reason']})"
             if data["stale"]
             else data["status"]
         )
-        self._line(
+        self._fact(
             f"{data['mode']} run {data['run_id']} · {status} · agent {data['agent_name']} "
             f"· {plural(data['turns'], 'turn')}",
             "bold",
         )
-        self._line(f"  checkpoint  {data['checkpoint_file']}")
+        self._fact(f"  checkpoint  {data['checkpoint_file']}")
         if data["session_id"] is None:
-            self._line("  session     none")
+            self._fact("  session     none")
         else:
             source = _SOURCES[data["session_source"]]
-            self._line(
+            self._fact(
                 f"  session     {data['session_id']} in {data['session_file']} ({source})"
             )
         if data["error"]:
-            self._line(f"  error       {error_line(data['error'])}")
+            self._fact(f"  error       {error_line(data['error'])}")
         asking = {call["call_id"]: call["why"] for call in data["asks_approval"]}
         for call in data["dangling"]:
-            self._line(
+            self._fact(
                 f"  runs again  {call['name']}({call['arguments']}) [{call['call_id']}]"
             )
             if why := asking.get(call["call_id"]):
-                self._line(f"              asks for approval: {why}", "yellow")
+                self._fact(f"              asks for approval: {why}", "yellow")
         if data["mode"] == "resume":
-            self._line(f"  approvals   {data['approvals']}")
+            self._fact(f"  approvals   {data['approvals']}")
         if data["max_turns"] is not None:
-            self._line(f"  max turns   {data['max_turns']}")
+            self._fact(f"  max turns   {data['max_turns']}")
         for line in data["afterwards"]:
-            self._line(f"  afterwards  {line}")
+            self._fact(f"  afterwards  {line}")
         for warning in data["warnings"]:
-            self._line(f"  ! {warning}", "yellow")
+            self._fact(f"  ! {warning}", "yellow")
         for problem in data["problems"]:
-            self._line(f"  ✗ {problem}", "red")
+            self._fact(f"  ✗ {problem}", "red")
 
 
 COMMANDS = [

@@ -26,7 +26,7 @@ from lovia_tui.core.runs.preflight import Preflight
 from lovia_tui.core.runs.redact import error_line
 from lovia_tui.screens.dialog_frame import dialog_head
 from lovia_tui.widgets.focus import focus_now
-from lovia_tui.widgets.run_detail import dangling_panel, data_text
+from lovia_tui.widgets.run_detail import dangling_panel
 
 WRONG_SESSION = (
     "lovia does not check this link: a wrong session feeds the agent the wrong "
@@ -79,6 +79,12 @@ def in_the_app(text: str) -> str:
     return text
 
 
+def fact_text(text: object, style: str = "") -> Text:
+    """A fact of the preflight: one line whatever ids, names or reasons it
+    quotes (a stored newline shows as ␊, never as a line of its own)."""
+    return Text(printable(text), style=style)
+
+
 def describe(pf: Preflight) -> RenderableType:
     run = pf.run
     table = Table.grid(padding=(0, 1))
@@ -87,13 +93,13 @@ def describe(pf: Preflight) -> RenderableType:
     status = run.status + (f" (not live: {pf.stale_reason})" if pf.stale_reason else "")
     table.add_row(
         "run",
-        data_text(f"{run.run_id} · {run.agent_name} · {plural(run.turns, 'turn')}"),
+        fact_text(f"{run.run_id} · {run.agent_name} · {plural(run.turns, 'turn')}"),
     )
-    table.add_row("status", data_text(status))
+    table.add_row("status", fact_text(status))
     if run.error:
         table.add_row(
             "error",
-            data_text(error_line(run.error), "red"),
+            fact_text(error_line(run.error), "red"),
         )
     if pf.mode == "resume":
         entry = (
@@ -102,10 +108,10 @@ def describe(pf: Preflight) -> RenderableType:
             else "none (start lovia-tui with --agent MODULE:ATTR)"
         )
         reach = {True: "reaches", False: "does NOT reach", None: "—"}[pf.reachable]
-        table.add_row("agent", data_text(f"{entry} · {reach} {run.agent_name!r}"))
+        table.add_row("agent", fact_text(f"{entry} · {reach} {run.agent_name!r}"))
     if pf.session_id:
         how = SOURCES.get(pf.session_source or "", "")
-        table.add_row("session", data_text(f"{pf.session_id} ({how})"))
+        table.add_row("session", fact_text(f"{pf.session_id} ({how})"))
         if pf.session_source == "given":
             table.add_row("", Text(WRONG_SESSION, style="yellow"))
     else:
@@ -122,23 +128,23 @@ def describe(pf: Preflight) -> RenderableType:
     # What blocks or asks comes first after the facts: what the run leaves
     # and the calls, which can fill the dialog, come after it.
     for problem in pf.problems:
-        parts.append(data_text(f"✗ {in_the_app(problem)}", "bold red"))
+        parts.append(fact_text(f"✗ {in_the_app(problem)}", "bold red"))
     for gated in pf.approvals.gated:
         call = gated.call
         parts.append(
-            data_text(
+            fact_text(
                 f"⚠ {call.name} [{call.call_id}] asks for approval when it runs again "
                 f"({gated.why}): you answer in the console: A approves, V denies, E types a reason",
                 "yellow",
             )
         )
     for warning in pf.warnings:
-        parts.append(data_text(f"⚠ {in_the_app(warning)}", "yellow"))
+        parts.append(fact_text(f"⚠ {in_the_app(warning)}", "yellow"))
     left = Table.grid(padding=(0, 1))
     left.add_column(style="bold", no_wrap=True)
     left.add_column()
     for line in pf.afterwards:
-        left.add_row("afterwards", data_text(line))
+        left.add_row("afterwards", fact_text(line))
     parts += [Text(""), left]
     if pf.mode == "resume":
         parts.append(dangling_panel(list(pf.dangling)))

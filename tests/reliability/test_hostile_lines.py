@@ -4,25 +4,30 @@ Action previews and undo descriptions quote ids, titles and reasons inside
 lines of their own; a newline in one showed raw and added a line that looked
 like the tool's ("FAKE: nothing will be restored"). Each value shows as one
 line (``␊``, ``␍``), as ``journal`` shows it, in the CLI and in the app's
-dialogs.
+dialogs (actions, undo, a replay's preflight).
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lovia.testing import text
+from rich.console import Console
 from support.lovia_factory import copy_db, scratch_directory, write_session
 from textual.widgets import Static
 
 from lovia_tui.app import make_app
 from lovia_tui.cli import main
 from lovia_tui.core.formatting import printable
+from lovia_tui.core.runs.preflight import preflight_replay
+from lovia_tui.core.store.workspace import Workspace
 from lovia_tui.pilot import settle
 from lovia_tui.screens.action_dialog import ActionScreen
+from lovia_tui.screens.preflight import describe
 
 pytestmark = pytest.mark.usefixtures("private_journal")
 
@@ -56,7 +61,7 @@ def newline_files(
 
 def _forged(shown: str) -> list[str]:
     """The lines the stored text added of its own."""
-    return [line for line in shown.splitlines() if line.startswith("FAKE")]
+    return [line for line in shown.splitlines() if line.lstrip().startswith("FAKE")]
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
@@ -75,6 +80,7 @@ def test_cli_previews_and_undo_keep_each_value_on_one_line(
         ["fork", sessions, SESSION, "--keep", "1"],
         ["clear", sessions, runs, SESSION],
         ["delete-run", sessions, runs, f"{SESSION}-0"],
+        ["replay", sessions, runs, f"{SESSION}-0"],  # its preflight
     ):
         shown = _cli(capsys, *argv)
         assert printable(SESSION) in shown and not _forged(shown), argv
@@ -86,6 +92,20 @@ def test_cli_previews_and_undo_keep_each_value_on_one_line(
     assert printable(SESSION) in first and printable(REASON) in first, first
     assert not _forged(shown)
     assert not _forged(_cli(capsys, "journal", sessions, runs))
+
+
+async def test_the_preflight_dialog_keeps_each_fact_on_one_line(
+    newline_files: tuple[Path, Path],
+) -> None:
+    ws = await Workspace.open(list(newline_files))
+    try:
+        pf = await preflight_replay(ws, f"{SESSION}-0")
+    finally:
+        await ws.close()
+    console = Console(width=300, record=True, file=io.StringIO())
+    console.print(describe(pf))
+    shown = console.export_text()
+    assert printable(SESSION) in shown and not _forged(shown), shown
 
 
 def _preview(dialog: ActionScreen) -> str:
