@@ -53,10 +53,8 @@ def newline_template() -> Iterator[tuple[Path, Path]]:
 def newline_files(
     newline_template: tuple[Path, Path], scratch: Path
 ) -> tuple[Path, Path]:
-    sessions, runs = newline_template
-    return copy_db(sessions, scratch / sessions.name), copy_db(
-        runs, scratch / runs.name
-    )
+    sessions, runs = (copy_db(p, scratch / p.name) for p in newline_template)
+    return sessions, runs
 
 
 def _forged(shown: str) -> list[str]:
