@@ -85,6 +85,17 @@ def _console_text(console: RunConsole) -> tuple[str, str]:
     return title, "\n".join(lines)
 
 
+async def _resumed(pilot) -> tuple[RunConsole, int]:
+    """The demo's crashed run resumed from the Runs pane: its console, and
+    its journal entry."""
+    await settle(pilot)
+    await pilot.press("3", "R", "enter", "enter")
+    await settle(pilot)
+    console = pilot.app.screen.query_one(RunConsole)
+    assert not console.running and console.journal_id is not None
+    return console, console.journal_id
+
+
 async def test_the_console_says_when_its_run_is_undone_and_redone(
     snap_dir, monkeypatch
 ):
@@ -93,12 +104,7 @@ async def test_the_console_says_when_its_run_is_undone_and_redone(
     another process), it says the run is back."""
     app = snapshot_app(snap_dir, monkeypatch, agent_spec="lovia_tui.demo:agent")
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await pilot.press("3", "R", "enter", "enter")
-        await settle(pilot)
-        console = app.screen.query_one(RunConsole)
-        assert not console.running and console.journal_id is not None
-        run_entry = console.journal_id
+        console, run_entry = await _resumed(pilot)
         title, lines = _console_text(console)
         assert "completed" in title and "undone" not in title + lines
         await pilot.press("u")
@@ -130,12 +136,7 @@ async def test_a_hidden_console_says_its_run_was_undone_when_shown_again(
     command line would do it): `c` shows the console, saying so."""
     app = snapshot_app(snap_dir, monkeypatch, agent_spec="lovia_tui.demo:agent")
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await pilot.press("3", "R", "enter", "enter")
-        await settle(pilot)
-        console = app.screen.query_one(RunConsole)
-        run_entry = console.journal_id
-        assert run_entry is not None
+        console, run_entry = await _resumed(pilot)
         await pilot.press("c")
         await settle(pilot)
         assert console.has_class("hidden")
