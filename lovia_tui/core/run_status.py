@@ -135,5 +135,16 @@ def stale_reason(run: RunInfo, now: float, stale_after: float) -> str | None:
     if run.web_settled:
         return web_reason(run)
     if run.is_stale(now, stale_after):
-        return f"no save for {age_since(now, run.updated_at)}: likely crashed"
+        crashed = f"no save for {age_since(now, run.updated_at)}: likely crashed"
+        return crashed + WEB_MAY_RUN if run.web_status == RunStatus.RUNNING else crashed
     return None
+
+
+WEB_MAY_RUN = (
+    ", unless lovia web's server is up: its record still says running, as while "
+    "the server waits for an approval or after it reconnected the run (its "
+    "start-up marks a dead run's record interrupted)"
+)
+"""A stale head whose lovia web record says running: the server saves nothing
+while it waits for an approval (up to 10 minutes) nor, once reconnected,
+before the run's next turn; only the person knows whether it is up."""

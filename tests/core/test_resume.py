@@ -29,6 +29,7 @@ from support.resume import (
 
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.models import RunInfo
+from lovia_tui.core.run_status import WEB_MAY_RUN
 from lovia_tui.core.runs.agents import DepsSpec, load_agent, unreachable_reason
 from lovia_tui.core.runs.console import ConsoleEvent
 from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
@@ -340,6 +341,11 @@ async def test_demo_web_runs_resume_and_replay_in_their_linked_sessions(
     pf = await _preflight(directory, demo_dir.crashed_run, agent=agent)
     assert pf.ok, pf.problems
     assert (pf.session_id, pf.session_source) == (demo_dir.crashed_session, "web")
+    # Its web record still says running: a server that is up may be running
+    # it, and its page offers to reconnect it while this resume goes.
+    assert pf.run.web_status == "running" and pf.stale_reason is not None
+    assert pf.stale_reason.endswith(WEB_MAY_RUN)
+    assert any("reconnected there too" in warning for warning in pf.warnings)
     assert (await _drain(resume(pf)))[-1].kind == "run_completed"
 
     window = await _preflight_replay(directory, demo_dir.crash_window_run)

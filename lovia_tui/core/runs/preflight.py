@@ -219,6 +219,12 @@ async def preflight(
     else:
         reachable = _check_agent(agent, run, found, strict=True)
     web_chat = await settled_chat(ws, run, session.session_id, found.problems)
+    if web_chat is not None:
+        found.warnings.append(
+            f"lovia web's page offers to reconnect chat {web_chat!r}'s run while "
+            "this resume goes: reconnected there too, its tool calls run twice; "
+            "if the server is up, resume it from the page instead"
+        )
     delete_on_success = delete_on_success or web_chat is not None
     approvals = (
         approvals_of(agent.build(), run, dangling)
