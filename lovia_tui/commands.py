@@ -18,6 +18,7 @@ from lovia_tui.view.selection import (
     APPROVAL_WAITING,
     ATTACHED,
     ENTRY,
+    FOLLOWABLE,
     RAW,
     REPLAYABLE,
     RESUMABLE,
@@ -141,7 +142,7 @@ INSPECTOR_COMMANDS: list[CommandDef] = [
     CommandDef("runs_filter('all')", "a", "All runs", "Show every checkpoint again (the palette filters by status)", show=False, group="Runs", panes=(RUNS,)),
     # From anywhere.
     CommandDef("doctor", "!", "Doctor", "Audit the files for inconsistencies, each finding with a one-key fix", group="Actions", footer=(SESSIONS, RUNS)),
-    CommandDef("follow", "f", "Follow", "Tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", footer=(TRANSCRIPT, RUNS)),
+    CommandDef("follow", "f", "Follow", "Tail a running run's new entries as they are saved (in Runs, the selected run)", group="Live", needs=(FOLLOWABLE,), footer=(TRANSCRIPT, RUNS)),
     CommandDef("toggle_console", "c", "Console", "Show or hide the live event console", group="Runs", footer=(RUNS,)),
     CommandDef("approval('approve')", "A", "Approve", "Approve the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),
     CommandDef("approval('deny')", "V", "Deny", "Deny the tool call waiting in the console (with the reason typed there, if any)", group="Runs", needs=(APPROVAL_WAITING,), urgent=True),

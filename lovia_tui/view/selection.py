@@ -143,6 +143,15 @@ REPLAYABLE = Need(
     lambda s: s.run is not None and s.run.status == RunStatus.COMPLETED,
     lambda s: f"replay needs a completed run; {_run_is(s)} (R resumes it)",
 )
+FOLLOWABLE = Need(
+    lambda s: s.pane is not Pane.RUNS or RESUMABLE.holds(s),
+    lambda s: (
+        f"{_run_is(s)}: nothing more to follow (running runs are listed first)"
+        if s.run
+        else "no run is selected"
+    ),
+)
+"""In the Runs pane, ``f`` follows the selected run: not a completed one."""
 RUN_GOING = Need(
     lambda s: s.run_going,
     lambda s: (

@@ -89,18 +89,23 @@ async def test_the_key_bar_shows_the_focused_panes_keys(demo):
 
 
 async def test_keys_that_do_not_apply_say_why(demo):
-    """P on an interrupted run, K with nothing running, and w, t, u under
-    --readonly: shown dimmed, and pressed, one line says why."""
+    """P on an interrupted run, f on a completed one, K with nothing running,
+    and w, t, u under --readonly: shown dimmed, and pressed, one line says why."""
     async with watched(demo, readonly=True) as (pilot, watch):
         app = pilot.app
+        await select_run(pilot, demo.crash_window_run)
+        assert app.screen.check_action("follow", ()) is None
+        await pilot.press("f")
         await select_run(pilot, demo.interrupted_run)
         assert app.screen.check_action("replay", ()) is None
+        assert app.screen.check_action("follow", ()) is True
         await pilot.press("P", "K")
         await select_session(pilot, demo.batch_session)
         await pilot.press("t", "u", "2", "up", "w")
         await settle(pilot)
         said = [text for _, text in watch.notes]
         assert any("read-only" in text and "Replay" in text for text in said), said
+        assert any("completed: nothing more to follow" in text for text in said)
         assert any("nothing is running in the console" in text for text in said)
         assert any("Trim" in text and "read-only" in text for text in said)
         assert any("Undo" in text and "read-only" in text for text in said)
