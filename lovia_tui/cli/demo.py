@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,6 +23,9 @@ DEMO_STALE_AFTER = 2.0
 """The demo's runs were saved seconds ago: with the usual 300 s its crashed
 runs would look live for five minutes."""
 SIDECARS = ("", "-wal", "-shm", "-journal")
+JOURNAL = Path("journal", "journal.db")
+"""A temporary demo's journal, in its directory (a folder of its own: the app
+opens the directory's ``*.db``)."""
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +90,9 @@ def _demo(args: argparse.Namespace) -> int:
         )
     if args.no_tui:
         return EXIT_OK
+    if temporary and not os.environ.get("LOVIA_TUI_JOURNAL"):
+        # Removed on quit, with what was done to it: not in the user's journal.
+        os.environ["LOVIA_TUI_JOURNAL"] = str(directory / JOURNAL)
     args.paths, args.readonly = [str(directory)], False
     args.agent, args.deps = DEMO_AGENT, None
     try:

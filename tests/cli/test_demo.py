@@ -511,6 +511,37 @@ def test_a_temporary_demo_is_removed_when_the_app_quits(tmp_path: Path) -> None:
     assert list(tmp_path.glob("lovia-tui-demo-*")) == []
 
 
+def test_a_temporary_demo_keeps_its_journal_in_its_own_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is done to a demo removed on quit is journaled beside it and goes
+    with it, not into the user's journal (a new user's first entry was #35);
+    a journal the user named stays theirs."""
+    import tempfile
+
+    from lovia_tui.cli import demo as demo_command
+    from lovia_tui.cli import main
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("LOVIA_TUI_JOURNAL", raising=False)
+    seen: dict[str, Any] = {}
+
+    def launch_app(args: Any) -> int:
+        seen["journal"] = os.environ.get("LOVIA_TUI_JOURNAL")
+        seen["directory"] = Path(args.paths[0])
+        return 0
+
+    monkeypatch.setattr(demo_command, "launch_app", launch_app)
+    assert main(["demo"]) == 0
+    assert seen["journal"] == str(seen["directory"] / "journal" / "journal.db")
+    assert not seen["directory"].exists()
+
+    mine = str(tmp_path / "mine.db")
+    monkeypatch.setenv("LOVIA_TUI_JOURNAL", mine)
+    assert main(["demo"]) == 0
+    assert seen["journal"] == mine
+
+
 async def test_a_web_run_cancelled_at_any_point_ends_cancelled(tmp_path: Path) -> None:
     """Ctrl+C cancels the demo's build wherever it is: a web run cancelled
     before lovia saved its first checkpoint has nothing to settle and ends
