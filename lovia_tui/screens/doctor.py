@@ -158,6 +158,7 @@ class DoctorScreen(WorkerErrors, Screen):
             stale_after=self.stale_after,
             older_than_days=self.older_than_days,
             progress=progress,
+            agent=(self.runs.agent_spec, self.runs.deps_spec),
         )  # a failure reaches the user through WorkerErrors
         self.post_message(self.Diagnosed(report))
 

@@ -629,3 +629,24 @@ def test_the_doctors_commands_paste_as_they_are(demo_dir, tmp_path, capsys) -> N
         argv = [demo_dir.cli_completed_session if a == "SID" else a for a in argv]
         assert main(argv[1:-1]) == 0, (line, capsys.readouterr())
         capsys.readouterr()
+
+
+async def test_the_doctor_names_the_agent_lovia_tui_was_started_with(demo_dir) -> None:
+    """In the app started with --agent (and --deps), a suggested resume names
+    them: its MODULE:ATTR did not run as pasted."""
+    ws = await Workspace.open([demo_dir.directory], readonly=True)
+    try:
+        plain = await diagnose(ws, stale_after=2)
+        named = await diagnose(
+            ws, stale_after=2, agent=("lovia_tui.demo:agent", "my deps:x")
+        )
+    finally:
+        await ws.close()
+    resumes = [f.fix.text for f in named.findings if f.fix and "resume" in f.fix.text]
+    assert resumes and all(
+        "--agent lovia_tui.demo:agent --deps 'my deps:x'" in text for text in resumes
+    )
+    assert "MODULE:ATTR" not in " ".join(resumes)
+    assert any(
+        "--agent MODULE:ATTR" in (f.fix.text if f.fix else "") for f in plain.findings
+    )

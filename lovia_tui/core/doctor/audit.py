@@ -78,10 +78,12 @@ async def diagnose(
     stale_after: float = DEFAULT_STALE_AFTER,
     older_than_days: float = DEFAULT_OLDER_THAN_DAYS,
     progress: Progress | None = None,
+    agent: tuple[str | None, str | None] = (None, None),
 ) -> Report:
     """Audit every open file; reads only, in short statements and bounded memory.
 
-    ``progress`` is called with what is being scanned and the fraction done.
+    ``progress`` is called with what is being scanned and the fraction done;
+    ``agent`` (spec, deps) is named in the resumes it suggests.
     """
     report = progress or (lambda what, fraction: None)
     found = FindingList()
@@ -109,7 +111,9 @@ async def diagnose(
     for db in ws.databases:
         if db.stores.session:
             await segment_findings(db, found, progress=report)
-    findings = (with_open_files(f, ws.paths, stale_after) for f in found.finished())
+    findings = (
+        with_open_files(f, ws.paths, stale_after, agent) for f in found.finished()
+    )
     return Report(tuple(findings), tuple(files))
 
 

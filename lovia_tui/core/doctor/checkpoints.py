@@ -15,6 +15,7 @@ from lovia_tui.core.doctor import checkpoint_scan as scan
 from lovia_tui.core.doctor.batch_scan import unreadable_batches
 from lovia_tui.core.doctor.checkpoint_scan import Loaded
 from lovia_tui.core.doctor.findings import (
+    AGENT,
     UNREADABLE_ROW,
     Finding,
     FindingList,
@@ -182,7 +183,7 @@ class _Checkup:
             )  # fmt: skip
         if run.status == RunStatus.RUNNING:
             resume = (
-                f"resume it ({command('resume', rid, '--agent', 'MODULE:ATTR', '--delete-on-success')}; "
+                f"resume it ({command('resume', rid, '--agent', AGENT, '--delete-on-success')}; "
                 "add --approve TOOL or --deny-all if its tools ask for approval); "
                 "or finalize or delete it"
             )
@@ -201,7 +202,7 @@ class _Checkup:
                     "finalize",
                     "if the run is over, store it in the session it belongs to (nothing records "
                     f"which: choose one; {command('finalize', rid, '--session', 'SID')}); or resume it "
-                    f"there ({command('resume', rid, '--session', 'SID', '--agent', 'MODULE:ATTR')}). "
+                    f"there ({command('resume', rid, '--session', 'SID', '--agent', AGENT)}). "
                     "Deleting it loses the only copy of its entries",
                 ),
             )  # fmt: skip

@@ -166,6 +166,9 @@ PROGRAM = "\0program"
 (:func:`~lovia_tui.core.formatting.program`) in the process that shows it."""
 
 
+AGENT = "\0agent"
+"""Where a suggested resume names its entry agent: the one lovia-tui was
+started with (``--agent``, and its ``--deps``), else ``MODULE:ATTR`` to fill in."""
 STALE_AFTER = "\0stale-after"
 """Where a suggested command says the staleness the audit used, if not the default."""
 WITHOUT_STALE_AFTER = frozenset({"undo", "replay"})
@@ -179,18 +182,27 @@ def command(verb: str, *args: str) -> str:
 
 
 def with_open_files(
-    finding: Finding, paths: Iterable[Path], stale_after: float = DEFAULT_STALE_AFTER
+    finding: Finding,
+    paths: Iterable[Path],
+    stale_after: float = DEFAULT_STALE_AFTER,
+    agent: tuple[str | None, str | None] = (None, None),
 ) -> Finding:
     """``finding`` with the files the doctor read in its suggested command
     (quoted for a shell), and the staleness it judged runs by: ``PATH...``
     told a person nothing to paste, and without ``--stale-after`` the
-    command refused the run the doctor had called stale."""
+    command refused the run the doctor had called stale; and the ``agent``
+    (spec, deps) lovia-tui was started with, where a resume needs one."""
     if finding.fix is None or OPEN_FILES not in finding.fix.text:
         return finding
     files = shell_words(*paths)
     stale = (
         "" if stale_after == DEFAULT_STALE_AFTER else f"--stale-after {stale_after:g}"
     )
+    spec, deps = agent
+    named = shell_words(spec or "MODULE:ATTR") + (
+        f" --deps {shell_words(deps)}" if deps else ""
+    )
     text = finding.fix.text.replace(OPEN_FILES, files).replace(PROGRAM, program())
+    text = text.replace(AGENT, named)
     text = text.replace(f" {STALE_AFTER}", f" {stale}" if stale else "")
     return replace(finding, fix=replace(finding.fix, text=text))
