@@ -83,7 +83,8 @@ class RunConsole(Vertical):
         with Horizontal(id="approval", classes="hidden"):
             yield Static(id="approval-call")
             yield Input(
-                id="approval-reason", placeholder="reason (optional): Enter keeps it, then A or V"
+                id="approval-reason",
+                placeholder="reason (optional): Enter keeps it, then A or V",
             )
 
     @property

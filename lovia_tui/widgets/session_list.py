@@ -37,6 +37,9 @@ class SessionList:
         self.summaries: dict[SessionKey, SessionSummary] = {}
         self.outdated: set[SessionKey] = set()
         """Summaries still shown but to be read again (after ctrl+r, an action)."""
+        self.awaited: set[SessionKey] = set()
+        """New sessions a filter hides until their titles are read: read
+        whether on screen or not."""
         self.badges: dict[SessionKey, str] = {}
         self.matches: set[SessionKey] | None = None
         """A content search's matches (None: no search narrows the list)."""
@@ -57,24 +60,37 @@ class SessionList:
     def needs_summary(self, key: SessionKey) -> bool:
         return key not in self.summaries or key in self.outdated
 
+    def to_read(self, visible: Iterable[SessionKey]) -> list[SessionKey]:
+        """The summaries to read: those awaited, and the ``visible`` ones missing."""
+        missing = (
+            k for k in visible if self.needs_summary(k) and k not in self.awaited
+        )
+        return [*self.awaited, *missing]
+
     def forget_summaries(self, visible: set[SessionKey]) -> None:
         """Every summary is to be read again; the ``visible`` ones stay shown
         meanwhile (no flash of "…"), the others are dropped."""
         self.summaries = {k: v for k, v in self.summaries.items() if k in visible}
         self.outdated = set(self.summaries)
 
-    def take_summaries(self, found: dict[SessionKey, SessionSummary]) -> None:
+    def take_summaries(self, found: dict[SessionKey, SessionSummary]) -> bool:
+        """Keep the summaries read; True when the filter may now let through
+        a session it hid (its title read only now)."""
         self.summaries.update(found)
         self.outdated.difference_update(found)
+        self.awaited.difference_update(found)
         self._measure(found.values())
+        return bool(self.filter_text) and not found.keys() <= set(self.shown)
 
     # ----- which sessions are shown -----
 
     def bring_to_front(self, keys: list[SessionKey]) -> None:
-        """Sessions that just gained a run move to the top, their summaries renewed."""
+        """Sessions that just gained a run move to the top, their summaries to
+        be read again (their titles stay for the filter meanwhile)."""
         fresh = list(dict.fromkeys(reversed(keys)))
-        for key in fresh:
-            self.summaries.pop(key, None)
+        self.outdated.update(key for key in fresh if key in self.summaries)
+        if self.filter_text:
+            self.awaited.update(key for key in fresh if key not in self.summaries)
         self.keys = fresh + [key for key in self.keys if key not in set(fresh)]
 
     def refilter(self) -> None:

@@ -119,11 +119,8 @@ class SessionsPane(WorkerErrors, Vertical):
     @property
     def narrowed(self) -> bool:
         """A filter or a search narrows the list (or its box is open)."""
-        return (
-            self.filter_open
-            or self.list.matches is not None
-            or bool(self.list.filter_text)
-        )
+        narrowing = self.list.matches is not None or bool(self.list.filter_text)
+        return narrowing or self.filter_open
 
     def step_match(self, step: int) -> bool:
         """To the next (1) or previous (-1) session a search found, if any."""
@@ -138,9 +135,9 @@ class SessionsPane(WorkerErrors, Vertical):
 
     @property
     def content_search(self) -> WorkspaceSearch:
-        """The workspace's search indexes, made on first use."""
+        """The workspace's search indexes, made (and imported) on first use:
+        the search layer is not needed for a first frame."""
         if self._content_search is None:
-            # Imported on first use: the search layer is not needed for a first frame.
             from lovia_tui.core.search.workspace import WorkspaceSearch
 
             self._content_search = WorkspaceSearch(self.workspace)
@@ -272,24 +269,24 @@ class SessionsPane(WorkerErrors, Vertical):
         self.fetch_visible_summaries()
 
     def fetch_visible_summaries(self) -> None:
-        if any(self.list.needs_summary(key) for key in self.visible_keys()):
+        if self.list.to_read(self.visible_keys()):
             self._read_summaries()
 
     @work(exclusive=True, group=Group.SUMMARIES)
     async def _read_summaries(self) -> None:
-        # A screenful ahead each way: scrolling row by row then reads once a
-        # screen, not once a key.
-        needs = self.list.needs_summary
-        found = await self.workspace.summaries(
-            key for key in self.visible_keys(margin=1) if needs(key)
-        )
+        # A screenful ahead each way: scrolling then reads once a screen, not a key.
+        asked = self.list.to_read(self.visible_keys(margin=1))
+        found = await self.workspace.summaries(asked)
+        self.list.awaited.difference_update(asked)  # read, or gone
         self.say_damaged(self.workspace.session_dbs)
         if found:
             self.post_message(messages.SummariesLoaded(found))
 
     def on_summaries_loaded(self, message: messages.SummariesLoaded) -> None:
         message.stop()
-        self.list.take_summaries(message.summaries)
+        if self.list.take_summaries(message.summaries):
+            self.apply_filter()  # a title just read may match the filter
+            return
         # Redraw only the rows that got their summary, not the whole list.
         rows = self.row_list
         top = int(rows.scroll_offset.y)

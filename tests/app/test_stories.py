@@ -208,7 +208,7 @@ async def test_the_doctor_and_one_fix(demo, size) -> None:
 @pytest.mark.parametrize("size", SIZES, ids=["160x45", "80x24"])
 async def test_fork(demo, size) -> None:
     """/kyoto Enter, 2, b Enter Enter: a new chat holding the trip up to the
-    last user turn; chat-kyoto is left as it was."""
+    last user turn, listed under the filter; chat-kyoto is left as it was."""
     trip = [
         row for row in rows(demo.web_db)["session_runs"] if demo.trip_session in row
     ]
@@ -222,6 +222,9 @@ async def test_fork(demo, size) -> None:
         await keys("enter", "enter")
         await until(pilot, lambda: len(app.screen.sessions.keys) == sessions + 1)
         assert keys.count == now("fork", size)
+        # The copy, titled as the trip, passes the filter still typed: its
+        # title is read for the filter though the filter hid it at first.
+        await until(pilot, lambda: len(app.screen.sessions.shown) == 2)
     after = [
         row for row in rows(demo.web_db)["session_runs"] if demo.trip_session in row
     ]
