@@ -64,12 +64,13 @@ class Command:
     """``--json`` prints one object per line (an error ends it as one more)."""
 
 
-def add_paths(parser: argparse.ArgumentParser, *, nargs: str = "+") -> None:
+def add_paths(parser: argparse.ArgumentParser) -> None:
+    """``PATH...``, as the app takes them: none means ``./.lovia/*.db``."""
     parser.add_argument(
         "paths",
-        nargs=nargs,
+        nargs="*",
         metavar="PATH",
-        help="lovia SQLite file(s) or directories of *.db",
+        help="lovia SQLite file(s) or directories of *.db (default: ./.lovia/*.db)",
     )
 
 

@@ -560,3 +560,28 @@ def test_positionals_the_parser_cannot_judge_are_usage_errors_too(
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"lovia-tui: {argv[0]}: ") and "expected" in err
     assert err.endswith(f"(see lovia-tui {argv[0]} --help)\n")
+
+
+def test_commands_of_files_alone_read_dot_lovia_as_the_app_does(
+    demo: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No PATH: ./.lovia/*.db, as bare `lovia-tui` opens; none there, one line
+    saying so (it said only that PATH is required)."""
+    taking_paths = [
+        name
+        for name in SUBCOMMANDS
+        if any(a.dest == "paths" and a.metavar == "PATH" for a in _options(name))
+    ]
+    assert {"sessions", "runs", "doctor"} <= set(taking_paths)
+    (tmp_path / ".lovia").mkdir()
+    copy_files(demo.web_db, tmp_path / ".lovia")
+    monkeypatch.chdir(tmp_path)
+    for name in ("sessions", "runs", "doctor"):
+        assert cli_main([name, "--readonly", "--json"]) in (0, 1), name
+        assert json.loads(capsys.readouterr().out), name
+    monkeypatch.chdir(tmp_path / ".lovia")
+    assert cli_main(["sessions"]) == 2
+    assert "no ./.lovia/*.db here" in capsys.readouterr().err
