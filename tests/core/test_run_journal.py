@@ -602,3 +602,47 @@ async def test_a_resume_starts_from_what_an_action_under_way_leaves(
     run.release()
     turns = next(c for c in run.before if c.group.table == "snapshot_turns")
     assert sorted(turns.column("seq")) == seqs[:-1]
+
+
+async def test_a_segment_stored_by_another_process_meanwhile_keeps_the_checkpoint(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """Another operator (another journal: no lock between them) stores the
+    run's entries in its session while the resume goes, as keep-partial does.
+    lovia then keeps that segment and ignores the run's own append: the
+    run's result is only in its checkpoint, which is kept, not deleted on
+    success; its undo leaves the other process's segment alone."""
+    before = _dump(ws_dir)
+    jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight(
+            ws, RUN, agent=load_agent("support.resume:two_jobs"),
+            deps=DepsSpec("jobs", jobs), session_id=SESSION, stale_after=0,
+            delete_on_success=True,
+        )  # fmt: skip
+    finally:
+        await ws.close()
+
+    async def resumed() -> list:
+        return [e async for e in resume(pf, RunControl(journal=Journal()))]
+
+    async with asyncio.timeout(TIMEOUT):
+        going = asyncio.create_task(resumed())
+        while "second" not in jobs.calls():
+            await asyncio.sleep(0.02)  # bounded by the timeout
+        partial = [AssistantTextEntry(content="kept by another operator")]
+        await SQLiteSession(ws_dir / "sessions.db", wal=True).append(
+            SESSION, partial, run_id=RUN
+        )
+        foreign = _dump(ws_dir)["sessions.db"]
+        jobs.release.set()
+        seen = await going
+    said = " ".join(e.text for e in seen)
+    assert "another process stored a segment of this run" in said, said
+    after = _dump(ws_dir)
+    assert after["sessions.db"] == foreign  # lovia kept the other segment
+    assert rows(ws_dir / "runs.db")["snapshot_heads"]  # the result's only copy
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+    assert _dump(ws_dir) == {**before, "sessions.db": foreign}

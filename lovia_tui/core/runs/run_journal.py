@@ -38,7 +38,7 @@ from lovia_tui.core.actions.run_undo import DELETED, NAMED_AT, WRITTEN
 from lovia_tui.core.actions.triggers import refuse_own_schema
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import plural
-from lovia_tui.core.store.connect import write_connection
+from lovia_tui.core.store.connect import sqlite_uri, write_connection
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 if TYPE_CHECKING:
@@ -62,6 +62,21 @@ def _run_groups(pf: Preflight) -> list[RowGroup]:
     if pf.session_file is not None and pf.session_id is not None:
         groups.insert(0, RowGroup(pf.session_file, "session_runs", pf.session_id))
     return groups
+
+
+def _stored(file: Path, session_id: str, run_id: str) -> bool:
+    """Whether ``session_id`` holds a segment of ``run_id`` now (read only)."""
+    conn = sqlite3.connect(sqlite_uri(file, "ro"), uri=True, isolation_level=None)
+    try:
+        return (
+            conn.execute(
+                "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1",
+                (session_id, run_id),
+            ).fetchone()
+            is not None
+        )
+    finally:
+        conn.close()
 
 
 def _after_actions(files: list[Path]) -> None:
@@ -104,6 +119,10 @@ class RunJournal:
     unnamed: list[str] = field(default_factory=list)
     """Why batches went unnamed (the journal was busy): interrupted, the
     entry's undo then refuses rather than leave them (core.actions.run_undo)."""
+    preempted: bool = False
+    """Another process stored a segment of this run in its session while it
+    went (a keep-partial, a finalize): lovia's append then keeps that one, so
+    this run's result is only in its checkpoint, which is therefore kept."""
 
     @classmethod
     async def begin(
@@ -180,7 +199,12 @@ class RunJournal:
         ours = run_id is not None and identity("text", run_id.encode()) == self.segment
         if at is None or not ours or session_id != self.before[at].group.key:
             return
-        if self.segment not in self.before[at].identities():  # else lovia ignores it
+        if self.segment in self.before[at].identities():
+            return  # stored before the run began: lovia ignores the append
+        group = self.before[at].group
+        if await asyncio.to_thread(_stored, group.file, session_id, str(run_id)):
+            self.preempted = True  # stored by another process since
+        else:
             await self._name(at, self.segment)
 
     async def _name(self, at: int, *names: str) -> None:
@@ -210,6 +234,8 @@ class RunJournal:
                     await write(run_id, entries, head)
 
             async def delete(self, run_id: str) -> None:
+                if run_journal.preempted:
+                    return  # the run's result is in the checkpoint alone
                 await run_journal.before_delete()
                 await super().delete(run_id)
 
@@ -250,7 +276,9 @@ class RunJournal:
         if self.unnamed:  # then its new batches and segment are its own, named or not
             self.adding[turns] = new[turns]
             if (at := self.at.get("session_runs")) is not None:
-                self.adding[at] = [n for n in new[at] if n == self.segment]
+                self.adding[at] = [
+                    n for n in new[at] if n == self.segment and not self.preempted
+                ]
         after = [
             only_rows(rows, [*was.identities(), *added])
             for rows, was, added in zip(now, self.before, self.adding, strict=True)
@@ -271,9 +299,16 @@ class RunJournal:
             if self.unnamed
             else ""
         )
+        preempted = (
+            "; another process stored a segment of this run in its session "
+            "meanwhile, which lovia kept: this run's result was not stored there, "
+            "and its checkpoint, which holds it, was kept"
+            if self.preempted
+            else ""
+        )
         return (
             f"journal entry {self.entry_id}: undo puts back what this run changed "
-            f"({counts_text(counts, undone=True)}){unnamed}"
+            f"({counts_text(counts, undone=True)}){unnamed}{preempted}"
         )
 
     def release(self) -> None:
