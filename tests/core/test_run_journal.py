@@ -387,8 +387,41 @@ async def test_batches_another_process_saved_meanwhile_are_not_claimed(
     seen = await _resume(ws_dir, deps=DepsSpec("jobs", Jobs(tmp_path / "jobs.log")))
     [note] = [e for e in seen if "journal_id" in e.data]
     assert note.text.endswith(
-        "another process saved batches of this run meanwhile; it cannot be undone"
+        "another process changed this run's checkpoint meanwhile; it cannot be undone"
     )
+    await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
+
+
+async def test_a_checkpoint_deleted_under_the_run_is_not_taken_for_its_own(
+    ws_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another operator (another journal) deletes the checkpoint while the
+    resume runs a tool: lovia numbers the run's next batches from 0 again,
+    as the old ones were. The entry is not recorded done (its undo said it
+    removed one batch and overwrote six rows): it stays unfinished, and its
+    undo refuses."""
+    jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
+    ws = await Workspace.open([ws_dir])
+    try:
+        pf = await preflight(
+            ws, RUN, agent=load_agent("support.resume:two_jobs"),
+            deps=DepsSpec("jobs", jobs), session_id=SESSION, stale_after=0,
+        )  # fmt: skip
+    finally:
+        await ws.close()
+
+    async def resumed() -> list:
+        return [e async for e in resume(pf, RunControl(journal=Journal()))]
+
+    async with asyncio.timeout(TIMEOUT):
+        going = asyncio.create_task(resumed())
+        while "second" not in jobs.calls():
+            await asyncio.sleep(0.02)  # bounded by the timeout
+        await SQLiteCheckpointer(ws_dir / "runs.db", wal=True).delete(RUN)
+        jobs.release.set()
+        seen = await going
+    [note] = [e for e in seen if "journal_id" in e.data]
+    assert "another process changed this run's checkpoint meanwhile" in note.text
     await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
 
 

@@ -64,19 +64,17 @@ def _run_groups(pf: Preflight) -> list[RowGroup]:
     return groups
 
 
-def _stored(file: Path, session_id: str, run_id: str) -> bool:
-    """Whether ``session_id`` holds a segment of ``run_id`` now (read only)."""
+def _read_one(file: Path, sql: str, params: tuple[Any, ...]) -> Any:
+    """The first row of a statement on a read-only connection of its own, or None."""
     conn = sqlite3.connect(sqlite_uri(file, "ro"), uri=True, isolation_level=None)
     try:
-        return (
-            conn.execute(
-                "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1",
-                (session_id, run_id),
-            ).fetchone()
-            is not None
-        )
+        return conn.execute(sql, params).fetchone()
     finally:
         conn.close()
+
+
+STORED_SQL = "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1"
+LAST_SEQ_SQL = "SELECT MAX(seq) FROM snapshot_turns WHERE run_id = ?"
 
 
 def _after_actions(files: list[Path]) -> None:
@@ -119,6 +117,10 @@ class RunJournal:
     unnamed: list[str] = field(default_factory=list)
     """Why batches went unnamed (the journal was busy): interrupted, the
     entry's undo then refuses rather than leave them (core.actions.run_undo)."""
+    moved: bool = False
+    """Its checkpoint was not as the run left it when it saved a batch: another
+    process deleted it or saved batches of it (a lovia-tui with another
+    journal), and lovia numbered on from what it found."""
     preempted: bool = False
     """Another process stored a segment of this run in its session while it
     went (a keep-partial, a finalize): lovia's append then keeps that one, so
@@ -181,9 +183,15 @@ class RunJournal:
         marked is the run's only if the head saved last was made before it
         was named (killed between lovia's write and the mark), else another
         writer's, saved after this run was killed."""
+        turns = self.at["snapshot_turns"]
+        group = self.before[turns].group
+        (last,) = await asyncio.to_thread(
+            _read_one, group.file, LAST_SEQ_SQL, (str(group.key),)
+        )
+        if last != (self.next_seq - 1 if self.next_seq else None):
+            self.moved = True  # deleted or saved over by another process meanwhile
         name = identity("integer", self.next_seq)
         self.next_seq += 1
-        turns = self.at["snapshot_turns"]
         await self._name(turns, name, f"{NAMED_AT}{time.time()!r} {name}")
         await write()
         await self._name(turns, WRITTEN + name)
@@ -202,7 +210,8 @@ class RunJournal:
         if self.segment in self.before[at].identities():
             return  # stored before the run began: lovia ignores the append
         group = self.before[at].group
-        if await asyncio.to_thread(_stored, group.file, session_id, str(run_id)):
+        stored = (session_id, str(run_id))
+        if await asyncio.to_thread(_read_one, group.file, STORED_SQL, stored):
             self.preempted = True  # stored by another process since
         else:
             await self._name(at, self.segment)
@@ -266,11 +275,12 @@ class RunJournal:
         ]
         turns = self.at["snapshot_turns"]
         foreign = set(new[turns]) - set(self.adding[turns])
-        if foreign and not self.unnamed:
+        if (foreign and not self.unnamed) or self.moved:
             # Another process (a lovia-tui with another journal) saved batches
-            # of this run meanwhile: which are whose is unknown, so the entry
-            # stays unfinished and its undo refuses rather than guess.
-            note = "another process saved batches of this run meanwhile"
+            # of this run meanwhile, or deleted its checkpoint: which rows are
+            # whose is unknown, so the entry stays unfinished and its undo
+            # refuses rather than guess.
+            note = "another process changed this run's checkpoint meanwhile"
             await self.journal.finish(self.entry_id, "failed", {}, note)
             return f"journal entry {self.entry_id}: {note}; it cannot be undone"
         if self.unnamed:  # then its new batches and segment are its own, named or not
