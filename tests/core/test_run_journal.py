@@ -43,7 +43,7 @@ from lovia_tui.core.actions.journal_undo import undo
 from lovia_tui.core.actions.run_undo import WRITTEN
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
-from lovia_tui.core.runs.preflight import preflight, preflight_replay
+from lovia_tui.core.runs.preflight import Preflight, preflight, preflight_replay
 from lovia_tui.core.runs.resume import RunControl, replay, resume
 from lovia_tui.core.runs.run_journal import RunJournal
 from lovia_tui.core.store.workspace import Workspace
@@ -679,3 +679,49 @@ async def test_a_segment_stored_by_another_process_meanwhile_keeps_the_checkpoin
 
     assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
     assert _dump(ws_dir) == {**before, "sessions.db": foreign}
+
+
+async def test_a_second_resume_that_checked_before_the_first_started_is_refused(
+    ws_dir: Path, tmp_path: Path
+) -> None:
+    """Two operators with journals of their own (no run lock between them)
+    resume the crashed run: the first claims it as it starts (lovia saves its
+    head again, stamped now, before the dangling call runs again), so the
+    second, checked before that, finds it saved since and does not start;
+    one checked after finds it live. Every call ran once; undo puts the
+    claimed head back."""
+    before = _dump(ws_dir)
+    jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event())  # holds every job
+    ws = await Workspace.open([ws_dir])
+    try:
+        options: dict[str, Any] = {
+            "agent": load_agent("support.resume:two_jobs"),
+            "deps": DepsSpec("jobs", jobs), "session_id": SESSION,
+        }  # fmt: skip
+        first = await preflight(ws, RUN, stale_after=0, **options)
+        second = await preflight(ws, RUN, stale_after=0, **options)
+    finally:
+        await ws.close()
+
+    async def resumed(pf: Preflight, journal: Journal) -> list:
+        return [e async for e in resume(pf, RunControl(journal=journal))]
+
+    async with asyncio.timeout(TIMEOUT):
+        going = asyncio.create_task(resumed(first, Journal()))
+        while not jobs.calls():  # the dangling call runs again, held
+            await asyncio.sleep(0.02)  # bounded by the timeout
+        other = Journal(tmp_path / "other" / "journal.db")
+        with pytest.raises(ActionError, match="was saved since its preflight"):
+            await resumed(second, other)
+        ws = await Workspace.open([ws_dir])
+        try:
+            late = await preflight(ws, RUN, stale_after=60, **options)
+        finally:
+            await ws.close()
+        assert any("it is running and saved" in p for p in late.problems)
+        jobs.release.set()
+        await going
+    assert jobs.calls().count(jobs.calls()[0]) == 1
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+    assert _dump(ws_dir) == before

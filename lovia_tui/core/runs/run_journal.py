@@ -35,10 +35,9 @@ from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
 from lovia_tui.core.actions.row_undo import only_rows
 from lovia_tui.core.actions.run_undo import DELETED, NAMED_AT, WRITTEN
-from lovia_tui.core.actions.triggers import refuse_own_schema
-from lovia_tui.core.errors import ActionError
 from lovia_tui.core.formatting import plural
-from lovia_tui.core.store.connect import sqlite_uri, write_connection
+from lovia_tui.core.runs.run_start import start_entry
+from lovia_tui.core.store.connect import sqlite_uri
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 if TYPE_CHECKING:
@@ -75,28 +74,6 @@ def _read_one(file: Path, sql: str, params: tuple[Any, ...]) -> Any:
 
 STORED_SQL = "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1"
 LAST_SEQ_SQL = "SELECT MAX(seq) FROM snapshot_turns WHERE run_id = ?"
-
-
-def _after_actions(files: list[Path]) -> None:
-    """Wait for an action holding a file's write lock to commit, and refuse a
-    file with triggers of its own (they would change rows no entry holds).
-
-    An action that found this run free before its lock was taken
-    (:func:`~lovia_tui.core.actions.entry_locks.refuse_runs_in_use`) looked
-    under that write lock: once it is let go, the capture and lovia's load
-    of the run see what the action left."""
-    for path in sorted({Path(f).resolve() for f in files}):
-        conn = write_connection(path)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                refuse_own_schema(conn, path)
-            finally:
-                conn.execute("ROLLBACK")
-        except sqlite3.OperationalError as exc:
-            raise ActionError(f"{path}: {exc}; the run did not start") from exc
-        finally:
-            conn.close()
 
 
 @dataclass
@@ -149,24 +126,13 @@ class RunJournal:
         cls, journal: Journal, pf: Preflight, run_lock: EntryLock, reason: str | None
     ) -> RunJournal:
         groups = _run_groups(pf)
-        await asyncio.to_thread(_after_actions, [g.file for g in groups])
-        captured = await asyncio.to_thread(capture_now, groups)
+        entry_id, before = await asyncio.to_thread(
+            start_entry, journal, pf, groups, reason
+        )
         segment = identity("text", pf.run.run_id.encode())
-        before = [
-            # The session's other runs stay out: others may append them.
-            only_rows(rows, [segment]) if rows.group.table == "session_runs" else rows
-            for rows in captured
-        ]
         adding: list[list[str]] = [[] for _ in before]
         turns = next(r for r in before if r.group.table == "snapshot_turns")
         seqs = turns.column("seq") if turns.rows else []
-        run = pf.run.run_id
-        entry_id = await journal.begin(
-            pf.mode,
-            {"run_id": run, "session_id": pf.session_id, "file": str(pf.checkpoint_file),
-             "delete_on_success": pf.delete_on_success},
-            reason, before, subject=f"run {run!r}",
-        )  # fmt: skip
         # A seq stored as another type (not lovia's) makes lovia's own
         # numbering differ: the batches then go unclaimed, never misnamed.
         next_seq = max((q for q in seqs if type(q) is int), default=-1) + 1
