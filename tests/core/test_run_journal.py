@@ -15,7 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -400,26 +400,9 @@ async def test_a_checkpoint_deleted_under_the_run_is_not_taken_for_its_own(
     as the old ones were. The entry is not recorded done (its undo said it
     removed one batch and overwrote six rows): it stays unfinished, and its
     undo refuses."""
-    jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
-    ws = await Workspace.open([ws_dir])
-    try:
-        pf = await preflight(
-            ws, RUN, agent=load_agent("support.resume:two_jobs"),
-            deps=DepsSpec("jobs", jobs), session_id=SESSION, stale_after=0,
-        )  # fmt: skip
-    finally:
-        await ws.close()
-
-    async def resumed() -> list:
-        return [e async for e in resume(pf, RunControl(journal=Journal()))]
-
-    async with asyncio.timeout(TIMEOUT):
-        going = asyncio.create_task(resumed())
-        while "second" not in jobs.calls():
-            await asyncio.sleep(0.02)  # bounded by the timeout
-        await SQLiteCheckpointer(ws_dir / "runs.db", wal=True).delete(RUN)
-        jobs.release.set()
-        seen = await going
+    seen = await _meanwhile(
+        ws_dir, tmp_path, SQLiteCheckpointer(ws_dir / "runs.db", wal=True).delete(RUN)
+    )
     [note] = [e for e in seen if "journal_id" in e.data]
     assert "another process changed this run's checkpoint meanwhile" in note.text
     await _refused_as_moved_on(capsys, ws_dir, lambda: _dump(ws_dir))
@@ -453,12 +436,37 @@ async def test_an_action_on_a_run_being_resumed_is_refused(
     (an attacker's finding). Refused under the write lock, nothing changed;
     once the run ended, its undo puts everything back."""
     before = _dump(ws_dir)
+
+    async def refused() -> None:
+        during = _dump(ws_dir)
+        for action in (["delete-run"], ["finalize", "--session", SESSION]):
+            command = [*action, str(ws_dir), RUN, "--force", "--yes"]
+            assert await asyncio.to_thread(main, command) == 2
+            assert (
+                f"a resume or replay of run {RUN!r} is running in this lovia-tui"
+                in capsys.readouterr().err
+            )
+        assert _dump(ws_dir) == during
+
+    await _meanwhile(ws_dir, tmp_path, refused())
+    assert [e.action for e in await Journal().entries()][-1] == "resume"
+
+    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
+    assert _dump(ws_dir) == before
+
+
+async def _meanwhile(
+    ws_dir: Path, tmp_path: Path, meanwhile: Awaitable[object], **options: Any
+) -> list:
+    """The crashed run resumed (journaled) until it runs its job "second",
+    ``meanwhile`` then, and the run let go to its end: its console events."""
     jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
     ws = await Workspace.open([ws_dir])
     try:
         pf = await preflight(
             ws, RUN, agent=load_agent("support.resume:two_jobs"),
             deps=DepsSpec("jobs", jobs), session_id=SESSION, stale_after=0,
+            **options,
         )  # fmt: skip
     finally:
         await ws.close()
@@ -470,21 +478,9 @@ async def test_an_action_on_a_run_being_resumed_is_refused(
         going = asyncio.create_task(resumed())
         while "second" not in jobs.calls():
             await asyncio.sleep(0.02)  # bounded by the timeout
-        during = _dump(ws_dir)
-        for action in (["delete-run"], ["finalize", "--session", SESSION]):
-            command = [*action, str(ws_dir), RUN, "--force", "--yes"]
-            assert await asyncio.to_thread(main, command) == 2
-            assert (
-                f"a resume or replay of run {RUN!r} is running in this lovia-tui"
-                in capsys.readouterr().err
-            )
-        assert _dump(ws_dir) == during
+        await meanwhile
         jobs.release.set()
-        await going
-    assert [e.action for e in await Journal().entries()][-1] == "resume"
-
-    assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
-    assert _dump(ws_dir) == before
+        return await going
 
 
 async def _journaled_then_killed(ws_dir: Path, **options: Any) -> RunJournal:
@@ -646,39 +642,22 @@ async def test_a_segment_stored_by_another_process_meanwhile_keeps_the_checkpoin
     run's result is only in its checkpoint, which is kept, not deleted on
     success; its undo leaves the other process's segment alone."""
     before = _dump(ws_dir)
-    jobs = Jobs(tmp_path / "jobs.log", release=asyncio.Event(), hold="second")
-    ws = await Workspace.open([ws_dir])
-    try:
-        pf = await preflight(
-            ws, RUN, agent=load_agent("support.resume:two_jobs"),
-            deps=DepsSpec("jobs", jobs), session_id=SESSION, stale_after=0,
-            delete_on_success=True,
-        )  # fmt: skip
-    finally:
-        await ws.close()
+    partial = [AssistantTextEntry(content="kept by another operator")]
+    stored: dict[str, list[tuple[str, ...]]] = {}
 
-    async def resumed() -> list:
-        return [e async for e in resume(pf, RunControl(journal=Journal()))]
+    async def keep_partial() -> None:
+        session = SQLiteSession(ws_dir / "sessions.db", wal=True)
+        await session.append(SESSION, partial, run_id=RUN)
+        stored.update(_dump(ws_dir)["sessions.db"])  # as the other process left it
 
-    async with asyncio.timeout(TIMEOUT):
-        going = asyncio.create_task(resumed())
-        while "second" not in jobs.calls():
-            await asyncio.sleep(0.02)  # bounded by the timeout
-        partial = [AssistantTextEntry(content="kept by another operator")]
-        await SQLiteSession(ws_dir / "sessions.db", wal=True).append(
-            SESSION, partial, run_id=RUN
-        )
-        foreign = _dump(ws_dir)["sessions.db"]
-        jobs.release.set()
-        seen = await going
+    seen = await _meanwhile(ws_dir, tmp_path, keep_partial(), delete_on_success=True)
     said = " ".join(e.text for e in seen)
     assert "another process stored a segment of this run" in said, said
-    after = _dump(ws_dir)
-    assert after["sessions.db"] == foreign  # lovia kept the other segment
+    assert _dump(ws_dir)["sessions.db"] == stored  # lovia kept the other segment
     assert rows(ws_dir / "runs.db")["snapshot_heads"]  # the result's only copy
 
     assert await asyncio.to_thread(main, ["undo", str(ws_dir), "--yes"]) == 0
-    assert _dump(ws_dir) == {**before, "sessions.db": foreign}
+    assert _dump(ws_dir) == {**before, "sessions.db": stored}
 
 
 async def test_a_second_resume_that_checked_before_the_first_started_is_refused(
