@@ -62,13 +62,15 @@ def refuse_runs_in_use(journal: Path, groups: Iterable[RowGroup]) -> None:
 
     Called under the action's write lock. A resume that takes its run's lock
     after this look waits for that write lock before it reads the run
-    (:meth:`~lovia_tui.core.runs.run_journal.RunJournal.begin`), so it
-    starts from what the action left."""
-    runs = {(Path(g.file), str(g.key)) for g in groups if g.table in RUN_TABLES}
+    (:func:`~lovia_tui.core.runs.run_start.start_entry`), so it starts from
+    what the action left."""
     try:
         present = set(os.listdir(locks_directory(journal)))
     except FileNotFoundError:
         return
+    if not any(name.startswith("run-") for name in present):
+        return  # no resume going: no run's lock to look for (a bulk delete names many)
+    runs = {(Path(g.file), str(g.key)) for g in groups if g.table in RUN_TABLES}
     for file, run in sorted(runs):
         name = run_lock_name(file, run)
         if name in present and (holder := running_in(journal, name)):
