@@ -34,6 +34,7 @@ from lovia_tui.core.actions.describe import counts_text, undo_effect
 from lovia_tui.core.actions.journal import UNDO_WAIT_SECONDS, Journal, JournalEntry
 from lovia_tui.core.actions.journal_file import size_note
 from lovia_tui.core.actions.journal_prune import DEFAULT_DAYS, prune
+from lovia_tui.core.actions.journal_undo import stored_since
 from lovia_tui.core.actions.perform import undo
 from lovia_tui.core.errors import ActionError, LoviaTuiError
 from lovia_tui.core.formatting import plural, printable, timestamp
@@ -258,6 +259,8 @@ async def _undo(args: argparse.Namespace) -> int:
         f"restores its rows in {printable(', '.join(entry.databases))}"
         + (f": {undone}" if undone else "")
     )
+    for line in await asyncio.to_thread(stored_since, journal, entry):
+        out.print(printable(line), style="yellow", markup=False)
     if result is None:
         out.print("nothing changed: add --yes to do it", style="dim")
         return EXIT_OK

@@ -23,6 +23,7 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
     was; whether it was undone."""
     from lovia_tui.core.actions.describe import undo_effect
     from lovia_tui.core.actions.journal import Journal
+    from lovia_tui.core.actions.journal_undo import stored_since
     from lovia_tui.core.actions.perform import undo
     from lovia_tui.screens.action_dialog import ActionScreen
 
@@ -70,9 +71,11 @@ async def undo_flow(host: Screen, workspace: Workspace, entry_id: int | None) ->
         state = "restores the rows exactly as they were before it" + (
             f" ({effect})" if effect else ""
         )
+    since = await asyncio.to_thread(stored_since, journal, entry)
     lines = [
         f"undo journal entry #{entry.id}: {what} by {entry.user}",
         state,
+        *since,
         "refused if anything changed those rows since",
     ]
     answer = await host.app.push_screen_wait(

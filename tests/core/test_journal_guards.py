@@ -340,3 +340,24 @@ def test_a_without_rowid_table_is_named_not_read_as_empty(
     assert main(["sessions", str(db), "--readonly"]) == 2
     err = capsys.readouterr().err
     assert "table session_runs is a WITHOUT ROWID table, which lovia never makes" in err
+
+
+def test_an_undo_says_which_runs_stored_since_stay(
+    scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A chat answered after a rewind: the undo puts the rewound runs back
+    and keeps the new one after them, history spliced; its preview says so
+    (a real lovia web round found it said nothing)."""
+    db = scratch / "since.db"
+    asyncio.run(_build(db))
+    assert main(["rewind", str(db), "s", "--keep", "4", "--yes"]) == 0
+    later = [InputEntry(role="user", content="and now?")]
+    asyncio.run(SQLiteSession(db, wal=True).append("s", later, run_id="s-late"))
+    capsys.readouterr()
+    assert main(["undo", str(db)]) == 0  # the preview
+    said = "1 run stored in session 's' since stays, after the runs put back"
+    assert said in capsys.readouterr().out
+    assert main(["undo", str(db), "--yes"]) == 0
+    runs = [r for r in rows(db)["session_runs"] if "'s'" in r[1]]
+    assert len(runs) == 13 and "'s-late'" in runs[-1][2]
+    assert integrity(db) == "ok"

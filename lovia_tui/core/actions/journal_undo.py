@@ -12,9 +12,12 @@ the journal never lists as undoable what is already undone, nor prescribes a
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from lovia_tui.core.actions.entry_locks import EntryLock, refuse_runs_in_use
 from lovia_tui.core.actions.journal import (
@@ -33,7 +36,9 @@ from lovia_tui.core.actions.undo import (
 )
 from lovia_tui.core.actions.undo_recovery import UndoOutcome, undo_outcome
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.rows import Captured, RowGroup, capture_now
+from lovia_tui.core.formatting import plural
+from lovia_tui.core.store.connect import read_rows
+from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 
 async def undo(
@@ -238,3 +243,40 @@ def _settle_own(journal: Journal, undo: JournalEntry, wait: float) -> JournalEnt
             "completes it"
         )
     return settled
+
+
+SINCE_SQL = (
+    "SELECT typeof(run_id), CASE WHEN typeof(run_id) IN ('text', 'blob') "
+    "THEN CAST(run_id AS BLOB) ELSE run_id END FROM session_runs "
+    "WHERE session_id = ? AND id > ?"
+)
+
+
+def stored_since(journal: Journal, entry: JournalEntry) -> list[str]:
+    """What an undo of ``entry`` leaves in its sessions: the runs stored there
+    since it (a chat answered after a rewind), kept after the runs it puts
+    back; one sentence a session. Reads only ids (the journal's, the
+    sessions')."""
+    if entry.unfinished:
+        return []
+    with journal.connect() as conn:
+        groups = conn.execute(
+            "SELECT database, key, rowids_json, added_json FROM groups "
+            "WHERE entry_id = ? AND tbl = 'session_runs'",
+            (entry.id,),
+        ).fetchall()
+    said = []
+    for database, key, rowids, added in groups:
+        ours = set(orjson.loads(added or "[]"))
+        last = max((r for r in orjson.loads(rowids) if type(r) is int), default=0)
+        try:
+            rows = read_rows(Path(database), SINCE_SQL, (key, last))
+        except sqlite3.Error:
+            continue  # not readable now: the undo itself says why
+        since = sum(identity(kind, value) not in ours for kind, value in rows)
+        if since:
+            said.append(
+                f"{plural(since, 'run')} stored in session {key!r} since "
+                f"{'stays' if since == 1 else 'stay'}, after the runs put back"
+            )
+    return said

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from lovia_tui.core.actions.row_undo import only_rows
 from lovia_tui.core.actions.run_undo import DELETED, NAMED_AT, WRITTEN
 from lovia_tui.core.formatting import plural
 from lovia_tui.core.runs.run_start import start_entry
-from lovia_tui.core.store.connect import sqlite_uri
+from lovia_tui.core.store.connect import read_rows
 from lovia_tui.core.store.rows import Captured, RowGroup, capture_now, identity
 
 if TYPE_CHECKING:
@@ -61,15 +60,6 @@ def _run_groups(pf: Preflight) -> list[RowGroup]:
     if pf.session_file is not None and pf.session_id is not None:
         groups.insert(0, RowGroup(pf.session_file, "session_runs", pf.session_id))
     return groups
-
-
-def _read_one(file: Path, sql: str, params: tuple[Any, ...]) -> Any:
-    """The first row of a statement on a read-only connection of its own, or None."""
-    conn = sqlite3.connect(sqlite_uri(file, "ro"), uri=True, isolation_level=None)
-    try:
-        return conn.execute(sql, params).fetchone()
-    finally:
-        conn.close()
 
 
 STORED_SQL = "SELECT 1 FROM session_runs WHERE session_id = ? AND run_id = ? LIMIT 1"
@@ -151,8 +141,8 @@ class RunJournal:
         writer's, saved after this run was killed."""
         turns = self.at["snapshot_turns"]
         group = self.before[turns].group
-        (last,) = await asyncio.to_thread(
-            _read_one, group.file, LAST_SEQ_SQL, (str(group.key),)
+        [(last,)] = await asyncio.to_thread(
+            read_rows, group.file, LAST_SEQ_SQL, (str(group.key),)
         )
         if last != (self.next_seq - 1 if self.next_seq else None):
             self.moved = True  # deleted or saved over by another process meanwhile
@@ -177,7 +167,7 @@ class RunJournal:
             return  # stored before the run began: lovia ignores the append
         group = self.before[at].group
         stored = (session_id, str(run_id))
-        if await asyncio.to_thread(_read_one, group.file, STORED_SQL, stored):
+        if await asyncio.to_thread(read_rows, group.file, STORED_SQL, stored):
             self.preempted = True  # stored by another process since
         else:
             await self._name(at, self.segment)

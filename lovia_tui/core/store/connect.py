@@ -67,6 +67,16 @@ def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
+def read_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """A statement's rows on a read-only connection of its own, closed after:
+    a look from a worker thread, outside the workspace's connections."""
+    conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, isolation_level=None)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
 def write_connection(
     path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection
 ) -> Any:
