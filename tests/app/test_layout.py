@@ -5,6 +5,7 @@ and emoji with presentation selectors measured as the terminal draws them
 from __future__ import annotations
 
 import re
+import shutil
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -221,3 +222,26 @@ async def test_a_long_title_fills_the_sessions_column_to_its_edge(tmp_path):
         [line] = [line for line in rows(row_list) if "s1" in line]
         title = "word000" + line.split("word000", 1)[1].rsplit(" 1r", 1)[0].rstrip()
         assert title.endswith("…") and cell_len(title) > 150, line
+
+
+async def test_a_dialogs_buttons_stay_on_screen_at_60x15(demo_dir, tmp_path):
+    """The dialog's title is kept to one line (cut with …): a rewind to a user
+    turn, whose title wrapped at 60 columns, left its buttons below a 60x15
+    screen (docs/stories.md says they stay)."""
+    from lovia_tui.screens.action_dialog import ActionScreen
+
+    directory = shutil.copytree(demo_dir.directory, tmp_path / "demo")
+    app = make_app([directory])
+    async with app.run_test(size=(60, 15)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"kyoto", "enter", "2", *"kkkkk", "W")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ActionScreen)
+        title = str(dialog.query_one(".dialog-title").render())
+        assert (
+            "user turn" in title and dialog.query_one(".dialog-title").size.height == 1
+        )
+        for button in dialog.query("Button"):
+            assert button.region.bottom <= 15, button
+            assert dialog.get_widget_at(*button.region.center)[0] is button
