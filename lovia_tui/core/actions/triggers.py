@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from lovia_tui.core.errors import ActionError
-from lovia_tui.core.store.connect import sqlite_uri
+from lovia_tui.core.store.connect import read_only
 from lovia_tui.core.store.rows import TABLES
 from lovia_tui.core.store.table_shape import refuse_odd_table_on
 
@@ -53,11 +53,9 @@ def own_schema_problem(path: Path) -> str | None:
     """Why ``path`` is refused by :func:`refuse_own_schema`, or None; read
     on a read-only connection of its own (a resume's preflight: lovia writes
     the file for minutes, under no lock of ours)."""
-    conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, isolation_level=None)
-    try:
-        refuse_own_schema(conn, path)
-    except ActionError as exc:
-        return str(exc)
-    finally:
-        conn.close()
+    with read_only(path) as conn:
+        try:
+            refuse_own_schema(conn, path)
+        except ActionError as exc:
+            return str(exc)
     return None

@@ -12,8 +12,10 @@ transaction) can only be rolled back by a connection that may write: under
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from stat import S_ISREG
 from time import perf_counter
@@ -67,14 +69,21 @@ def sqlite_uri(path: Path, mode: str, *, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
-def read_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-    """A statement's rows on a read-only connection of its own, closed after:
-    a look from a worker thread, outside the workspace's connections."""
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection of its own (never writes, never creates), closed
+    after: a look from a worker thread, outside the workspace's connections."""
     conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, isolation_level=None)
     try:
-        return conn.execute(sql, params).fetchall()
+        yield conn
     finally:
         conn.close()
+
+
+def read_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """A statement's rows on a :func:`read_only` connection."""
+    with read_only(path) as conn:
+        return conn.execute(sql, params).fetchall()
 
 
 def write_connection(
