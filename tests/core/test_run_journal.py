@@ -39,7 +39,7 @@ from support.resume import (
 from lovia_tui.cli import main
 from lovia_tui.core.actions.journal import Journal
 from lovia_tui.core.actions.journal_file import JournalError
-from lovia_tui.core.actions.journal_undo import undo
+from lovia_tui.core.actions.journal_undo import stored_since, undo
 from lovia_tui.core.actions.run_undo import WRITTEN
 from lovia_tui.core.errors import ActionError
 from lovia_tui.core.runs.agents import DepsSpec, load_agent
@@ -320,6 +320,9 @@ async def test_a_replay_that_changes_nothing_is_passed_over_by_undo(
     [note] = [e for e in seen if "journal_id" in e.data]
     assert note.text.endswith("the run changed no rows")
     assert (await Journal().last_undoable(_files(ws_dir))).id == resumed
+    # The session's earlier run is no run "stored since": nothing is put back
+    # before it (the tmux round's undo preview said "2 runs ... stay").
+    assert stored_since(Journal(), Journal().get_sync(resumed)) == []
 
 
 @pytest.mark.parametrize("since", ["renamed", "another run"])

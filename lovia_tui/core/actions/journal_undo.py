@@ -28,7 +28,7 @@ from lovia_tui.core.actions.journal import (
     JournalEntry,
 )
 from lovia_tui.core.actions.row_undo import ChangedSinceError
-from lovia_tui.core.actions.run_undo import MovedOnError
+from lovia_tui.core.actions.run_undo import RUN_ACTIONS, MovedOnError
 from lovia_tui.core.actions.undo import (
     UndoResult,
     read_journaled,
@@ -256,8 +256,9 @@ def stored_since(journal: Journal, entry: JournalEntry) -> list[str]:
     """What an undo of ``entry`` leaves in its sessions: the runs stored there
     since it (a chat answered after a rewind), kept after the runs it puts
     back; one sentence a session. Reads only ids (the journal's, the
-    sessions')."""
-    if entry.unfinished:
+    sessions'). A resume or replay journals only its own segment and puts
+    back none: the session's other runs keep their order."""
+    if entry.unfinished or entry.action in RUN_ACTIONS:
         return []
     with journal.connect() as conn:
         groups = conn.execute(
@@ -268,7 +269,10 @@ def stored_since(journal: Journal, entry: JournalEntry) -> list[str]:
     said = []
     for database, key, rowids, added in groups:
         ours = set(orjson.loads(added or "[]"))
-        last = max((r for r in orjson.loads(rowids) if type(r) is int), default=0)
+        put_back = [r for r in orjson.loads(rowids) if type(r) is int]
+        if not put_back:
+            continue  # a session the action made (a fork's copy): nothing put back
+        last = max(put_back)
         try:
             rows = read_rows(Path(database), SINCE_SQL, (key, last))
         except sqlite3.Error:
